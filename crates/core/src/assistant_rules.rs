@@ -1,0 +1,296 @@
+//! Save-time (and session-start) rules of prompt assistants: variables,
+//! prompts, model settings, built-in tools, bindings and realtime gating.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rtc_expr::{LlmLeaves, check_assignment, value_fits};
+use rtc_protocol::{Assistant, EndMessageType, RealtimeInterface, RunMode, Tool, ValueType};
+
+use crate::binding_rules::{BindingUse, VariableScope, check_variable_template, validate_binding};
+use crate::error::{Rule, ValidationError};
+use crate::names::{
+    INPUT_PREFIX, SECRET_PREFIX, SYSTEM_PREFIX, check_display_name, check_identifier,
+    check_max_chars,
+};
+use crate::realtime::compatibility;
+use crate::system_vars::SYSTEM_VARIABLES;
+
+/// Most dynamic variables one assistant may declare.
+pub const MAX_VARIABLES: usize = 256;
+/// Most tool bindings (and startup actions) one assistant may have.
+pub const MAX_BINDINGS: usize = 128;
+const MAX_PROMPT: usize = 200_000;
+
+/// What assistant validation needs from the rest of the workspace.
+pub struct AssistantContext<'a> {
+    /// The tools the assistant references that exist, by id.
+    pub tools: &'a BTreeMap<String, Tool>,
+    /// The realtime interface named by `realtimeInterfaceId`, if it exists.
+    pub realtime_interface: Option<&'a RealtimeInterface>,
+    /// Names of the configured LLM providers.
+    pub providers: &'a BTreeSet<String>,
+}
+
+/// The declared variables plus the `system__` ones, with their types.
+pub fn variable_types(assistant: &Assistant) -> BTreeMap<String, ValueType> {
+    let mut all: BTreeMap<String, ValueType> = SYSTEM_VARIABLES
+        .iter()
+        .map(|(n, t)| ((*n).to_owned(), *t))
+        .collect();
+    for v in &assistant.dynamic_variables {
+        all.insert(v.name.clone(), v.value_type);
+    }
+    all
+}
+
+/// Validate an assistant. Realtime incompatibilities are refused here too
+/// (R-RT-5); the compatibility report lists them for cleanup.
+pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
+    check_display_name(&assistant.name, "name", 200)?;
+    check_max_chars(&assistant.description, "description", 4_096)?;
+    check_variables(assistant)?;
+    let vars = variable_types(assistant);
+    check_max_chars(&assistant.system_prompt, "systemPrompt", MAX_PROMPT)?;
+    check_variable_template(&assistant.system_prompt, "systemPrompt", &vars)?;
+    if let Some(first) = &assistant.first_message {
+        check_max_chars(first, "firstMessage", MAX_PROMPT)?;
+        check_variable_template(first, "firstMessage", &vars)?;
+    }
+    check_llm(assistant, ctx)?;
+    check_built_ins(assistant, &vars)?;
+    let scope = VariableScope { all: &vars };
+    if assistant.tool_bindings.len() > MAX_BINDINGS {
+        return Err(ValidationError::new(
+            "too_many",
+            "toolBindings",
+            format!("at most {MAX_BINDINGS} tool bindings"),
+        ));
+    }
+    if assistant.startup_actions.len() > MAX_BINDINGS {
+        return Err(ValidationError::new(
+            "too_many",
+            "startupActions",
+            format!("at most {MAX_BINDINGS} startup actions"),
+        ));
+    }
+    let mut names = BTreeMap::new();
+    for (i, b) in assistant.tool_bindings.iter().enumerate() {
+        let field = format!("toolBindings[{i}]");
+        let tool = ctx.tools.get(&b.tool_id);
+        validate_binding(b, &field, tool, &scope, BindingUse::ModelTool)?;
+        if let Some(tool) = tool {
+            if let Some(prev) = names.insert(tool.name.clone(), i) {
+                return Err(ValidationError::new(
+                    "duplicate_tool_name",
+                    format!("{field}.toolId"),
+                    format!(
+                        "the model would see two tools named `{}` (toolBindings[{prev}] and {field})",
+                        tool.name
+                    ),
+                ));
+            }
+        }
+    }
+    for (i, b) in assistant.startup_actions.iter().enumerate() {
+        let field = format!("startupActions[{i}]");
+        validate_binding(
+            b,
+            &field,
+            ctx.tools.get(&b.tool_id),
+            &scope,
+            BindingUse::Deterministic,
+        )?;
+    }
+    check_run_mode(assistant, ctx)?;
+    if let Some(id) = &assistant.task_backend_id {
+        return Err(ValidationError::new(
+            "unknown_task_backend",
+            "taskBackendId",
+            format!("task backend `{id}` does not exist in this workspace"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_variables(assistant: &Assistant) -> Rule {
+    if assistant.dynamic_variables.len() > MAX_VARIABLES {
+        return Err(ValidationError::new(
+            "too_many",
+            "dynamicVariables",
+            format!("at most {MAX_VARIABLES} dynamic variables"),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, v) in assistant.dynamic_variables.iter().enumerate() {
+        let field = format!("dynamicVariables[{i}].name");
+        check_identifier(&v.name, &field)?;
+        if [SYSTEM_PREFIX, SECRET_PREFIX, INPUT_PREFIX]
+            .iter()
+            .any(|p| v.name.starts_with(p))
+        {
+            return Err(ValidationError::new(
+                "reserved_name",
+                field,
+                format!(
+                    "`{}`: the prefixes `system__`, `secret__` and `input__` are reserved",
+                    v.name
+                ),
+            ));
+        }
+        if !seen.insert(v.name.as_str()) {
+            return Err(ValidationError::new(
+                "duplicate_name",
+                field,
+                format!("variable `{}` is declared twice", v.name),
+            ));
+        }
+        if let Some(default) = &v.default {
+            if !value_fits(default, v.value_type) {
+                return Err(ValidationError::new(
+                    "invalid_default",
+                    format!("dynamicVariables[{i}].default"),
+                    format!("the default of `{}` must be a {}", v.name, v.value_type),
+                ));
+            }
+        }
+        check_max_chars(
+            &v.description,
+            &format!("dynamicVariables[{i}].description"),
+            4_096,
+        )?;
+    }
+    Ok(())
+}
+
+fn check_llm(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
+    let llm = &assistant.llm;
+    if let Some(t) = llm.temperature {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(ValidationError::new(
+                "out_of_range",
+                "llm.temperature",
+                "`llm.temperature` must be between 0 and 2",
+            ));
+        }
+    }
+    if let Some(model) = &llm.model {
+        check_display_name(model, "llm.model", 200)?;
+    }
+    if llm.max_tokens == Some(0) {
+        return Err(ValidationError::new(
+            "out_of_range",
+            "llm.maxTokens",
+            "`llm.maxTokens` must be positive",
+        ));
+    }
+    if let Some(p) = &llm.provider {
+        if !ctx.providers.contains(p) {
+            return Err(ValidationError::new(
+                "unknown_provider",
+                "llm.provider",
+                format!("no LLM provider named `{p}` is configured"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_built_ins(assistant: &Assistant, vars: &BTreeMap<String, ValueType>) -> Rule {
+    let b = &assistant.built_in_tools;
+    if let Some(end) = &b.end_conversation {
+        check_max_chars(
+            &end.description,
+            "builtInTools.endConversation.description",
+            4_096,
+        )?;
+        if end.message_type == EndMessageType::Custom && end.custom_message.trim().is_empty() {
+            return Err(ValidationError::new(
+                "missing_field",
+                "builtInTools.endConversation.customMessage",
+                "`messageType: custom` needs a non-empty `customMessage`",
+            ));
+        }
+    }
+    if let Some(update) = &b.update_state {
+        if update.rules.is_empty() {
+            return Err(ValidationError::new(
+                "missing_field",
+                "builtInTools.updateState.rules",
+                "`updateState` needs at least one rule",
+            ));
+        }
+        for (i, rule) in update.rules.iter().enumerate() {
+            let field = format!("builtInTools.updateState.rules[{i}]");
+            let declared = assistant
+                .dynamic_variables
+                .iter()
+                .find(|v| v.name == rule.variable);
+            let Some(declared) = declared else {
+                return Err(ValidationError::new(
+                    "unknown_variable",
+                    format!("{field}.variable"),
+                    format!(
+                        "`{}` is not a declared dynamic variable (system variables are read-only)",
+                        rule.variable
+                    ),
+                ));
+            };
+            check_assignment(
+                &rule.expression,
+                declared.value_type,
+                vars,
+                LlmLeaves::Allowed,
+            )
+            .map_err(|e| {
+                ValidationError::new(e.code, format!("{field}.expression{}", e.path), e.message)
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn check_run_mode(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
+    if let Some(id) = &assistant.realtime_interface_id {
+        if ctx.realtime_interface.is_none() {
+            return Err(ValidationError::new(
+                "unknown_realtime_interface",
+                "realtimeInterfaceId",
+                format!("realtime interface `{id}` does not exist"),
+            ));
+        }
+    } else if assistant.run_mode == RunMode::Realtime {
+        return Err(ValidationError::new(
+            "missing_field",
+            "realtimeInterfaceId",
+            "the realtime run mode needs `realtimeInterfaceId`",
+        ));
+    }
+    let issues = compatibility(assistant, ctx.tools, ctx.realtime_interface);
+    if let Some(first) = issues.first() {
+        let all: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+        return Err(ValidationError::new(
+            "realtime_incompatible",
+            first.path.clone(),
+            format!(
+                "{} (incompatible items: {}); change them or use the pipeline run mode",
+                first.message,
+                all.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Ids of every tool an assistant references.
+pub fn referenced_tools(assistant: &Assistant) -> BTreeSet<String> {
+    assistant
+        .tool_bindings
+        .iter()
+        .chain(&assistant.startup_actions)
+        .map(|b| b.tool_id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "assistant_rules_tests.rs"]
+mod tests;

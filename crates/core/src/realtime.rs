@@ -1,0 +1,170 @@
+//! Realtime capability gating (R-RT-2..5): the shipped interfaces, the rules
+//! of an interface's declaration, the compatibility report of an assistant
+//! and the explicit cleanup that removes exactly the reported items.
+
+use std::collections::BTreeMap;
+
+use rtc_protocol::{
+    Assistant, BuiltInToolName, CompatibilityIssue, FieldSchema, RealtimeFeatures,
+    RealtimeInterface, RealtimePromptTools, RunMode, Tool, ToolKind,
+};
+
+use crate::error::{Rule, ValidationError};
+use crate::names::check_display_name;
+
+/// Id of the shipped Qwen Audio Realtime interface.
+pub const QWEN_AUDIO_REALTIME: &str = "qwen-audio-realtime";
+/// Id of the shipped StepFun Prompt Realtime interface.
+pub const STEPFUN_REALTIME: &str = "stepfun-realtime";
+
+/// The interfaces every workspace sees, with the seed's declarations.
+pub fn shipped_interfaces() -> Vec<RealtimeInterface> {
+    let make =
+        |id: &str, name: &str, provider: &str, tools: RealtimePromptTools| RealtimeInterface {
+            id: Some(id.to_owned()),
+            name: name.to_owned(),
+            provider: provider.to_owned(),
+            field_schema: FieldSchema {
+                features: RealtimeFeatures {
+                    realtime_prompt_tools: tools,
+                    extra: Default::default(),
+                },
+                extra: Default::default(),
+            },
+            shipped: true,
+            created_at: None,
+            updated_at: None,
+        };
+    vec![
+        make(
+            QWEN_AUDIO_REALTIME,
+            "Qwen Audio Realtime",
+            "qwen",
+            RealtimePromptTools {
+                tool_types: vec![ToolKind::Http, ToolKind::Mcp, ToolKind::Client],
+                built_in_tools: vec![
+                    BuiltInToolName::EndConversation,
+                    BuiltInToolName::UpdateState,
+                    BuiltInToolName::RequestHumanHandoff,
+                ],
+            },
+        ),
+        make(
+            STEPFUN_REALTIME,
+            "StepFun Prompt Realtime",
+            "stepfun",
+            RealtimePromptTools::default(),
+        ),
+    ]
+}
+
+/// Whether `id` names a shipped interface.
+pub fn is_shipped(id: &str) -> bool {
+    id == QWEN_AUDIO_REALTIME || id == STEPFUN_REALTIME
+}
+
+/// An operator-defined interface: a name, and no `skipTurn` (R-RT-3).
+pub fn validate_interface(iface: &RealtimeInterface) -> Rule {
+    check_display_name(&iface.name, "name", 200)?;
+    let declared = &iface
+        .field_schema
+        .features
+        .realtime_prompt_tools
+        .built_in_tools;
+    if let Some(i) = declared
+        .iter()
+        .position(|b| *b == BuiltInToolName::SkipTurn)
+    {
+        return Err(ValidationError::new(
+            "pipeline_only",
+            format!("fieldSchema.features.realtimePromptTools.builtInTools[{i}]"),
+            "`skipTurn` is only available in the pipeline run mode: a realtime model may already have spoken",
+        ));
+    }
+    Ok(())
+}
+
+/// The items of `assistant` its realtime interface does not support. Empty
+/// in the pipeline run mode. Bindings whose tool is unknown are left to
+/// validation.
+pub fn compatibility(
+    assistant: &Assistant,
+    tools: &BTreeMap<String, Tool>,
+    iface: Option<&RealtimeInterface>,
+) -> Vec<CompatibilityIssue> {
+    if assistant.run_mode != RunMode::Realtime {
+        return Vec::new();
+    }
+    let empty = RealtimePromptTools::default();
+    let (caps, iface_name) = match iface {
+        Some(i) => (
+            &i.field_schema.features.realtime_prompt_tools,
+            i.name.as_str(),
+        ),
+        None => (&empty, "the realtime interface"),
+    };
+    let mut issues = Vec::new();
+    for (i, binding) in assistant.tool_bindings.iter().enumerate() {
+        let Some(tool) = tools.get(&binding.tool_id) else {
+            continue;
+        };
+        if !caps.tool_types.contains(&tool.kind) {
+            issues.push(CompatibilityIssue {
+                path: format!("toolBindings[{i}]"),
+                code: "tool_type_unsupported".to_owned(),
+                message: format!(
+                    "{iface_name} does not support {} tools (tool `{}`)",
+                    tool.kind.as_str(),
+                    tool.name
+                ),
+            });
+        }
+    }
+    for name in assistant.built_in_tools.enabled() {
+        let path = format!("builtInTools.{}", name.as_str());
+        if name == BuiltInToolName::SkipTurn {
+            issues.push(CompatibilityIssue {
+                path,
+                code: "pipeline_only".to_owned(),
+                message: "`skipTurn` is only available in the pipeline run mode".to_owned(),
+            });
+        } else if !caps.built_in_tools.contains(&name) {
+            issues.push(CompatibilityIssue {
+                path,
+                code: "built_in_unsupported".to_owned(),
+                message: format!(
+                    "{iface_name} does not support the built-in tool `{}`",
+                    name.as_str()
+                ),
+            });
+        }
+    }
+    issues
+}
+
+/// Remove exactly the reported items from `assistant`.
+pub fn cleanup(assistant: &mut Assistant, issues: &[CompatibilityIssue]) {
+    let mut binding_indexes: Vec<usize> = issues
+        .iter()
+        .filter_map(|i| {
+            i.path
+                .strip_prefix("toolBindings[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect();
+    binding_indexes.sort_unstable();
+    for index in binding_indexes.into_iter().rev() {
+        if index < assistant.tool_bindings.len() {
+            assistant.tool_bindings.remove(index);
+        }
+    }
+    for issue in issues {
+        if let Some(name) = issue.path.strip_prefix("builtInTools.") {
+            if let Some(b) = BuiltInToolName::ALL.iter().find(|b| b.as_str() == name) {
+                assistant.built_in_tools.remove(*b);
+            }
+        }
+    }
+}

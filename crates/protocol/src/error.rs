@@ -1,0 +1,21 @@
+//! The error body every failing API call returns (R-API-2).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `{"error": {"code", "message", "field"?}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorResponse {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code, e.g. `unknown_variable`.
+    pub code: String,
+    /// Human-readable explanation naming the offending field.
+    pub message: String,
+    /// Path of the offending field, e.g. `toolBindings[0].argumentBindings.tenant`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}

@@ -1,0 +1,132 @@
+//! Tool resources (R-TR-1..5): reusable HTTP, MCP and client tools.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolKind {
+    Http,
+    Mcp,
+    Client,
+}
+
+impl ToolKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Http => "http",
+            Self::Mcp => "mcp",
+            Self::Client => "client",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tool {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(read_only)]
+    pub id: Option<String>,
+    /// The function name the model calls: letters, digits, `_`, `-`, at most 64.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(rename = "type")]
+    pub kind: ToolKind,
+    /// JSON Schema (an object schema) of the tool's parameters. For `mcp`
+    /// tools it is taken from the server's discovery and may be omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub parameters: Option<Value>,
+    #[serde(default)]
+    pub template_inputs: Vec<TemplateInput>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpToolConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpToolConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientToolConfig>,
+    /// What the tool answers in a test-mode session (R-BX-10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub mock_response: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(read_only)]
+    pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(read_only)]
+    pub updated_at: Option<String>,
+}
+
+/// A per-use placeholder `{{input__name}}` that each binding fills.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TemplateInput {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum HttpMethod {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpToolConfig {
+    pub method: HttpMethod,
+    /// May contain `{{param}}` and `{{input__name}}` placeholders.
+    pub url: String,
+    /// Values may contain `{{param}}`, `{{input__name}}` and `{{secret__name}}`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The request body structure; strings in it may contain `{{param}}` and
+    /// `{{input__name}}` placeholders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub body: Option<Value>,
+    #[serde(default = "default_http_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+pub fn default_http_timeout_ms() -> u64 {
+    10_000
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct McpToolConfig {
+    pub server_id: String,
+    pub remote_tool_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClientToolConfig {
+    pub function_name: String,
+    #[serde(default = "yes")]
+    pub wait_for_response: bool,
+    #[serde(default = "default_client_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+pub fn default_client_timeout_ms() -> u64 {
+    30_000
+}
