@@ -1,1 +1,34 @@
-//! placeholder
+//! Storage of rtc-agent: one [`Store`] over SQLite (default, one file) or
+//! PostgreSQL, through sqlx's `Any` driver with one set of portable queries
+//! (`$N` placeholders, TEXT ids and JSON, BIGINT epoch-millisecond times).
+//! Each engine has its own migration folder; both are applied at start and
+//! by `rtc-agent migrate`.
+//!
+//! Configuration resources are stored as JSON documents keyed by
+//! (workspace, kind, id), with a reference table so that a resource still
+//! in use cannot be deleted. Secrets are encrypted with AES-256-GCM before
+//! they reach the database.
+
+mod db;
+mod documents;
+mod error;
+mod ids;
+mod secret_box;
+mod secrets;
+mod workspaces;
+
+pub use db::{Dialect, Store, redact_url};
+pub use documents::{Document, Reference, ResourceKind};
+pub use error::StoreError;
+pub use ids::{hash_token, new_id, new_token};
+pub use secret_box::{MasterKey, SecretBox};
+pub use secrets::SecretValue;
+pub use workspaces::WorkspaceRecord;
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
+}

@@ -1,1 +1,16 @@
-//! placeholder
+//! Test support shared by the crates' integration tests: throwaway
+//! databases on both engines, the real `rtc-agent` binary started as a
+//! child process, and the real MCP "everything" server from npm.
+//!
+//! PostgreSQL tests need `RTC_TEST_POSTGRES_URL` (an admin URL of a running
+//! cluster; `scripts/test` starts one). Each test gets its own database.
+//! Without the variable a PostgreSQL test fails with a message saying so,
+//! unless `RTC_TEST_SKIP_POSTGRES=1` is set for a quick SQLite-only run.
+
+mod db;
+mod mcp;
+mod server;
+
+pub use db::{Engine, TestDatabase};
+pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
+pub use server::{ServerProcess, free_port};

@@ -1,0 +1,184 @@
+//! Connecting, migrating and the few statements that differ per engine.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::{AnyPool, Executor, SqlSafeStr};
+
+use crate::{SecretBox, StoreError};
+
+/// The database engine behind the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The statement that opens a write transaction. SQLite takes the write
+    /// lock up front so a read-then-write transaction never fails with
+    /// `SQLITE_BUSY` halfway.
+    pub(crate) fn begin_write(self) -> &'static str {
+        match self {
+            Self::Sqlite => "BEGIN IMMEDIATE",
+            Self::Postgres => "BEGIN",
+        }
+    }
+}
+
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../migrations/sqlite/0001_init.sql"),
+)];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../migrations/postgres/0001_init.sql"),
+)];
+
+/// The storage handle: a connection pool, its dialect and the secret box.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    pub(crate) dialect: Dialect,
+    pub(crate) secrets: SecretBox,
+}
+
+impl Store {
+    /// Connect to `sqlite://PATH` (created if missing, WAL) or `postgres://…`.
+    pub async fn connect(url: &str, secrets: SecretBox) -> Result<Self, StoreError> {
+        install_default_drivers();
+        let (dialect, url) = normalize_url(url)?;
+        let options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(10));
+        let pool = match dialect {
+            Dialect::Sqlite => {
+                options
+                    .max_connections(8)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            conn.execute("PRAGMA journal_mode = WAL").await?;
+                            conn.execute("PRAGMA busy_timeout = 10000").await?;
+                            conn.execute("PRAGMA foreign_keys = ON").await?;
+                            conn.execute("PRAGMA synchronous = NORMAL").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(&url)
+                    .await?
+            }
+            Dialect::Postgres => options.max_connections(16).connect(&url).await?,
+        };
+        Ok(Self {
+            pool,
+            dialect,
+            secrets,
+        })
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Apply the pending migrations of this engine.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let list = match self.dialect {
+            Dialect::Sqlite => SQLITE_MIGRATIONS,
+            Dialect::Postgres => POSTGRES_MIGRATIONS,
+        };
+        let migrations = list
+            .iter()
+            .map(|(v, name, sql)| {
+                Migration::new(
+                    *v,
+                    (*name).into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect();
+        Migrator::with_migrations(migrations)
+            .run(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Close the pool (waits for connections to be returned).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    pub(crate) async fn begin_write(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+        Ok(self.pool.begin_with(self.dialect.begin_write()).await?)
+    }
+}
+
+/// The engine of a URL, and the URL as sqlx wants it (`mode=rwc` for SQLite
+/// so the file is created).
+fn normalize_url(url: &str) -> Result<(Dialect, String), StoreError> {
+    if let Some(rest) = url.strip_prefix("sqlite:") {
+        let rest = rest.trim_start_matches("//");
+        if rest.is_empty() || rest.starts_with(":memory:") {
+            return Err(StoreError::UnsupportedUrl(format!(
+                "{url} (in-memory databases are per-connection; use a file)"
+            )));
+        }
+        let sep = if rest.contains('?') { '&' } else { '?' };
+        let mode = if rest.contains("mode=") {
+            String::new()
+        } else {
+            format!("{sep}mode=rwc")
+        };
+        Ok((Dialect::Sqlite, format!("sqlite://{rest}{mode}")))
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok((Dialect::Postgres, url.to_owned()))
+    } else {
+        Err(StoreError::UnsupportedUrl(redact_url(url)))
+    }
+}
+
+/// A URL without its password, for messages.
+pub fn redact_url(url: &str) -> String {
+    match url::Url::from_str(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            normalize_url("sqlite://rtc-agent.db").unwrap(),
+            (Dialect::Sqlite, "sqlite://rtc-agent.db?mode=rwc".into())
+        );
+        assert_eq!(
+            normalize_url("sqlite:///tmp/x.db?mode=ro").unwrap().1,
+            "sqlite:///tmp/x.db?mode=ro"
+        );
+        assert_eq!(
+            normalize_url("postgres://u@h/db").unwrap().0,
+            Dialect::Postgres
+        );
+        assert!(normalize_url("sqlite::memory:").is_err());
+        let err = normalize_url("mysql://u:pw@h/db").unwrap_err().to_string();
+        assert!(!err.contains("pw"), "{err}");
+    }
+}

@@ -1,0 +1,393 @@
+//! Configuration resources as JSON documents with typed access, and the
+//! references between them that protect a resource in use from deletion.
+
+use std::collections::BTreeMap;
+
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{Assistant, McpServer, RealtimeInterface, Tool};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::Row;
+
+use crate::{Store, StoreError, new_id, now_millis};
+
+/// The kinds of stored resources (and of reference targets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResourceKind {
+    Tool,
+    McpServer,
+    Assistant,
+    RealtimeInterface,
+    Secret,
+}
+
+impl ResourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::McpServer => "mcp_server",
+            Self::Assistant => "assistant",
+            Self::RealtimeInterface => "realtime_interface",
+            Self::Secret => "secret",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Tool,
+            Self::McpServer,
+            Self::Assistant,
+            Self::RealtimeInterface,
+            Self::Secret,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+
+    /// The prefix of generated ids.
+    pub fn id_prefix(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::McpServer => "mcp",
+            Self::Assistant => "asst",
+            Self::RealtimeInterface => "rti",
+            Self::Secret => "secret",
+        }
+    }
+}
+
+/// One resource another one depends on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Reference {
+    pub kind: ResourceKind,
+    pub id: String,
+}
+
+impl Reference {
+    pub fn new(kind: ResourceKind, id: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id: id.into(),
+        }
+    }
+}
+
+/// A resource type stored as a document.
+pub trait Document: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
+    const KIND: ResourceKind;
+    fn name(&self) -> &str;
+    /// What this resource depends on.
+    fn references(&self) -> Vec<Reference>;
+    /// Set the read-only fields (`None` clears them before storage).
+    fn set_meta(
+        &mut self,
+        id: Option<String>,
+        created_at: Option<String>,
+        updated_at: Option<String>,
+    );
+}
+
+macro_rules! meta {
+    () => {
+        fn set_meta(
+            &mut self,
+            id: Option<String>,
+            created_at: Option<String>,
+            updated_at: Option<String>,
+        ) {
+            self.id = id;
+            self.created_at = created_at;
+            self.updated_at = updated_at;
+        }
+    };
+}
+
+impl Document for Tool {
+    const KIND: ResourceKind = ResourceKind::Tool;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        let mut refs: Vec<Reference> = rtc_core::tool_rules::referenced_secrets(self)
+            .into_iter()
+            .map(|s| Reference::new(ResourceKind::Secret, s))
+            .collect();
+        if let Some(mcp) = &self.mcp {
+            refs.push(Reference::new(ResourceKind::McpServer, &mcp.server_id));
+        }
+        refs
+    }
+    meta!();
+}
+
+impl Document for McpServer {
+    const KIND: ResourceKind = ResourceKind::McpServer;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        rtc_core::mcp_rules::referenced_secrets(self)
+            .into_iter()
+            .map(|s| Reference::new(ResourceKind::Secret, s))
+            .collect()
+    }
+    meta!();
+}
+
+impl Document for Assistant {
+    const KIND: ResourceKind = ResourceKind::Assistant;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        let mut refs: Vec<Reference> = rtc_core::assistant_rules::referenced_tools(self)
+            .into_iter()
+            .map(|id| Reference::new(ResourceKind::Tool, id))
+            .collect();
+        if let Some(id) = &self.realtime_interface_id {
+            refs.push(Reference::new(ResourceKind::RealtimeInterface, id));
+        }
+        refs
+    }
+    meta!();
+}
+
+impl Document for RealtimeInterface {
+    const KIND: ResourceKind = ResourceKind::RealtimeInterface;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        Vec::new()
+    }
+    meta!();
+}
+
+fn encode<D: Document>(doc: &D) -> Result<String, StoreError> {
+    let mut value = serde_json::to_value(doc).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    if let Some(map) = value.as_object_mut() {
+        for key in ["id", "createdAt", "updatedAt"] {
+            map.remove(key);
+        }
+    }
+    Ok(value.to_string())
+}
+
+fn decode<D: Document>(row: &sqlx::any::AnyRow) -> Result<D, StoreError> {
+    let id: String = row.try_get("id")?;
+    let body: String = row.try_get("body")?;
+    let created: i64 = row.try_get("created_at")?;
+    let updated: i64 = row.try_get("updated_at")?;
+    let mut doc: D = serde_json::from_str(&body)
+        .map_err(|e| StoreError::Corrupt(format!("{} {id}: {e}", D::KIND.as_str())))?;
+    doc.set_meta(
+        Some(id),
+        Some(rfc3339_from_millis(created)),
+        Some(rfc3339_from_millis(updated)),
+    );
+    Ok(doc)
+}
+
+impl Store {
+    /// Insert a new document; `id` is generated unless given.
+    pub async fn insert<D: Document>(
+        &self,
+        workspace: &str,
+        id: Option<String>,
+        doc: D,
+    ) -> Result<D, StoreError> {
+        let id = id.unwrap_or_else(|| new_id(D::KIND.id_prefix()));
+        let body = encode(&doc)?;
+        let now = now_millis();
+        let mut tx = self.begin_write().await?;
+        let exists = sqlx::query(
+            "SELECT 1 FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3",
+        )
+        .bind(workspace)
+        .bind(D::KIND.as_str())
+        .bind(&id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if exists.is_some() {
+            return Err(StoreError::AlreadyExists(id));
+        }
+        sqlx::query("INSERT INTO resources (workspace_id, kind, id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
+            .bind(workspace)
+            .bind(D::KIND.as_str())
+            .bind(&id)
+            .bind(doc.name())
+            .bind(&body)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        write_references(&mut tx, workspace, D::KIND, &id, &doc.references()).await?;
+        tx.commit().await?;
+        let mut doc = doc;
+        let at = Some(rfc3339_from_millis(now));
+        doc.set_meta(Some(id), at.clone(), at);
+        Ok(doc)
+    }
+
+    /// Replace a document; `None` if it does not exist.
+    pub async fn update<D: Document>(
+        &self,
+        workspace: &str,
+        id: &str,
+        doc: D,
+    ) -> Result<Option<D>, StoreError> {
+        let body = encode(&doc)?;
+        let now = now_millis();
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(
+            "SELECT created_at FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3",
+        )
+        .bind(workspace)
+        .bind(D::KIND.as_str())
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let created: i64 = row.try_get("created_at")?;
+        sqlx::query("UPDATE resources SET name = $1, body = $2, updated_at = $3 WHERE workspace_id = $4 AND kind = $5 AND id = $6")
+            .bind(doc.name())
+            .bind(&body)
+            .bind(now)
+            .bind(workspace)
+            .bind(D::KIND.as_str())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        write_references(&mut tx, workspace, D::KIND, id, &doc.references()).await?;
+        tx.commit().await?;
+        let mut doc = doc;
+        doc.set_meta(
+            Some(id.to_owned()),
+            Some(rfc3339_from_millis(created)),
+            Some(rfc3339_from_millis(now)),
+        );
+        Ok(Some(doc))
+    }
+
+    pub async fn get<D: Document>(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<Option<D>, StoreError> {
+        let row = sqlx::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3")
+            .bind(workspace)
+            .bind(D::KIND.as_str())
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    /// Several documents by id; missing ids are simply absent.
+    pub async fn get_many<D: Document>(
+        &self,
+        workspace: &str,
+        ids: impl IntoIterator<Item = String>,
+    ) -> Result<BTreeMap<String, D>, StoreError> {
+        let mut out = BTreeMap::new();
+        for id in ids {
+            if let Some(doc) = self.get::<D>(workspace, &id).await? {
+                out.insert(id, doc);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every document of a kind, oldest first.
+    pub async fn list<D: Document>(&self, workspace: &str) -> Result<Vec<D>, StoreError> {
+        let rows = sqlx::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 ORDER BY created_at, id")
+            .bind(workspace)
+            .bind(D::KIND.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(decode).collect()
+    }
+
+    /// Delete a document unless something references it. `Ok(false)` if absent.
+    pub async fn delete<D: Document>(&self, workspace: &str, id: &str) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let referrers = referrers_in(&mut tx, workspace, D::KIND, id).await?;
+        if !referrers.is_empty() {
+            return Err(StoreError::InUse { referrers });
+        }
+        let done =
+            sqlx::query("DELETE FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3")
+                .bind(workspace)
+                .bind(D::KIND.as_str())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        write_references(&mut tx, workspace, D::KIND, id, &[]).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The resources that reference `(kind, id)`.
+    pub async fn referrers(
+        &self,
+        workspace: &str,
+        kind: ResourceKind,
+        id: &str,
+    ) -> Result<Vec<Reference>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        referrers_in(&mut conn, workspace, kind, id).await
+    }
+}
+
+pub(crate) async fn referrers_in(
+    conn: &mut sqlx::AnyConnection,
+    workspace: &str,
+    kind: ResourceKind,
+    id: &str,
+) -> Result<Vec<Reference>, StoreError> {
+    let rows = sqlx::query("SELECT from_kind, from_id FROM resource_refs WHERE workspace_id = $1 AND to_kind = $2 AND to_id = $3 ORDER BY from_kind, from_id")
+        .bind(workspace)
+        .bind(kind.as_str())
+        .bind(id)
+        .fetch_all(&mut *conn)
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let k: String = r.try_get("from_kind")?;
+            let kind = ResourceKind::parse(&k)
+                .ok_or_else(|| StoreError::Corrupt(format!("reference kind `{k}`")))?;
+            Ok(Reference::new(kind, r.try_get::<String, _>("from_id")?))
+        })
+        .collect()
+}
+
+async fn write_references(
+    conn: &mut sqlx::AnyConnection,
+    workspace: &str,
+    kind: ResourceKind,
+    id: &str,
+    refs: &[Reference],
+) -> Result<(), StoreError> {
+    sqlx::query(
+        "DELETE FROM resource_refs WHERE workspace_id = $1 AND from_kind = $2 AND from_id = $3",
+    )
+    .bind(workspace)
+    .bind(kind.as_str())
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    let mut refs = refs.to_vec();
+    refs.sort();
+    refs.dedup();
+    for r in refs {
+        sqlx::query("INSERT INTO resource_refs (workspace_id, from_kind, from_id, to_kind, to_id) VALUES ($1, $2, $3, $4, $5)")
+            .bind(workspace)
+            .bind(kind.as_str())
+            .bind(id)
+            .bind(r.kind.as_str())
+            .bind(&r.id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! Errors of the storage layer.
+
+use crate::Reference;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://…")]
+    UnsupportedUrl(String),
+    #[error("the resource is still referenced")]
+    InUse { referrers: Vec<Reference> },
+    #[error("a resource with id `{0}` already exists")]
+    AlreadyExists(String),
+    #[error("stored document is corrupt: {0}")]
+    Corrupt(String),
+    #[error("secret encryption failed: {0}")]
+    Crypto(&'static str),
+    #[error("master key: {0}")]
+    MasterKey(String),
+}

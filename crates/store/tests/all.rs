@@ -1,0 +1,196 @@
+//! The storage suite, run on SQLite and on PostgreSQL alike.
+
+use rtc_protocol::{Assistant, McpServer, Tool};
+use rtc_store::{MasterKey, ResourceKind, SecretBox, Store, StoreError};
+use rtc_testkit::{Engine, TestDatabase};
+use serde_json::json;
+
+/// Define one test per engine from one body.
+macro_rules! on_both {
+    ($name:ident, |$store:ident| $body:block) => {
+        mod $name {
+            use super::*;
+
+            async fn run($store: Store) -> anyhow::Result<()> $body
+
+            #[tokio::test]
+            async fn sqlite() -> anyhow::Result<()> {
+                with_store(Engine::Sqlite, run).await
+            }
+
+            #[tokio::test]
+            async fn postgres() -> anyhow::Result<()> {
+                with_store(Engine::Postgres, run).await
+            }
+        }
+    };
+}
+
+async fn with_store<F, Fut>(engine: Engine, f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(Store) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let Some(db) = TestDatabase::new(engine).await? else {
+        return Ok(());
+    };
+    let store = Store::connect(&db.url, SecretBox::new(&MasterKey::generate())).await?;
+    store.migrate().await?;
+    store.migrate().await?; // idempotent
+    let result = f(store.clone()).await;
+    store.close().await;
+    result
+}
+
+fn tool(name: &str) -> Tool {
+    serde_json::from_value(json!({
+        "name": name, "type": "http",
+        "parameters": {"type": "object", "properties": {}},
+        "http": {"method": "GET", "url": "https://example.com", "headers": {"X-Key": "{{secret__key}}"}}
+    }))
+    .unwrap()
+}
+
+on_both!(documents_round_trip_per_workspace, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    store.create_workspace("ws_b", "B", "key-b").await?;
+    let saved = store.insert("ws_a", None, tool("lookup")).await?;
+    let id = saved.id.clone().unwrap();
+    assert!(id.starts_with("tool_"));
+    assert!(saved.created_at.is_some());
+    let got: Tool = store.get("ws_a", &id).await?.unwrap();
+    assert_eq!(got, saved);
+    assert!(
+        store.get::<Tool>("ws_b", &id).await?.is_none(),
+        "workspaces are isolated"
+    );
+    assert!(store.list::<Tool>("ws_b").await?.is_empty());
+    assert_eq!(store.list::<Tool>("ws_a").await?.len(), 1);
+    assert!(store.update("ws_b", &id, tool("x")).await?.is_none());
+    let updated = store.update("ws_a", &id, tool("renamed")).await?.unwrap();
+    assert_eq!(updated.name, "renamed");
+    assert_eq!(updated.created_at, saved.created_at);
+    assert!(!store.delete::<Tool>("ws_b", &id).await?);
+    assert!(store.delete::<Tool>("ws_a", &id).await?);
+    assert!(store.get::<Tool>("ws_a", &id).await?.is_none());
+    Ok(())
+});
+
+on_both!(explicit_ids_are_unique, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    store
+        .insert("ws_a", Some("tool_query_order".into()), tool("q"))
+        .await?;
+    let err = store
+        .insert("ws_a", Some("tool_query_order".into()), tool("q"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::AlreadyExists(_)));
+    Ok(())
+});
+
+on_both!(references_protect_resources_in_use, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    store.put_secret("ws_a", "secret__key", "v").await?;
+    let t = store.insert("ws_a", None, tool("lookup")).await?;
+    let tool_id = t.id.unwrap();
+    let a: Assistant =
+        serde_json::from_value(json!({"name": "A", "toolBindings": [{"toolId": tool_id}]}))?;
+    let a = store.insert("ws_a", None, a).await?;
+    let err = store.delete::<Tool>("ws_a", &tool_id).await.unwrap_err();
+    let StoreError::InUse { referrers } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(referrers[0].kind, ResourceKind::Assistant);
+    assert!(matches!(
+        store.delete_secret("ws_a", "secret__key").await,
+        Err(StoreError::InUse { .. })
+    ));
+    store
+        .delete::<Assistant>("ws_a", a.id.as_deref().unwrap())
+        .await?;
+    assert!(store.delete::<Tool>("ws_a", &tool_id).await?);
+    assert!(store.delete_secret("ws_a", "secret__key").await?);
+    Ok(())
+});
+
+on_both!(secrets_are_sealed_and_listed_by_name, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    store.create_workspace("ws_b", "B", "key-b").await?;
+    let (_, created) = store.put_secret("ws_a", "secret__token", "hunter2").await?;
+    assert!(created);
+    let (info, created) = store.put_secret("ws_a", "secret__token", "hunter3").await?;
+    assert!(!created);
+    assert_eq!(info.name, "secret__token");
+    assert_eq!(
+        store
+            .reveal_secret("ws_a", "secret__token")
+            .await?
+            .unwrap()
+            .expose(),
+        "hunter3"
+    );
+    assert!(
+        store
+            .reveal_secret("ws_b", "secret__token")
+            .await?
+            .is_none()
+    );
+    assert_eq!(store.list_secrets("ws_a").await?.len(), 1);
+    assert!(store.list_secrets("ws_b").await?.is_empty());
+    let debug = format!("{:?}", store.reveal_secret("ws_a", "secret__token").await?);
+    assert!(!debug.contains("hunter3"));
+    Ok(())
+});
+
+on_both!(workspaces_by_hashed_key, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    assert_eq!(store.workspace_by_key("key-a").await?.unwrap().id, "ws_a");
+    assert!(store.workspace_by_key("key-b").await?.is_none());
+    assert!(store.rotate_workspace_key("ws_a", "key-a2").await?);
+    assert!(store.workspace_by_key("key-a").await?.is_none());
+    assert_eq!(store.workspace_by_key("key-a2").await?.unwrap().name, "A");
+    assert_eq!(store.list_workspaces().await?.len(), 1);
+    Ok(())
+});
+
+on_both!(settings_insert_once, |store| {
+    assert_eq!(store.setting_or_insert("admin", "first").await?, "first");
+    assert_eq!(store.setting_or_insert("admin", "second").await?, "first");
+    store.set_setting("admin", "third").await?;
+    assert_eq!(store.setting("admin").await?.as_deref(), Some("third"));
+    Ok(())
+});
+
+on_both!(mcp_server_documents_keep_transport, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    let s: McpServer = serde_json::from_value(
+        json!({"name": "e", "transport": {"type": "stdio", "command": "node", "args": ["x"], "env": {"A": "1"}}}),
+    )?;
+    let saved = store.insert("ws_a", None, s.clone()).await?;
+    let got: McpServer = store
+        .get("ws_a", saved.id.as_deref().unwrap())
+        .await?
+        .unwrap();
+    assert_eq!(got.transport, s.transport);
+    Ok(())
+});
+
+on_both!(concurrent_writers_do_not_fail, |store| {
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..24 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            store
+                .insert("ws_a", None, tool(&format!("t{i}")))
+                .await
+                .map(|_| ())
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r??;
+    }
+    assert_eq!(store.list::<Tool>("ws_a").await?.len(), 24);
+    Ok(())
+});

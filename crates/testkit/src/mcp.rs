@@ -1,0 +1,71 @@
+//! The real MCP "everything" server (npm `@modelcontextprotocol/server-everything`),
+//! installed into the repository's `node_modules` by `scripts/test`.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tokio::process::{Child, Command};
+
+use crate::free_port;
+
+/// The repository root (two levels above this crate).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `(command, args)` that start the everything server over stdio.
+pub fn everything_stdio_command() -> anyhow::Result<(String, Vec<String>)> {
+    let script =
+        repo_root().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if !script.exists() {
+        bail!(
+            "{} is missing: run `npm ci` at the repository root (scripts/test does)",
+            script.display()
+        );
+    }
+    let script = script.canonicalize()?;
+    Ok((
+        "node".to_owned(),
+        vec![script.display().to_string(), "stdio".to_owned()],
+    ))
+}
+
+/// The everything server over streamable HTTP on a free loopback port.
+pub struct McpHttpServer {
+    pub url: String,
+    child: Child,
+}
+
+impl McpHttpServer {
+    pub async fn start() -> anyhow::Result<Self> {
+        let (node, mut args) = everything_stdio_command()?;
+        args[1] = "streamableHttp".to_owned();
+        let port = free_port()?;
+        let child = Command::new(node)
+            .args(&args)
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting the MCP everything server")?;
+        let addr = format!("127.0.0.1:{port}");
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+                return Ok(Self {
+                    url: format!("http://{addr}/mcp"),
+                    child,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("the MCP everything server did not listen on {addr} within 10 s")
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
