@@ -1,1 +1,51 @@
-fn main() {}
+//! The `rtc-agent` binary: configuration, logging, and the `serve` and
+//! `migrate` commands.
+
+mod config;
+mod serve;
+
+use std::io::Write;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::{Overrides, Settings};
+
+#[derive(Parser)]
+#[command(name = "rtc-agent", version, about = "Agent platform server for conversational assistants")]
+struct Cli {
+    /// Config file (TOML); every key can also be set by flag or environment.
+    #[arg(long, env = "RTC_CONFIG", global = true)]
+    config: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (migrations are applied first).
+    Serve(Overrides),
+    /// Apply database migrations and exit.
+    Migrate(Overrides),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let (overrides, serve) = match cli.command {
+        Command::Serve(o) => (o, true),
+        Command::Migrate(o) => (o, false),
+    };
+    let settings = Settings::load(cli.config.as_deref(), overrides)?;
+    config::init_tracing(&settings);
+    rtc_tools::init_tls();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        if serve {
+            serve::run(settings).await
+        } else {
+            let store = serve::open_store(&settings).await?;
+            store.close().await;
+            writeln!(std::io::stdout(), "migrations applied to {}", rtc_store::redact_url(&settings.database_url))?;
+            Ok(())
+        }
+    })
+}

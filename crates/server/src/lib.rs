@@ -1,1 +1,74 @@
-//! placeholder
+//! The HTTP face of rtc-agent: the axum router of the REST API (R-API-4),
+//! authentication, the mapping of errors to status codes, the OpenAPI
+//! document and Swagger UI, health and Prometheus metrics. The only crate
+//! that knows routes and status codes.
+
+mod auth;
+mod error;
+mod extract;
+mod observe;
+mod openapi;
+mod routes;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use rtc_store::Store;
+use rtc_tools::mcp::McpConnector;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+pub use auth::AdminAuth;
+pub use error::{ApiError, ApiResult};
+pub use extract::WORKSPACE_HEADER;
+pub use openapi::api_doc;
+
+/// Limits applied to requests.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// How long discovery may take when talking to an MCP server.
+    pub mcp_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_body_bytes: 1024 * 1024, mcp_timeout: Duration::from_secs(30) }
+    }
+}
+
+/// Everything a handler needs.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub auth: AdminAuth,
+    pub mcp: McpConnector,
+    /// Names of the configured LLM providers.
+    pub providers: std::sync::Arc<BTreeSet<String>>,
+    pub limits: Limits,
+}
+
+/// The whole application router.
+pub fn router(state: AppState) -> Router {
+    let max_body = state.limits.max_body_bytes;
+    observe::metrics_handle();
+    Router::new()
+        .merge(routes::health::router())
+        .merge(routes::workspaces::router())
+        .merge(routes::secrets::router())
+        .merge(routes::mcp_servers::router())
+        .merge(routes::tools::router())
+        .merge(routes::realtime::router())
+        .merge(routes::assistants::router())
+        .route_layer(axum::middleware::from_fn(observe::record_request))
+        .fallback(routes::health::not_found)
+        .method_not_allowed_fallback(routes::health::method_not_allowed)
+        .with_state(state)
+        .merge(openapi::docs_router())
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(observe::panic_response))
+}

@@ -1,0 +1,99 @@
+//! Settings from flags, environment variables and the config file, in that
+//! order of precedence (SPEC §9 names).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use serde::Deserialize;
+
+/// Flags (each also read from its environment variable).
+#[derive(Debug, Default, Args)]
+pub struct Overrides {
+    /// Listen address.
+    #[arg(long, env = "RTC_LISTEN")]
+    pub listen: Option<String>,
+    /// `sqlite://PATH` or `postgres://…`.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Folder for the master key file.
+    #[arg(long, env = "RTC_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The config file (TOML). Keys match the environment variables.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    database_url: Option<String>,
+    data_dir: Option<PathBuf>,
+    admin_token: Option<String>,
+    master_key: Option<String>,
+    allow_private_network: Option<bool>,
+    max_body_bytes: Option<usize>,
+    log_format: Option<String>,
+}
+
+/// The settings in force.
+#[derive(Debug)]
+pub struct Settings {
+    pub listen: String,
+    pub database_url: String,
+    pub data_dir: PathBuf,
+    pub admin_token: Option<String>,
+    pub master_key: Option<String>,
+    pub allow_private_network: bool,
+    pub max_body_bytes: usize,
+    pub json_logs: bool,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn env_flag(name: &str) -> anyhow::Result<Option<bool>> {
+    match env(name).as_deref() {
+        None => Ok(None),
+        Some("1" | "true" | "yes") => Ok(Some(true)),
+        Some("0" | "false" | "no") => Ok(Some(false)),
+        Some(other) => anyhow::bail!("{name} must be 1 or 0, got {other:?}"),
+    }
+}
+
+impl Settings {
+    pub fn load(path: Option<&Path>, o: Overrides) -> anyhow::Result<Self> {
+        let file: FileConfig = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading config file {}", p.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing config file {}", p.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let max_body_bytes = match env("RTC_MAX_BODY_BYTES") {
+            Some(v) => v.parse().context("RTC_MAX_BODY_BYTES must be a number of bytes")?,
+            None => file.max_body_bytes.unwrap_or(1024 * 1024),
+        };
+        Ok(Self {
+            listen: o.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
+            database_url: o.database_url.or(file.database_url).unwrap_or_else(|| "sqlite://rtc-agent.db".to_owned()),
+            data_dir: o.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(".")),
+            admin_token: env("RTC_ADMIN_TOKEN").or(file.admin_token),
+            master_key: env("RTC_MASTER_KEY").or(file.master_key),
+            allow_private_network: env_flag("RTC_ALLOW_PRIVATE_NETWORK")?.or(file.allow_private_network).unwrap_or(false),
+            max_body_bytes,
+            json_logs: env("RTC_LOG_FORMAT").or(file.log_format).is_some_and(|f| f == "json"),
+        })
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+pub fn init_tracing(settings: &Settings) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if settings.json_logs {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

@@ -1,0 +1,90 @@
+//! `rtc-agent serve`: open the store, settle the admin token, serve HTTP
+//! until SIGINT/SIGTERM, then drain.
+
+use std::io::Write;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use anyhow::Context;
+use rtc_server::{AdminAuth, AppState, Limits};
+use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
+use rtc_tools::mcp::McpConnector;
+use rtc_tools::net_guard::AddressPolicy;
+
+use crate::config::Settings;
+
+const ADMIN_HASH_SETTING: &str = "admin_token_hash";
+
+/// Connect and migrate.
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    let key = match &settings.master_key {
+        Some(k) => MasterKey::parse(k).context("RTC_MASTER_KEY")?,
+        None => MasterKey::load_or_create(&settings.data_dir.join("master.key"))?,
+    };
+    let store = Store::connect(&settings.database_url, SecretBox::new(&key))
+        .await
+        .with_context(|| format!("connecting to {}", rtc_store::redact_url(&settings.database_url)))?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// The admin token from the settings, or the one created on first start
+/// (printed once; only its hash is kept).
+async fn admin_auth(settings: &Settings, store: &Store) -> anyhow::Result<AdminAuth> {
+    if let Some(token) = &settings.admin_token {
+        return Ok(AdminAuth::from_token(token));
+    }
+    if let Some(hash) = store.setting(ADMIN_HASH_SETTING).await? {
+        return Ok(AdminAuth::from_hash(hash));
+    }
+    let token = new_token("rtc_admin");
+    let hash = hash_token(&token);
+    let stored = store.setting_or_insert(ADMIN_HASH_SETTING, &hash).await?;
+    if stored == hash {
+        writeln!(std::io::stdout(), "admin token (shown once, store it now): {token}")?;
+    }
+    Ok(AdminAuth::from_hash(stored))
+}
+
+pub async fn run(settings: Settings) -> anyhow::Result<()> {
+    let store = open_store(&settings).await?;
+    let auth = admin_auth(&settings, &store).await?;
+    let policy = if settings.allow_private_network { AddressPolicy::AllowPrivate } else { AddressPolicy::PublicOnly };
+    let limits = Limits { max_body_bytes: settings.max_body_bytes, ..Limits::default() };
+    let state = AppState {
+        store: store.clone(),
+        auth,
+        mcp: McpConnector { policy, timeout: limits.mcp_timeout },
+        providers: Arc::new(BTreeSet::new()),
+        limits,
+    };
+    let listener = tokio::net::TcpListener::bind(&settings.listen)
+        .await
+        .with_context(|| format!("binding {}", settings.listen))?;
+    let addr = listener.local_addr()?;
+    writeln!(std::io::stdout(), "rtc-agent listening on http://{addr}")?;
+    std::io::stdout().flush()?;
+    tracing::info!(%addr, database = %rtc_store::redact_url(&settings.database_url), "serving");
+    axum::serve(listener, rtc_server::router(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    store.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down");
+}

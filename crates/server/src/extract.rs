@@ -1,0 +1,146 @@
+//! Request extractors that fail with API errors: JSON bodies (content type,
+//! size, syntax, and the path of the first invalid field) and callers
+//! (admin token or workspace key).
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use serde::de::DeserializeOwned;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// A JSON body, rejected with a clear 4xx when it is not one.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let headers = req.headers().clone();
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the server accepts")
+            } else {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", "the request body could not be read")
+            }
+        })?;
+        parse_json(&headers, &bytes).map(ApiJson)
+    }
+}
+
+/// Parse a JSON body with the header checks of [`ApiJson`].
+pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if mime != "application/json" && !mime.ends_with("+json") {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "the request body must be JSON with `Content-Type: application/json`",
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the request body is not valid JSON: {e}")))?;
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.inner().to_string();
+        let mut field = e.path().to_string();
+        // Name the missing field itself, not its parent.
+        if let Some(rest) = inner.strip_prefix("missing field `") {
+            if let Some(name) = rest.split('`').next() {
+                field = if field == "." || field.is_empty() { name.to_owned() } else { format!("{field}.{name}") };
+            }
+        }
+        if field == "." {
+            field.clear();
+        }
+        let message = if field.is_empty() { inner } else { format!("`{field}`: {inner}") };
+        let err = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message);
+        if field.is_empty() { err } else { err.with_field(field) }
+    })
+}
+
+/// The bearer token of the `Authorization` header.
+pub fn bearer_token(parts: &Parts) -> Option<String> {
+    if let Some(v) = parts.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        let mut it = v.splitn(2, ' ');
+        if it.next().is_some_and(|s| s.eq_ignore_ascii_case("bearer")) {
+            return it.next().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        }
+        return None;
+    }
+    None
+}
+
+/// Who is calling.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    Admin,
+    Workspace { id: String },
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer_token(parts).ok_or_else(|| ApiError::unauthorized("missing `Authorization: Bearer <key>` header"))?;
+        if state.auth.is_admin(&token) {
+            return Ok(Self::Admin);
+        }
+        match state.store.workspace_by_key(&token).await? {
+            Some(ws) => Ok(Self::Workspace { id: ws.id }),
+            None => Err(ApiError::unauthorized("the API key is not valid")),
+        }
+    }
+}
+
+/// The admin token only.
+pub struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match Caller::from_request_parts(parts, state).await? {
+            Caller::Admin => Ok(Self),
+            Caller::Workspace { .. } => Err(ApiError::forbidden("admin_required", "this call needs the admin token")),
+        }
+    }
+}
+
+/// Header with which the admin token acts inside one workspace.
+pub const WORKSPACE_HEADER: &str = "x-rtc-workspace";
+
+/// The workspace a call acts in: a workspace key's own, or the one the admin
+/// token names in `X-Rtc-Workspace`.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub workspace: String,
+    pub is_admin: bool,
+}
+
+impl FromRequestParts<AppState> for Scope {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        match Caller::from_request_parts(parts, state).await? {
+            Caller::Workspace { id } => Ok(Self { workspace: id, is_admin: false }),
+            Caller::Admin => {
+                let id = parts
+                    .headers
+                    .get(WORKSPACE_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .ok_or_else(|| {
+                        ApiError::new(StatusCode::BAD_REQUEST, "workspace_required", "the admin token acts in a workspace named by the `X-Rtc-Workspace` header")
+                            .with_field(WORKSPACE_HEADER)
+                    })?;
+                if state.store.workspace(id).await?.is_none() {
+                    return Err(ApiError::not_found("workspace", id));
+                }
+                Ok(Self { workspace: id.to_owned(), is_admin: true })
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! MCP server resources (R-TR-2, R-SEC-4) and tool discovery.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rtc_core::mcp_rules::{Caller, validate_mcp_server};
+use rtc_core::placeholders;
+use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTransport};
+use rtc_tools::mcp::ResolvedHeaders;
+
+use super::chosen_id;
+use crate::extract::{ApiJson, Scope};
+use crate::{ApiError, ApiResult, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/mcp-servers", post(create).get(list))
+        .route("/v1/mcp-servers/{id}", get(read).put(replace).delete(remove))
+        .route("/v1/mcp-servers/{id}/tools", get(discover))
+}
+
+async fn check(s: &AppState, scope: &Scope, server: &McpServer) -> ApiResult<()> {
+    let secrets = s.store.secret_names(&scope.workspace).await?;
+    let caller = if scope.is_admin { Caller::Admin } else { Caller::Workspace };
+    validate_mcp_server(server, caller, &|n| secrets.contains(n))?;
+    Ok(())
+}
+
+/// Register an MCP server. `stdio` servers start local processes and need
+/// the admin token (acting in a workspace with `X-Rtc-Workspace`).
+#[utoipa::path(post, path = "/v1/mcp-servers", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
+    responses((status = 201, body = McpServer), (status = 403, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
+pub async fn create(scope: Scope, State(s): State<AppState>, ApiJson(server): ApiJson<McpServer>) -> ApiResult<(StatusCode, Json<McpServer>)> {
+    let id = chosen_id(server.id.clone())?;
+    check(&s, &scope, &server).await?;
+    Ok((StatusCode::CREATED, Json(s.store.insert(&scope.workspace, id, server).await?)))
+}
+
+#[utoipa::path(get, path = "/v1/mcp-servers", tag = "mcp-servers", security(("bearer" = [])), responses((status = 200, body = ListResponse<McpServer>)))]
+pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<McpServer>>> {
+    Ok(Json(ListResponse::new(s.store.list(&scope.workspace).await?)))
+}
+
+#[utoipa::path(get, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
+    responses((status = 200, body = McpServer), (status = 404, body = ErrorResponse)))]
+pub async fn read(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<McpServer>> {
+    load(&s, &scope.workspace, &id).await.map(Json)
+}
+
+/// Replace an MCP server. Changing a stdio server needs the admin token.
+#[utoipa::path(put, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
+    responses((status = 200, body = McpServer), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
+pub async fn replace(scope: Scope, State(s): State<AppState>, Path(id): Path<String>, ApiJson(server): ApiJson<McpServer>) -> ApiResult<Json<McpServer>> {
+    let existing = load(&s, &scope.workspace, &id).await?;
+    if matches!(existing.transport, McpTransport::Stdio { .. }) && !scope.is_admin {
+        return Err(ApiError::forbidden("stdio_requires_admin", "only the admin token may change a stdio MCP server").with_field("transport.type"));
+    }
+    check(&s, &scope, &server).await?;
+    let saved = s.store.update(&scope.workspace, &id, server).await?;
+    saved.map(Json).ok_or_else(|| ApiError::not_found("MCP server", &id))
+}
+
+/// Delete an MCP server no tool uses.
+#[utoipa::path(delete, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
+    responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
+pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    if s.store.delete::<McpServer>(&scope.workspace, &id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("MCP server", &id))
+    }
+}
+
+/// Connect to the server and list its tools with their input schemas.
+#[utoipa::path(get, path = "/v1/mcp-servers/{id}/tools", tag = "mcp-servers", security(("bearer" = [])),
+    responses((status = 200, body = ListResponse<McpToolInfo>), (status = 404, body = ErrorResponse), (status = 502, body = ErrorResponse)))]
+pub async fn discover(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<ListResponse<McpToolInfo>>> {
+    let server = load(&s, &scope.workspace, &id).await?;
+    let tools = list_remote_tools(&s, &scope.workspace, &server)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "mcp_unavailable", e))?;
+    Ok(Json(ListResponse::new(tools)))
+}
+
+pub(crate) async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<McpServer> {
+    s.store.get(workspace, id).await?.ok_or_else(|| ApiError::not_found("MCP server", id))
+}
+
+/// The remote tools of a server, or a message safe to show (no secrets).
+pub(crate) async fn list_remote_tools(s: &AppState, workspace: &str, server: &McpServer) -> ApiResult<Vec<McpToolInfo>, String> {
+    let headers = resolve_headers(s, workspace, &server.transport).await.map_err(|e| e.message)?;
+    s.mcp.list_tools(&server.transport, &headers).await.map_err(|e| e.to_string())
+}
+
+/// Fill `{{secret__…}}` in a streamable-HTTP server's headers.
+async fn resolve_headers(s: &AppState, workspace: &str, transport: &McpTransport) -> ApiResult<ResolvedHeaders> {
+    let McpTransport::StreamableHttp { headers, .. } = transport else {
+        return Ok(ResolvedHeaders(BTreeMap::new()));
+    };
+    let mut out = BTreeMap::new();
+    for (name, template) in headers {
+        let mut values = BTreeMap::new();
+        for p in placeholders::parse(template, name)? {
+            if let placeholders::Placeholder::Secret(secret) = p {
+                let v = s.store.reveal_secret(workspace, secret).await?.ok_or_else(|| {
+                    ApiError::unprocessable("unknown_secret", format!("transport.headers.{name}"), format!("secret `{secret}` does not exist"))
+                })?;
+                values.insert(secret.to_owned(), v);
+            }
+        }
+        out.insert(name.clone(), placeholders::render(template, |n| values.get(n).map(|v| v.expose().to_owned())));
+    }
+    Ok(ResolvedHeaders(out))
+}
