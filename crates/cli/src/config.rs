@@ -65,32 +65,52 @@ impl Settings {
     pub fn load(path: Option<&Path>, o: Overrides) -> anyhow::Result<Self> {
         let file: FileConfig = match path {
             Some(p) => {
-                let text = std::fs::read_to_string(p).with_context(|| format!("reading config file {}", p.display()))?;
-                toml::from_str(&text).with_context(|| format!("parsing config file {}", p.display()))?
+                let text = std::fs::read_to_string(p)
+                    .with_context(|| format!("reading config file {}", p.display()))?;
+                toml::from_str(&text)
+                    .with_context(|| format!("parsing config file {}", p.display()))?
             }
             None => FileConfig::default(),
         };
         let max_body_bytes = match env("RTC_MAX_BODY_BYTES") {
-            Some(v) => v.parse().context("RTC_MAX_BODY_BYTES must be a number of bytes")?,
+            Some(v) => v
+                .parse()
+                .context("RTC_MAX_BODY_BYTES must be a number of bytes")?,
             None => file.max_body_bytes.unwrap_or(1024 * 1024),
         };
         Ok(Self {
-            listen: o.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
-            database_url: o.database_url.or(file.database_url).unwrap_or_else(|| "sqlite://rtc-agent.db".to_owned()),
-            data_dir: o.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(".")),
+            listen: o
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| "127.0.0.1:8080".to_owned()),
+            database_url: o
+                .database_url
+                .or(file.database_url)
+                .unwrap_or_else(|| "sqlite://rtc-agent.db".to_owned()),
+            data_dir: o
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from(".")),
             admin_token: env("RTC_ADMIN_TOKEN").or(file.admin_token),
             master_key: env("RTC_MASTER_KEY").or(file.master_key),
-            allow_private_network: env_flag("RTC_ALLOW_PRIVATE_NETWORK")?.or(file.allow_private_network).unwrap_or(false),
+            allow_private_network: env_flag("RTC_ALLOW_PRIVATE_NETWORK")?
+                .or(file.allow_private_network)
+                .unwrap_or(false),
             max_body_bytes,
-            json_logs: env("RTC_LOG_FORMAT").or(file.log_format).is_some_and(|f| f == "json"),
+            json_logs: env("RTC_LOG_FORMAT")
+                .or(file.log_format)
+                .is_some_and(|f| f == "json"),
         })
     }
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
 pub fn init_tracing(settings: &Settings) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if settings.json_logs {
         builder.json().init();
     } else {

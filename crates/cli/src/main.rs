@@ -11,7 +11,11 @@ use clap::{Parser, Subcommand};
 use crate::config::{Overrides, Settings};
 
 #[derive(Parser)]
-#[command(name = "rtc-agent", version, about = "Agent platform server for conversational assistants")]
+#[command(
+    name = "rtc-agent",
+    version,
+    about = "Agent platform server for conversational assistants"
+)]
 struct Cli {
     /// Config file (TOML); every key can also be set by flag or environment.
     #[arg(long, env = "RTC_CONFIG", global = true)]
@@ -37,14 +41,20 @@ fn main() -> anyhow::Result<()> {
     let settings = Settings::load(cli.config.as_deref(), overrides)?;
     config::init_tracing(&settings);
     rtc_tools::init_tls();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
         if serve {
             serve::run(settings).await
         } else {
             let store = serve::open_store(&settings).await?;
             store.close().await;
-            writeln!(std::io::stdout(), "migrations applied to {}", rtc_store::redact_url(&settings.database_url))?;
+            writeln!(
+                std::io::stdout(),
+                "migrations applied to {}",
+                rtc_store::redact_url(&settings.database_url)
+            )?;
             Ok(())
         }
     })

@@ -1,8 +1,8 @@
 //! `rtc-agent serve`: open the store, settle the admin token, serve HTTP
 //! until SIGINT/SIGTERM, then drain.
 
-use std::io::Write;
 use std::collections::BTreeSet;
+use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -23,7 +23,12 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     };
     let store = Store::connect(&settings.database_url, SecretBox::new(&key))
         .await
-        .with_context(|| format!("connecting to {}", rtc_store::redact_url(&settings.database_url)))?;
+        .with_context(|| {
+            format!(
+                "connecting to {}",
+                rtc_store::redact_url(&settings.database_url)
+            )
+        })?;
     store.migrate().await?;
     Ok(store)
 }
@@ -41,7 +46,10 @@ async fn admin_auth(settings: &Settings, store: &Store) -> anyhow::Result<AdminA
     let hash = hash_token(&token);
     let stored = store.setting_or_insert(ADMIN_HASH_SETTING, &hash).await?;
     if stored == hash {
-        writeln!(std::io::stdout(), "admin token (shown once, store it now): {token}")?;
+        writeln!(
+            std::io::stdout(),
+            "admin token (shown once, store it now): {token}"
+        )?;
     }
     Ok(AdminAuth::from_hash(stored))
 }
@@ -49,12 +57,22 @@ async fn admin_auth(settings: &Settings, store: &Store) -> anyhow::Result<AdminA
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let store = open_store(&settings).await?;
     let auth = admin_auth(&settings, &store).await?;
-    let policy = if settings.allow_private_network { AddressPolicy::AllowPrivate } else { AddressPolicy::PublicOnly };
-    let limits = Limits { max_body_bytes: settings.max_body_bytes, ..Limits::default() };
+    let policy = if settings.allow_private_network {
+        AddressPolicy::AllowPrivate
+    } else {
+        AddressPolicy::PublicOnly
+    };
+    let limits = Limits {
+        max_body_bytes: settings.max_body_bytes,
+        ..Limits::default()
+    };
     let state = AppState {
         store: store.clone(),
         auth,
-        mcp: McpConnector { policy, timeout: limits.mcp_timeout },
+        mcp: McpConnector {
+            policy,
+            timeout: limits.mcp_timeout,
+        },
         providers: Arc::new(BTreeSet::new()),
         limits,
     };
@@ -65,7 +83,9 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     writeln!(std::io::stdout(), "rtc-agent listening on http://{addr}")?;
     std::io::stdout().flush()?;
     tracing::info!(%addr, database = %rtc_store::redact_url(&settings.database_url), "serving");
-    axum::serve(listener, rtc_server::router(state)).with_graceful_shutdown(shutdown_signal()).await?;
+    axum::serve(listener, rtc_server::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
     store.close().await;
     Ok(())
 }
@@ -76,7 +96,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

@@ -36,16 +36,14 @@ fn rejects_malformed() {
 fn walks_json_with_paths() {
     let body = json!({"order": "{{order_id}}", "items": [{"t": "{{input__tenant}}"}], "n": 3});
     let got = parse_json(&body, "http.body").unwrap();
-    assert_eq!(
-        got,
-        vec![
-            (
-                "http.body.items[0].t".to_owned(),
-                Placeholder::Input("tenant")
-            ),
-            ("http.body.order".to_owned(), Placeholder::Plain("order_id")),
-        ]
-    );
+    let want = vec![
+        ("http.body.order".to_owned(), Placeholder::Plain("order_id")),
+        (
+            "http.body.items[0].t".to_owned(),
+            Placeholder::Input("tenant"),
+        ),
+    ];
+    assert_eq!(got, want);
 }
 
 #[test]

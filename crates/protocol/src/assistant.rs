@@ -30,7 +30,7 @@ pub struct Assistant {
     #[schema(read_only)]
     pub id: Option<String>,
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(default)]
     pub run_mode: RunMode,
@@ -87,7 +87,7 @@ pub struct DynamicVariable {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub default: Option<Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
 }
 

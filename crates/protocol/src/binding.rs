@@ -11,13 +11,13 @@ use utoipa::ToSchema;
 pub struct ToolBinding {
     pub tool_id: String,
     /// Where each parameter's value comes from.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub argument_bindings: BTreeMap<String, ArgumentSource>,
     /// Values of the tool's `templateInputs`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub template_bindings: BTreeMap<String, ArgumentSource>,
     /// `{variable: path}`: copy a value of the tool's result into a declared variable.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub result_assignments: BTreeMap<String, String>,
     /// Paths of the result the model may see (R-BX-6); absent means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]

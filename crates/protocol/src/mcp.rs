@@ -13,7 +13,7 @@ pub struct McpServer {
     #[schema(read_only)]
     pub id: Option<String>,
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     pub transport: McpTransport,
     #[serde(default, skip_serializing_if = "Option::is_none")]

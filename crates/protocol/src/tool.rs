@@ -34,7 +34,7 @@ pub struct Tool {
     pub id: Option<String>,
     /// The function name the model calls: letters, digits, `_`, `-`, at most 64.
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(rename = "type")]
     pub kind: ToolKind,
@@ -68,7 +68,7 @@ pub struct Tool {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TemplateInput {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     #[serde(default = "yes")]
     pub required: bool,

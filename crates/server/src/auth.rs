@@ -17,7 +17,9 @@ impl std::fmt::Debug for AdminAuth {
 impl AdminAuth {
     /// From the token itself.
     pub fn from_token(token: &str) -> Self {
-        Self { hash: hash_token(token) }
+        Self {
+            hash: hash_token(token),
+        }
     }
 
     /// From a stored hash.
@@ -27,6 +29,11 @@ impl AdminAuth {
 
     pub fn is_admin(&self, token: &str) -> bool {
         let given = hash_token(token);
-        given.len() == self.hash.len() && given.bytes().zip(self.hash.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        given.len() == self.hash.len()
+            && given
+                .bytes()
+                .zip(self.hash.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
     }
 }

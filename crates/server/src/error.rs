@@ -24,8 +24,17 @@ pub struct ApiError {
 pub type ApiResult<T, E = ApiError> = Result<T, E>;
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self { status, code: code.into(), message: message.into(), field: None }
+    pub fn new(
+        status: StatusCode,
+        code: impl Into<Cow<'static, str>>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            status,
+            code: code.into(),
+            message: message.into(),
+            field: None,
+        }
     }
 
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
@@ -34,7 +43,11 @@ impl ApiError {
     }
 
     pub fn not_found(what: &str, id: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} `{id}` does not exist"))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("{what} `{id}` does not exist"),
+        )
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
@@ -49,14 +62,22 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, code, message)
     }
 
-    pub fn unprocessable(code: &'static str, field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn unprocessable(
+        code: &'static str,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_field(field)
     }
 
     /// A server fault: logged in full, reported without details.
     pub fn internal(context: &str, err: &dyn std::fmt::Display) -> Self {
         tracing::error!(%err, "{context}");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal server error")
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal server error",
+        )
     }
 }
 
@@ -80,9 +101,16 @@ impl From<McpServerRejection> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::AlreadyExists(id) => Self::conflict("already_exists", format!("a resource with id `{id}` already exists")).with_field("id"),
+            StoreError::AlreadyExists(id) => Self::conflict(
+                "already_exists",
+                format!("a resource with id `{id}` already exists"),
+            )
+            .with_field("id"),
             StoreError::InUse { referrers } => {
-                let list: Vec<String> = referrers.iter().map(|r| format!("{} `{}`", r.kind.as_str(), r.id)).collect();
+                let list: Vec<String> = referrers
+                    .iter()
+                    .map(|r| format!("{} `{}`", r.kind.as_str(), r.id))
+                    .collect();
                 Self::conflict("in_use", format!("still used by {}", list.join(", ")))
             }
             other => Self::internal("storage failure", &other),
@@ -93,7 +121,11 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorResponse {
-            error: ErrorDetail { code: self.code.into_owned(), message: self.message, field: self.field },
+            error: ErrorDetail {
+                code: self.code.into_owned(),
+                message: self.message,
+                field: self.field,
+            },
         };
         (self.status, Json(body)).into_response()
     }

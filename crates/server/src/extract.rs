@@ -3,7 +3,7 @@
 //! (admin token or workspace key).
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
@@ -22,19 +22,53 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         let headers = req.headers().clone();
         let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the server accepts")
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "the request body is larger than the server accepts",
+                )
             } else {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", "the request body could not be read")
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_body",
+                    "the request body could not be read",
+                )
             }
         })?;
         parse_json(&headers, &bytes).map(ApiJson)
     }
 }
 
+/// A path parameter, rejected with a JSON 400 when it cannot be decoded.
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(v)) => Ok(Self(v)),
+            Err(e) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                e.body_text(),
+            )),
+        }
+    }
+}
+
 /// Parse a JSON body with the header checks of [`ApiJson`].
 pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
-    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let content_type = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     if mime != "application/json" && !mime.ends_with("+json") {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -42,32 +76,55 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Res
             "the request body must be JSON with `Content-Type: application/json`",
         ));
     }
-    let value: serde_json::Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("the request body is not valid JSON: {e}")))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("the request body is not valid JSON: {e}"),
+        )
+    })?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.inner().to_string();
         let mut field = e.path().to_string();
         // Name the missing field itself, not its parent.
-        if let Some(rest) = inner.strip_prefix("missing field `") {
-            if let Some(name) = rest.split('`').next() {
-                field = if field == "." || field.is_empty() { name.to_owned() } else { format!("{field}.{name}") };
+        if let Some(rest) = inner.strip_prefix("missing field `")
+            && let Some(name) = rest.split('`').next() {
+                field = if field == "." || field.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{field}.{name}")
+                };
             }
-        }
         if field == "." {
             field.clear();
         }
-        let message = if field.is_empty() { inner } else { format!("`{field}`: {inner}") };
+        let message = if field.is_empty() {
+            inner
+        } else {
+            format!("`{field}`: {inner}")
+        };
         let err = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message);
-        if field.is_empty() { err } else { err.with_field(field) }
+        if field.is_empty() {
+            err
+        } else {
+            err.with_field(field)
+        }
     })
 }
 
 /// The bearer token of the `Authorization` header.
 pub fn bearer_token(parts: &Parts) -> Option<String> {
-    if let Some(v) = parts.headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+    if let Some(v) = parts
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
         let mut it = v.splitn(2, ' ');
         if it.next().is_some_and(|s| s.eq_ignore_ascii_case("bearer")) {
-            return it.next().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+            return it
+                .next()
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty());
         }
         return None;
     }
@@ -85,7 +142,9 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer_token(parts).ok_or_else(|| ApiError::unauthorized("missing `Authorization: Bearer <key>` header"))?;
+        let token = bearer_token(parts).ok_or_else(|| {
+            ApiError::unauthorized("missing `Authorization: Bearer <key>` header")
+        })?;
         if state.auth.is_admin(&token) {
             return Ok(Self::Admin);
         }
@@ -105,7 +164,10 @@ impl FromRequestParts<AppState> for Admin {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match Caller::from_request_parts(parts, state).await? {
             Caller::Admin => Ok(Self),
-            Caller::Workspace { .. } => Err(ApiError::forbidden("admin_required", "this call needs the admin token")),
+            Caller::Workspace { .. } => Err(ApiError::forbidden(
+                "admin_required",
+                "this call needs the admin token",
+            )),
         }
     }
 }
@@ -126,7 +188,10 @@ impl FromRequestParts<AppState> for Scope {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match Caller::from_request_parts(parts, state).await? {
-            Caller::Workspace { id } => Ok(Self { workspace: id, is_admin: false }),
+            Caller::Workspace { id } => Ok(Self {
+                workspace: id,
+                is_admin: false,
+            }),
             Caller::Admin => {
                 let id = parts
                     .headers
@@ -139,7 +204,10 @@ impl FromRequestParts<AppState> for Scope {
                 if state.store.workspace(id).await?.is_none() {
                     return Err(ApiError::not_found("workspace", id));
                 }
-                Ok(Self { workspace: id.to_owned(), is_admin: true })
+                Ok(Self {
+                    workspace: id.to_owned(),
+                    is_admin: true,
+                })
             }
         }
     }

@@ -36,7 +36,10 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_body_bytes: 1024 * 1024, mcp_timeout: Duration::from_secs(30) }
+        Self {
+            max_body_bytes: 1024 * 1024,
+            mcp_timeout: Duration::from_secs(30),
+        }
     }
 }
 

@@ -29,12 +29,17 @@ pub fn metrics_handle() -> Option<&'static PrometheusHandle> {
 pub async fn record_request(req: Request, next: Next) -> Response<Body> {
     let start = Instant::now();
     let method = req.method().to_string();
-    let route = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".to_owned());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
     let response = next.run(req).await;
     let status = response.status().as_u16().to_string();
     let labels = [("method", method), ("route", route), ("status", status)];
     metrics::counter!("rtc_http_requests_total", &labels).increment(1);
-    metrics::histogram!("rtc_http_request_duration_seconds", &labels).record(start.elapsed().as_secs_f64());
+    metrics::histogram!("rtc_http_request_duration_seconds", &labels)
+        .record(start.elapsed().as_secs_f64());
     response
 }
 

@@ -14,7 +14,12 @@ impl Modify for BearerAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some("The admin token or a workspace API key")).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The admin token or a workspace API key"))
+                    .build(),
+            ),
         );
     }
 }
@@ -43,5 +48,7 @@ pub fn api_doc() -> utoipa::openapi::OpenApi {
 
 /// `/openapi.json` and Swagger UI at `/docs`.
 pub fn docs_router() -> Router {
-    SwaggerUi::new("/docs").url("/openapi.json", api_doc()).into()
+    SwaggerUi::new("/docs")
+        .url("/openapi.json", api_doc())
+        .into()
 }

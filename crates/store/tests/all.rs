@@ -1,5 +1,7 @@
 //! The storage suite, run on SQLite and on PostgreSQL alike.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
 use rtc_protocol::{Assistant, McpServer, Tool};
 use rtc_store::{MasterKey, ResourceKind, SecretBox, Store, StoreError};
 use rtc_testkit::{Engine, TestDatabase};

@@ -14,3 +14,8 @@ mod server;
 pub use db::{Engine, TestDatabase};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
 pub use server::{ServerProcess, free_port};
+
+/// Install the TLS crypto provider reqwest needs (ring). Idempotent.
+pub fn init_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

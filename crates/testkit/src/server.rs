@@ -3,11 +3,16 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+/// The admin token tests pass unless they test its creation.
+pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-0123456789";
+const PRINTED_TOKEN_PREFIX: &str = "admin token (shown once, store it now): ";
 
 /// A free TCP port on loopback.
 pub fn free_port() -> anyhow::Result<u16> {
@@ -21,7 +26,7 @@ pub struct ServerProcess {
     pub base_url: String,
     pub admin_token: String,
     child: Child,
-    pub stdout_lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stdout_lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
@@ -33,11 +38,48 @@ impl ServerProcess {
         data_dir: &Path,
         env: &HashMap<String, String>,
     ) -> anyhow::Result<Self> {
-        let port = free_port()?;
-        let admin_token = env
+        let token = env
             .get("RTC_ADMIN_TOKEN")
             .cloned()
-            .unwrap_or_else(|| "test-admin-token-0123456789".to_owned());
+            .unwrap_or_else(|| TEST_ADMIN_TOKEN.to_owned());
+        Self::spawn(bin, database_url, data_dir, env, Some(token)).await
+    }
+
+    /// Start without `RTC_ADMIN_TOKEN`, so the server creates (and on its
+    /// first start prints) one; see [`Self::printed_admin_token`].
+    pub async fn start_without_admin_token(
+        bin: &Path,
+        database_url: &str,
+        data_dir: &Path,
+        env: &HashMap<String, String>,
+    ) -> anyhow::Result<Self> {
+        Self::spawn(bin, database_url, data_dir, env, None).await
+    }
+
+    /// The admin token the server printed on its first start, if it did.
+    pub fn printed_admin_token(&self) -> Option<String> {
+        let lines = self.stdout_lines.lock().ok()?;
+        lines.iter().find_map(|l| {
+            l.split_once(PRINTED_TOKEN_PREFIX)
+                .map(|(_, t)| t.trim().to_owned())
+        })
+    }
+
+    fn saw_listening(&self) -> bool {
+        self.stdout_lines
+            .lock()
+            .is_ok_and(|l| l.iter().any(|x| x.contains("listening on")))
+    }
+
+    async fn spawn(
+        bin: &Path,
+        database_url: &str,
+        data_dir: &Path,
+        env: &HashMap<String, String>,
+        admin_token: Option<String>,
+    ) -> anyhow::Result<Self> {
+        crate::init_tls();
+        let port = free_port()?;
         let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--listen")
@@ -46,19 +88,22 @@ impl ServerProcess {
             .arg(database_url)
             .arg("--data-dir")
             .arg(data_dir)
-            .env("RTC_ADMIN_TOKEN", &admin_token)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "warn")
             .envs(env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .kill_on_drop(true);
+        match &admin_token {
+            Some(t) => cmd.env("RTC_ADMIN_TOKEN", t),
+            None => cmd.env_remove("RTC_ADMIN_TOKEN"),
+        };
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {}", bin.display()))?;
-        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stdout_lines = Arc::new(Mutex::new(Vec::new()));
         if let Some(out) = child.stdout.take() {
-            let lines = lines.clone();
+            let lines = stdout_lines.clone();
             tokio::spawn(async move {
                 let mut reader = BufReader::new(out).lines();
                 while let Ok(Some(line)) = reader.next_line().await {
@@ -68,23 +113,30 @@ impl ServerProcess {
                 }
             });
         }
-        let base_url = format!("http://127.0.0.1:{port}");
+        let mut server = Self {
+            base_url: format!("http://127.0.0.1:{port}"),
+            admin_token: String::new(),
+            child,
+            stdout_lines,
+        };
         let client = reqwest::Client::new();
-        for _ in 0..300 {
-            if let Ok(r) = client.get(format!("{base_url}/readyz")).send().await {
-                if r.status().is_success() {
-                    return Ok(Self {
-                        base_url,
-                        admin_token,
-                        child,
-                        stdout_lines: lines,
-                    });
-                }
+        for _ in 0..600 {
+            let ready = client
+                .get(format!("{}/readyz", server.base_url))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success());
+            // The "listening" line comes after the printed admin token, if any.
+            if ready && server.saw_listening() {
+                server.admin_token = admin_token
+                    .or_else(|| server.printed_admin_token())
+                    .unwrap_or_default();
+                return Ok(server);
             }
-            if let Some(status) = child.try_wait()? {
+            if let Some(status) = server.child.try_wait()? {
                 bail!("rtc-agent exited early with {status}");
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
         bail!("rtc-agent did not become ready within 15 s")
     }

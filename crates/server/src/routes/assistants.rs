@@ -4,16 +4,19 @@
 use std::collections::BTreeMap;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_assistant};
 use rtc_core::realtime::{cleanup as remove_items, compatibility};
-use rtc_protocol::{Assistant, CleanupParams, CleanupResponse, CompatibilityIssue, CompatibilityReport, ErrorResponse, ListResponse, Tool};
+use rtc_protocol::{
+    Assistant, CleanupParams, CleanupResponse, CompatibilityIssue, CompatibilityReport,
+    ErrorResponse, ListResponse, Tool,
+};
 
 use super::{chosen_id, realtime};
-use crate::extract::{ApiJson, Scope, parse_json};
+use crate::extract::{ApiJson, ApiPath, Scope, parse_json};
 use crate::{ApiError, ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -31,15 +34,19 @@ async fn context_parts(
     workspace: &str,
     assistant: &Assistant,
     replacement: Option<&Tool>,
-) -> ApiResult<(BTreeMap<String, Tool>, Option<rtc_protocol::RealtimeInterface>)> {
-    let mut tools: BTreeMap<String, Tool> = s.store.get_many(workspace, referenced_tools(assistant)).await?;
-    if let Some(t) = replacement {
-        if let Some(id) = &t.id {
-            if tools.contains_key(id) {
+) -> ApiResult<(
+    BTreeMap<String, Tool>,
+    Option<rtc_protocol::RealtimeInterface>,
+)> {
+    let mut tools: BTreeMap<String, Tool> = s
+        .store
+        .get_many(workspace, referenced_tools(assistant))
+        .await?;
+    if let Some(t) = replacement
+        && let Some(id) = &t.id
+            && tools.contains_key(id) {
                 tools.insert(id.clone(), t.clone());
             }
-        }
-    }
     let iface = match &assistant.realtime_interface_id {
         Some(id) => realtime::find(s, workspace, id).await?,
         None => None,
@@ -48,49 +55,88 @@ async fn context_parts(
 }
 
 /// Validate an assistant against the workspace.
-pub(crate) async fn validate(s: &AppState, workspace: &str, assistant: &Assistant, replacement: Option<&Tool>) -> ApiResult<()> {
+pub(crate) async fn validate(
+    s: &AppState,
+    workspace: &str,
+    assistant: &Assistant,
+    replacement: Option<&Tool>,
+) -> ApiResult<()> {
     let (tools, iface) = context_parts(s, workspace, assistant, replacement).await?;
-    let ctx = AssistantContext { tools: &tools, realtime_interface: iface.as_ref(), providers: &s.providers };
+    let ctx = AssistantContext {
+        tools: &tools,
+        realtime_interface: iface.as_ref(),
+        providers: &s.providers,
+    };
     Ok(validate_assistant(assistant, &ctx)?)
 }
 
 async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<Assistant> {
-    s.store.get(workspace, id).await?.ok_or_else(|| ApiError::not_found("assistant", id))
+    s.store
+        .get(workspace, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("assistant", id))
 }
 
 /// Create an assistant.
 #[utoipa::path(post, path = "/v1/assistants", tag = "assistants", request_body = Assistant, security(("bearer" = [])),
     responses((status = 201, body = Assistant), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn create(scope: Scope, State(s): State<AppState>, ApiJson(a): ApiJson<Assistant>) -> ApiResult<(StatusCode, Json<Assistant>)> {
+pub async fn create(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiJson(a): ApiJson<Assistant>,
+) -> ApiResult<(StatusCode, Json<Assistant>)> {
     let id = chosen_id(a.id.clone())?;
     validate(&s, &scope.workspace, &a, None).await?;
-    Ok((StatusCode::CREATED, Json(s.store.insert(&scope.workspace, id, a).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(s.store.insert(&scope.workspace, id, a).await?),
+    ))
 }
 
 #[utoipa::path(get, path = "/v1/assistants", tag = "assistants", security(("bearer" = [])), responses((status = 200, body = ListResponse<Assistant>)))]
-pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<Assistant>>> {
-    Ok(Json(ListResponse::new(s.store.list(&scope.workspace).await?)))
+pub async fn list(
+    scope: Scope,
+    State(s): State<AppState>,
+) -> ApiResult<Json<ListResponse<Assistant>>> {
+    Ok(Json(ListResponse::new(
+        s.store.list(&scope.workspace).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
     responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse)))]
-pub async fn read(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Assistant>> {
+pub async fn read(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Assistant>> {
     load(&s, &scope.workspace, &id).await.map(Json)
 }
 
 /// Replace an assistant. Saving validates again, including realtime gating.
 #[utoipa::path(put, path = "/v1/assistants/{id}", tag = "assistants", request_body = Assistant, security(("bearer" = [])),
     responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn replace(scope: Scope, State(s): State<AppState>, Path(id): Path<String>, ApiJson(a): ApiJson<Assistant>) -> ApiResult<Json<Assistant>> {
+pub async fn replace(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(a): ApiJson<Assistant>,
+) -> ApiResult<Json<Assistant>> {
     load(&s, &scope.workspace, &id).await?;
     validate(&s, &scope.workspace, &a, None).await?;
     let saved = s.store.update(&scope.workspace, &id, a).await?;
-    saved.map(Json).ok_or_else(|| ApiError::not_found("assistant", &id))
+    saved
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("assistant", &id))
 }
 
 #[utoipa::path(delete, path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse)))]
-pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn remove(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
     if s.store.delete::<Assistant>(&scope.workspace, &id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -98,7 +144,11 @@ pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<Stri
     }
 }
 
-async fn issues_of(s: &AppState, workspace: &str, a: &Assistant) -> ApiResult<Vec<CompatibilityIssue>> {
+async fn issues_of(
+    s: &AppState,
+    workspace: &str,
+    a: &Assistant,
+) -> ApiResult<Vec<CompatibilityIssue>> {
     let (tools, iface) = context_parts(s, workspace, a, None).await?;
     Ok(compatibility(a, &tools, iface.as_ref()))
 }
@@ -106,18 +156,35 @@ async fn issues_of(s: &AppState, workspace: &str, a: &Assistant) -> ApiResult<Ve
 /// The items the assistant's realtime interface does not support.
 #[utoipa::path(get, path = "/v1/assistants/{id}/compatibility", tag = "assistants", security(("bearer" = [])),
     responses((status = 200, body = CompatibilityReport), (status = 404, body = ErrorResponse)))]
-pub async fn report(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<CompatibilityReport>> {
+pub async fn report(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<CompatibilityReport>> {
     let a = load(&s, &scope.workspace, &id).await?;
     let issues = issues_of(&s, &scope.workspace, &a).await?;
-    Ok(Json(CompatibilityReport { compatible: issues.is_empty(), issues }))
+    Ok(Json(CompatibilityReport {
+        compatible: issues.is_empty(),
+        issues,
+    }))
 }
 
 /// Remove exactly the reported incompatible items. With `expectedPaths`,
 /// refuses (409) if the report changed since the caller read it.
 #[utoipa::path(post, path = "/v1/assistants/{id}/compatibility/cleanup", tag = "assistants", request_body(content = Option<CleanupParams>), security(("bearer" = [])),
     responses((status = 200, body = CleanupResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
-pub async fn cleanup(scope: Scope, State(s): State<AppState>, Path(id): Path<String>, headers: HeaderMap, body: Bytes) -> ApiResult<Json<CleanupResponse>> {
-    let params: CleanupParams = if body.iter().all(u8::is_ascii_whitespace) { CleanupParams::default() } else { parse_json(&headers, &body)? };
+pub async fn cleanup(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<CleanupResponse>> {
+    let params: CleanupParams = if body.iter().all(u8::is_ascii_whitespace) {
+        CleanupParams::default()
+    } else {
+        parse_json(&headers, &body)?
+    };
     let mut a = load(&s, &scope.workspace, &id).await?;
     let issues = issues_of(&s, &scope.workspace, &a).await?;
     if let Some(expected) = &params.expected_paths {
@@ -128,15 +195,28 @@ pub async fn cleanup(scope: Scope, State(s): State<AppState>, Path(id): Path<Str
         if current != wanted {
             return Err(ApiError::conflict(
                 "compatibility_changed",
-                format!("the incompatible items are now [{}]; read the report again", current.join(", ")),
+                format!(
+                    "the incompatible items are now [{}]; read the report again",
+                    current.join(", ")
+                ),
             ));
         }
     }
     if issues.is_empty() {
-        return Ok(Json(CleanupResponse { removed: issues, assistant: a }));
+        return Ok(Json(CleanupResponse {
+            removed: issues,
+            assistant: a,
+        }));
     }
     remove_items(&mut a, &issues);
     validate(&s, &scope.workspace, &a, None).await?;
-    let saved = s.store.update(&scope.workspace, &id, a).await?.ok_or_else(|| ApiError::not_found("assistant", &id))?;
-    Ok(Json(CleanupResponse { removed: issues, assistant: saved }))
+    let saved = s
+        .store
+        .update(&scope.workspace, &id, a)
+        .await?
+        .ok_or_else(|| ApiError::not_found("assistant", &id))?;
+    Ok(Json(CleanupResponse {
+        removed: issues,
+        assistant: saved,
+    }))
 }

@@ -29,7 +29,12 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         Ok(()) => axum::Json(json!({"status": "ready"})).into_response(),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", "the database is unavailable").into_response()
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not_ready",
+                "the database is unavailable",
+            )
+            .into_response()
         }
     }
 }
@@ -37,7 +42,9 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 /// Prometheus metrics.
 #[utoipa::path(get, path = "/metrics", tag = "health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics() -> Response {
-    let body = observe::metrics_handle().map(|h| h.render()).unwrap_or_default();
+    let body = observe::metrics_handle()
+        .map(|h| h.render())
+        .unwrap_or_default();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
@@ -46,5 +53,9 @@ pub async fn not_found() -> ApiError {
 }
 
 pub async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not accept that method")
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not accept that method",
+    )
 }

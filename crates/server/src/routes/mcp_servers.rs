@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -12,19 +12,26 @@ use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTrans
 use rtc_tools::mcp::ResolvedHeaders;
 
 use super::chosen_id;
-use crate::extract::{ApiJson, Scope};
+use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/mcp-servers", post(create).get(list))
-        .route("/v1/mcp-servers/{id}", get(read).put(replace).delete(remove))
+        .route(
+            "/v1/mcp-servers/{id}",
+            get(read).put(replace).delete(remove),
+        )
         .route("/v1/mcp-servers/{id}/tools", get(discover))
 }
 
 async fn check(s: &AppState, scope: &Scope, server: &McpServer) -> ApiResult<()> {
     let secrets = s.store.secret_names(&scope.workspace).await?;
-    let caller = if scope.is_admin { Caller::Admin } else { Caller::Workspace };
+    let caller = if scope.is_admin {
+        Caller::Admin
+    } else {
+        Caller::Workspace
+    };
     validate_mcp_server(server, caller, &|n| secrets.contains(n))?;
     Ok(())
 }
@@ -33,40 +40,71 @@ async fn check(s: &AppState, scope: &Scope, server: &McpServer) -> ApiResult<()>
 /// the admin token (acting in a workspace with `X-Rtc-Workspace`).
 #[utoipa::path(post, path = "/v1/mcp-servers", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
     responses((status = 201, body = McpServer), (status = 403, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn create(scope: Scope, State(s): State<AppState>, ApiJson(server): ApiJson<McpServer>) -> ApiResult<(StatusCode, Json<McpServer>)> {
+pub async fn create(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiJson(server): ApiJson<McpServer>,
+) -> ApiResult<(StatusCode, Json<McpServer>)> {
     let id = chosen_id(server.id.clone())?;
     check(&s, &scope, &server).await?;
-    Ok((StatusCode::CREATED, Json(s.store.insert(&scope.workspace, id, server).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(s.store.insert(&scope.workspace, id, server).await?),
+    ))
 }
 
 #[utoipa::path(get, path = "/v1/mcp-servers", tag = "mcp-servers", security(("bearer" = [])), responses((status = 200, body = ListResponse<McpServer>)))]
-pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<McpServer>>> {
-    Ok(Json(ListResponse::new(s.store.list(&scope.workspace).await?)))
+pub async fn list(
+    scope: Scope,
+    State(s): State<AppState>,
+) -> ApiResult<Json<ListResponse<McpServer>>> {
+    Ok(Json(ListResponse::new(
+        s.store.list(&scope.workspace).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
     responses((status = 200, body = McpServer), (status = 404, body = ErrorResponse)))]
-pub async fn read(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<McpServer>> {
+pub async fn read(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<McpServer>> {
     load(&s, &scope.workspace, &id).await.map(Json)
 }
 
 /// Replace an MCP server. Changing a stdio server needs the admin token.
 #[utoipa::path(put, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
     responses((status = 200, body = McpServer), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn replace(scope: Scope, State(s): State<AppState>, Path(id): Path<String>, ApiJson(server): ApiJson<McpServer>) -> ApiResult<Json<McpServer>> {
+pub async fn replace(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(server): ApiJson<McpServer>,
+) -> ApiResult<Json<McpServer>> {
     let existing = load(&s, &scope.workspace, &id).await?;
     if matches!(existing.transport, McpTransport::Stdio { .. }) && !scope.is_admin {
-        return Err(ApiError::forbidden("stdio_requires_admin", "only the admin token may change a stdio MCP server").with_field("transport.type"));
+        return Err(ApiError::forbidden(
+            "stdio_requires_admin",
+            "only the admin token may change a stdio MCP server",
+        )
+        .with_field("transport.type"));
     }
     check(&s, &scope, &server).await?;
     let saved = s.store.update(&scope.workspace, &id, server).await?;
-    saved.map(Json).ok_or_else(|| ApiError::not_found("MCP server", &id))
+    saved
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("MCP server", &id))
 }
 
 /// Delete an MCP server no tool uses.
 #[utoipa::path(delete, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
-pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn remove(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
     if s.store.delete::<McpServer>(&scope.workspace, &id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -77,7 +115,11 @@ pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<Stri
 /// Connect to the server and list its tools with their input schemas.
 #[utoipa::path(get, path = "/v1/mcp-servers/{id}/tools", tag = "mcp-servers", security(("bearer" = [])),
     responses((status = 200, body = ListResponse<McpToolInfo>), (status = 404, body = ErrorResponse), (status = 502, body = ErrorResponse)))]
-pub async fn discover(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<ListResponse<McpToolInfo>>> {
+pub async fn discover(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<ListResponse<McpToolInfo>>> {
     let server = load(&s, &scope.workspace, &id).await?;
     let tools = list_remote_tools(&s, &scope.workspace, &server)
         .await
@@ -86,17 +128,33 @@ pub async fn discover(scope: Scope, State(s): State<AppState>, Path(id): Path<St
 }
 
 pub(crate) async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<McpServer> {
-    s.store.get(workspace, id).await?.ok_or_else(|| ApiError::not_found("MCP server", id))
+    s.store
+        .get(workspace, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("MCP server", id))
 }
 
 /// The remote tools of a server, or a message safe to show (no secrets).
-pub(crate) async fn list_remote_tools(s: &AppState, workspace: &str, server: &McpServer) -> ApiResult<Vec<McpToolInfo>, String> {
-    let headers = resolve_headers(s, workspace, &server.transport).await.map_err(|e| e.message)?;
-    s.mcp.list_tools(&server.transport, &headers).await.map_err(|e| e.to_string())
+pub(crate) async fn list_remote_tools(
+    s: &AppState,
+    workspace: &str,
+    server: &McpServer,
+) -> ApiResult<Vec<McpToolInfo>, String> {
+    let headers = resolve_headers(s, workspace, &server.transport)
+        .await
+        .map_err(|e| e.message)?;
+    s.mcp
+        .list_tools(&server.transport, &headers)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// Fill `{{secret__…}}` in a streamable-HTTP server's headers.
-async fn resolve_headers(s: &AppState, workspace: &str, transport: &McpTransport) -> ApiResult<ResolvedHeaders> {
+async fn resolve_headers(
+    s: &AppState,
+    workspace: &str,
+    transport: &McpTransport,
+) -> ApiResult<ResolvedHeaders> {
     let McpTransport::StreamableHttp { headers, .. } = transport else {
         return Ok(ResolvedHeaders(BTreeMap::new()));
     };
@@ -105,13 +163,24 @@ async fn resolve_headers(s: &AppState, workspace: &str, transport: &McpTransport
         let mut values = BTreeMap::new();
         for p in placeholders::parse(template, name)? {
             if let placeholders::Placeholder::Secret(secret) = p {
-                let v = s.store.reveal_secret(workspace, secret).await?.ok_or_else(|| {
-                    ApiError::unprocessable("unknown_secret", format!("transport.headers.{name}"), format!("secret `{secret}` does not exist"))
-                })?;
+                let v = s
+                    .store
+                    .reveal_secret(workspace, secret)
+                    .await?
+                    .ok_or_else(|| {
+                        ApiError::unprocessable(
+                            "unknown_secret",
+                            format!("transport.headers.{name}"),
+                            format!("secret `{secret}` does not exist"),
+                        )
+                    })?;
                 values.insert(secret.to_owned(), v);
             }
         }
-        out.insert(name.clone(), placeholders::render(template, |n| values.get(n).map(|v| v.expose().to_owned())));
+        out.insert(
+            name.clone(),
+            placeholders::render(template, |n| values.get(n).map(|v| v.expose().to_owned())),
+        );
     }
     Ok(ResolvedHeaders(out))
 }

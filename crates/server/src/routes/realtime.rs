@@ -1,7 +1,7 @@
 //! Realtime interfaces (R-RT-2): the shipped ones, read-only, and the
 //! operator's own, whose declared capabilities gate prompt tools.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -9,44 +9,70 @@ use rtc_core::realtime::{is_shipped, shipped_interfaces, validate_interface};
 use rtc_protocol::{ErrorResponse, ListResponse, RealtimeInterface};
 
 use super::chosen_id;
-use crate::extract::{ApiJson, Scope};
+use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/realtime-interfaces", post(create).get(list))
-        .route("/v1/realtime-interfaces/{id}", get(read).put(replace).delete(remove))
+        .route(
+            "/v1/realtime-interfaces/{id}",
+            get(read).put(replace).delete(remove),
+        )
 }
 
 /// A shipped interface or one of the workspace's own.
-pub(crate) async fn find(s: &AppState, workspace: &str, id: &str) -> ApiResult<Option<RealtimeInterface>> {
-    if let Some(i) = shipped_interfaces().into_iter().find(|i| i.id.as_deref() == Some(id)) {
+pub(crate) async fn find(
+    s: &AppState,
+    workspace: &str,
+    id: &str,
+) -> ApiResult<Option<RealtimeInterface>> {
+    if let Some(i) = shipped_interfaces()
+        .into_iter()
+        .find(|i| i.id.as_deref() == Some(id))
+    {
         return Ok(Some(i));
     }
     Ok(s.store.get(workspace, id).await?)
 }
 
 fn read_only(id: &str) -> ApiError {
-    ApiError::forbidden("read_only", format!("`{id}` is shipped with the platform and cannot be changed"))
+    ApiError::forbidden(
+        "read_only",
+        format!("`{id}` is shipped with the platform and cannot be changed"),
+    )
 }
 
 /// Declare a realtime interface and its prompt-tool capabilities.
 #[utoipa::path(post, path = "/v1/realtime-interfaces", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
     responses((status = 201, body = RealtimeInterface), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn create(scope: Scope, State(s): State<AppState>, ApiJson(mut iface): ApiJson<RealtimeInterface>) -> ApiResult<(StatusCode, Json<RealtimeInterface>)> {
+pub async fn create(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiJson(mut iface): ApiJson<RealtimeInterface>,
+) -> ApiResult<(StatusCode, Json<RealtimeInterface>)> {
     let id = chosen_id(iface.id.clone())?;
     if let Some(id) = id.as_deref().filter(|id| is_shipped(id)) {
-        return Err(ApiError::conflict("already_exists", format!("`{id}` is a shipped interface")).with_field("id"));
+        return Err(
+            ApiError::conflict("already_exists", format!("`{id}` is a shipped interface"))
+                .with_field("id"),
+        );
     }
     validate_interface(&iface)?;
     iface.shipped = false;
-    Ok((StatusCode::CREATED, Json(s.store.insert(&scope.workspace, id, iface).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(s.store.insert(&scope.workspace, id, iface).await?),
+    ))
 }
 
 /// The shipped interfaces, then the workspace's own.
 #[utoipa::path(get, path = "/v1/realtime-interfaces", tag = "realtime-interfaces", security(("bearer" = [])),
     responses((status = 200, body = ListResponse<RealtimeInterface>)))]
-pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<RealtimeInterface>>> {
+pub async fn list(
+    scope: Scope,
+    State(s): State<AppState>,
+) -> ApiResult<Json<ListResponse<RealtimeInterface>>> {
     let mut all = shipped_interfaces();
     all.extend(s.store.list::<RealtimeInterface>(&scope.workspace).await?);
     Ok(Json(ListResponse::new(all)))
@@ -54,32 +80,53 @@ pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<Lis
 
 #[utoipa::path(get, path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", security(("bearer" = [])),
     responses((status = 200, body = RealtimeInterface), (status = 404, body = ErrorResponse)))]
-pub async fn read(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<RealtimeInterface>> {
-    find(&s, &scope.workspace, &id).await?.map(Json).ok_or_else(|| ApiError::not_found("realtime interface", &id))
+pub async fn read(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<RealtimeInterface>> {
+    find(&s, &scope.workspace, &id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("realtime interface", &id))
 }
 
 /// Change an interface's declaration. Assistants that use what it no longer
 /// declares keep their configuration and show up in their compatibility report.
 #[utoipa::path(put, path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
     responses((status = 200, body = RealtimeInterface), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn replace(scope: Scope, State(s): State<AppState>, Path(id): Path<String>, ApiJson(mut iface): ApiJson<RealtimeInterface>) -> ApiResult<Json<RealtimeInterface>> {
+pub async fn replace(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(mut iface): ApiJson<RealtimeInterface>,
+) -> ApiResult<Json<RealtimeInterface>> {
     if is_shipped(&id) {
         return Err(read_only(&id));
     }
     validate_interface(&iface)?;
     iface.shipped = false;
     let saved = s.store.update(&scope.workspace, &id, iface).await?;
-    saved.map(Json).ok_or_else(|| ApiError::not_found("realtime interface", &id))
+    saved
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("realtime interface", &id))
 }
 
 /// Delete an interface no assistant uses.
 #[utoipa::path(delete, path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", security(("bearer" = [])),
     responses((status = 204), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
-pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn remove(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
     if is_shipped(&id) {
         return Err(read_only(&id));
     }
-    if s.store.delete::<RealtimeInterface>(&scope.workspace, &id).await? {
+    if s.store
+        .delete::<RealtimeInterface>(&scope.workspace, &id)
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("realtime interface", &id))

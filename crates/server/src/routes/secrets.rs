@@ -1,13 +1,13 @@
 //! Write-only secrets (R-TR-4): values go in, names come out.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use rtc_core::names::check_secret_name;
 use rtc_protocol::{ErrorResponse, ListResponse, PutSecretParams, SecretInfo};
 
-use crate::extract::{ApiJson, Scope};
+use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
 /// Longest secret value accepted.
@@ -22,33 +22,66 @@ pub fn router() -> Router<AppState> {
 /// Create or replace a secret. The value is encrypted and never returned.
 #[utoipa::path(put, path = "/v1/secrets/{name}", tag = "secrets", request_body = PutSecretParams, security(("bearer" = [])),
     responses((status = 201, body = SecretInfo), (status = 200, body = SecretInfo), (status = 422, body = ErrorResponse)))]
-pub async fn put(scope: Scope, State(s): State<AppState>, Path(name): Path<String>, ApiJson(p): ApiJson<PutSecretParams>) -> ApiResult<(StatusCode, Json<SecretInfo>)> {
+pub async fn put(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(p): ApiJson<PutSecretParams>,
+) -> ApiResult<(StatusCode, Json<SecretInfo>)> {
     check_secret_name(&name, "name")?;
     if p.value.is_empty() || p.value.len() > MAX_SECRET_BYTES {
-        return Err(ApiError::unprocessable("invalid_value", "value", format!("`value` must be 1 to {MAX_SECRET_BYTES} bytes")));
+        return Err(ApiError::unprocessable(
+            "invalid_value",
+            "value",
+            format!("`value` must be 1 to {MAX_SECRET_BYTES} bytes"),
+        ));
     }
-    let (info, created) = s.store.put_secret(&scope.workspace, &name, &p.value).await?;
-    Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(info)))
+    let (info, created) = s
+        .store
+        .put_secret(&scope.workspace, &name, &p.value)
+        .await?;
+    Ok((
+        if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        },
+        Json(info),
+    ))
 }
 
 /// The names of the workspace's secrets.
 #[utoipa::path(get, path = "/v1/secrets", tag = "secrets", security(("bearer" = [])), responses((status = 200, body = ListResponse<SecretInfo>)))]
-pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<SecretInfo>>> {
-    Ok(Json(ListResponse::new(s.store.list_secrets(&scope.workspace).await?)))
+pub async fn list(
+    scope: Scope,
+    State(s): State<AppState>,
+) -> ApiResult<Json<ListResponse<SecretInfo>>> {
+    Ok(Json(ListResponse::new(
+        s.store.list_secrets(&scope.workspace).await?,
+    )))
 }
 
 /// A secret's metadata (never its value).
 #[utoipa::path(get, path = "/v1/secrets/{name}", tag = "secrets", security(("bearer" = [])),
     responses((status = 200, body = SecretInfo), (status = 404, body = ErrorResponse)))]
-pub async fn read(scope: Scope, State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<Json<SecretInfo>> {
+pub async fn read(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<SecretInfo>> {
     let info = s.store.secret_info(&scope.workspace, &name).await?;
-    info.map(Json).ok_or_else(|| ApiError::not_found("secret", &name))
+    info.map(Json)
+        .ok_or_else(|| ApiError::not_found("secret", &name))
 }
 
 /// Delete a secret that no tool or MCP server uses.
 #[utoipa::path(delete, path = "/v1/secrets/{name}", tag = "secrets", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
-pub async fn remove(scope: Scope, State(s): State<AppState>, Path(name): Path<String>) -> ApiResult<StatusCode> {
+pub async fn remove(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<StatusCode> {
     if s.store.delete_secret(&scope.workspace, &name).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -1,6 +1,6 @@
 //! Tool resources (R-TR-1..5): HTTP, MCP and client tools.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -9,7 +9,7 @@ use rtc_protocol::{Assistant, ErrorResponse, ListResponse, Tool, ToolKind};
 use rtc_store::ResourceKind;
 
 use super::{assistants, chosen_id, mcp_servers};
-use crate::extract::{ApiJson, Scope};
+use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -24,68 +24,127 @@ async fn check(s: &AppState, workspace: &str, tool: Tool) -> ApiResult<Tool> {
     let secrets = s.store.secret_names(workspace).await?;
     let discovered = match (&tool.kind, &tool.mcp) {
         (ToolKind::Mcp, Some(mcp)) => {
-            let server = s.store.get(workspace, &mcp.server_id).await?.ok_or_else(|| {
-                ApiError::unprocessable("unknown_mcp_server", "mcp.serverId", format!("MCP server `{}` does not exist in this workspace", mcp.server_id))
-            })?;
+            let server = s
+                .store
+                .get(workspace, &mcp.server_id)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::unprocessable(
+                        "unknown_mcp_server",
+                        "mcp.serverId",
+                        format!(
+                            "MCP server `{}` does not exist in this workspace",
+                            mcp.server_id
+                        ),
+                    )
+                })?;
             let tools = mcp_servers::list_remote_tools(s, workspace, &server)
                 .await
-                .map_err(|e| ApiError::unprocessable("mcp_unreachable", "mcp.serverId", format!("could not list the tools of MCP server `{}`: {e}", mcp.server_id)))?;
+                .map_err(|e| {
+                    ApiError::unprocessable(
+                        "mcp_unreachable",
+                        "mcp.serverId",
+                        format!(
+                            "could not list the tools of MCP server `{}`: {e}",
+                            mcp.server_id
+                        ),
+                    )
+                })?;
             tools.into_iter().find(|t| t.name == mcp.remote_tool_name)
         }
         _ => None,
     };
-    let ctx = ToolContext { secret_exists: &|n| secrets.contains(n), discovered: discovered.as_ref() };
+    let ctx = ToolContext {
+        secret_exists: &|n| secrets.contains(n),
+        discovered: discovered.as_ref(),
+    };
     Ok(validate_tool(tool, &ctx)?)
 }
 
 /// Create a tool resource.
 #[utoipa::path(post, path = "/v1/tools", tag = "tools", request_body = Tool, security(("bearer" = [])),
     responses((status = 201, body = Tool), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn create(scope: Scope, State(s): State<AppState>, ApiJson(tool): ApiJson<Tool>) -> ApiResult<(StatusCode, Json<Tool>)> {
+pub async fn create(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiJson(tool): ApiJson<Tool>,
+) -> ApiResult<(StatusCode, Json<Tool>)> {
     let id = chosen_id(tool.id.clone())?;
     let tool = check(&s, &scope.workspace, tool).await?;
-    Ok((StatusCode::CREATED, Json(s.store.insert(&scope.workspace, id, tool).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(s.store.insert(&scope.workspace, id, tool).await?),
+    ))
 }
 
 #[utoipa::path(get, path = "/v1/tools", tag = "tools", security(("bearer" = [])), responses((status = 200, body = ListResponse<Tool>)))]
 pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<Tool>>> {
-    Ok(Json(ListResponse::new(s.store.list(&scope.workspace).await?)))
+    Ok(Json(ListResponse::new(
+        s.store.list(&scope.workspace).await?,
+    )))
 }
 
 #[utoipa::path(get, path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
     responses((status = 200, body = Tool), (status = 404, body = ErrorResponse)))]
-pub async fn read(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Tool>> {
+pub async fn read(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<Json<Tool>> {
     let tool = s.store.get(&scope.workspace, &id).await?;
-    tool.map(Json).ok_or_else(|| ApiError::not_found("tool", &id))
+    tool.map(Json)
+        .ok_or_else(|| ApiError::not_found("tool", &id))
 }
 
 /// Replace a tool. Refused (409) when an assistant's bindings would no
 /// longer be valid with the new definition.
 #[utoipa::path(put, path = "/v1/tools/{id}", tag = "tools", request_body = Tool, security(("bearer" = [])),
     responses((status = 200, body = Tool), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
-pub async fn replace(scope: Scope, State(s): State<AppState>, Path(id): Path<String>, ApiJson(tool): ApiJson<Tool>) -> ApiResult<Json<Tool>> {
+pub async fn replace(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(tool): ApiJson<Tool>,
+) -> ApiResult<Json<Tool>> {
     if s.store.get::<Tool>(&scope.workspace, &id).await?.is_none() {
         return Err(ApiError::not_found("tool", &id));
     }
     let mut tool = check(&s, &scope.workspace, tool).await?;
     tool.id = Some(id.clone());
-    for r in s.store.referrers(&scope.workspace, ResourceKind::Tool, &id).await? {
-        let Some(assistant) = s.store.get::<Assistant>(&scope.workspace, &r.id).await? else { continue };
+    for r in s
+        .store
+        .referrers(&scope.workspace, ResourceKind::Tool, &id)
+        .await?
+    {
+        let Some(assistant) = s.store.get::<Assistant>(&scope.workspace, &r.id).await? else {
+            continue;
+        };
         if let Err(e) = assistants::validate(&s, &scope.workspace, &assistant, Some(&tool)).await {
             return Err(ApiError::conflict(
                 "breaks_assistant",
-                format!("this change would make assistant `{}` invalid at `{}`: {}", r.id, e.field.as_deref().unwrap_or(""), e.message),
+                format!(
+                    "this change would make assistant `{}` invalid at `{}`: {}",
+                    r.id,
+                    e.field.as_deref().unwrap_or(""),
+                    e.message
+                ),
             ));
         }
     }
     let saved = s.store.update(&scope.workspace, &id, tool).await?;
-    saved.map(Json).ok_or_else(|| ApiError::not_found("tool", &id))
+    saved
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("tool", &id))
 }
 
 /// Delete a tool no assistant uses.
 #[utoipa::path(delete, path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
-pub async fn remove(scope: Scope, State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn remove(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
     if s.store.delete::<Tool>(&scope.workspace, &id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -1,0 +1,14 @@
+//! End-to-end tests: the real `rtc-agent` binary, driven over HTTP, on
+//! SQLite and on PostgreSQL.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod harness;
+
+mod assistants;
+mod auth;
+mod errors;
+mod mcp;
+mod operations;
+mod secrets;
+mod tools;

@@ -1,0 +1,117 @@
+//! MCP servers against the real `@modelcontextprotocol/server-everything`
+//! (R-TR-2, R-SEC-4).
+
+use std::collections::HashMap;
+
+use rtc_testkit::{Engine, McpHttpServer, everything_stdio_command};
+use serde_json::json;
+
+use crate::harness::{on_both, with_server};
+
+on_both!(stdio_servers_need_the_admin_and_are_discovered, |srv| {
+    let (ws_id, ws) = srv.workspace("A").await?;
+    let (command, args) = everything_stdio_command()?;
+    let server = json!({"name": "everything", "transport": {"type": "stdio", "command": command, "args": args}});
+    ws.post("/v1/mcp-servers", server.clone())
+        .await?
+        .assert_error(403, "stdio_requires_admin", Some("transport.type"));
+    let admin = srv.admin_in(&ws_id);
+    let created = admin.create("/v1/mcp-servers", server).await?;
+    let id = created["id"].as_str().unwrap();
+    // The workspace key may use (discover) what the admin registered.
+    let tools = ws.get(&format!("/v1/mcp-servers/{id}/tools")).await?;
+    let list = tools.assert_status(200)["data"].as_array().unwrap().clone();
+    let echo = list.iter().find(|t| t["name"] == "echo").expect("echo");
+    assert_eq!(echo["inputSchema"]["type"], "object");
+    // An mcp tool takes (and pins) the discovered schema.
+    let tool = ws
+        .create("/v1/tools", json!({"name": "echo", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "echo"}}))
+        .await?;
+    assert_eq!(tool["parameters"], echo["inputSchema"]);
+    ws.post("/v1/tools", json!({"name": "nope", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "no-such-tool"}}))
+        .await?
+        .assert_error(422, "unknown_remote_tool", Some("mcp.remoteToolName"));
+    ws.post("/v1/tools", json!({"name": "nope", "type": "mcp", "mcp": {"serverId": "mcp_missing", "remoteToolName": "echo"}}))
+        .await?
+        .assert_error(422, "unknown_mcp_server", Some("mcp.serverId"));
+    // The workspace key cannot change the stdio server; the server in use cannot be deleted.
+    ws.put(
+        &format!("/v1/mcp-servers/{id}"),
+        json!({"name": "x", "transport": {"type": "streamableHttp", "url": "https://x/mcp"}}),
+    )
+    .await?
+    .assert_error(403, "stdio_requires_admin", None);
+    ws.delete(&format!("/v1/mcp-servers/{id}"))
+        .await?
+        .assert_error(409, "in_use", None);
+    Ok(())
+});
+
+async fn streamable_http(engine: Engine) -> anyhow::Result<()> {
+    let mcp = McpHttpServer::start().await?;
+    let env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
+    let url = mcp.url.clone();
+    with_server(engine, env, |srv| async move {
+        let (_, ws) = srv.workspace("A").await?;
+        ws.put("/v1/secrets/secret__mcp", json!({"value": "token-123"})).await?.assert_status(201);
+        let created = ws
+            .create("/v1/mcp-servers", json!({"name": "everything", "transport": {"type": "streamableHttp", "url": url, "headers": {"Authorization": "Bearer {{secret__mcp}}"}}}))
+            .await?;
+        assert!(!created.to_string().contains("token-123"));
+        let id = created["id"].as_str().unwrap();
+        let tools = ws.get(&format!("/v1/mcp-servers/{id}/tools")).await?;
+        assert!(tools.assert_status(200)["data"].as_array().unwrap().iter().any(|t| t["name"] == "get-sum"));
+        let tool = ws
+            .create("/v1/tools", json!({"name": "sum", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "get-sum"}}))
+            .await?;
+        assert!(tool["parameters"]["properties"]["a"].is_object(), "{tool}");
+        ws.post("/v1/mcp-servers", json!({"name": "x", "transport": {"type": "streamableHttp", "url": "https://x/mcp", "headers": {"A": "{{secret__none}}"}}}))
+            .await?
+            .assert_error(422, "unknown_secret", Some("transport.headers.A"));
+        ws.post("/v1/mcp-servers", json!({"name": "x", "transport": {"type": "streamableHttp", "url": "ftp://x"}}))
+            .await?
+            .assert_error(422, "invalid_url", Some("transport.url"));
+        Ok(())
+    })
+    .await?;
+    mcp.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn streamable_http_discovery_sqlite() -> anyhow::Result<()> {
+    streamable_http(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn streamable_http_discovery_postgres() -> anyhow::Result<()> {
+    streamable_http(Engine::Postgres).await
+}
+
+/// Without `RTC_ALLOW_PRIVATE_NETWORK`, a loopback MCP server is refused.
+#[tokio::test]
+async fn loopback_servers_are_refused_by_default() -> anyhow::Result<()> {
+    let mcp = McpHttpServer::start().await?;
+    let url = mcp.url.clone();
+    with_server(Engine::Sqlite, HashMap::new(), |srv| async move {
+        let (_, ws) = srv.workspace("A").await?;
+        let created = ws
+            .create(
+                "/v1/mcp-servers",
+                json!({"name": "local", "transport": {"type": "streamableHttp", "url": url}}),
+            )
+            .await?;
+        let r = ws
+            .get(&format!(
+                "/v1/mcp-servers/{}/tools",
+                created["id"].as_str().unwrap()
+            ))
+            .await?;
+        r.assert_error(502, "mcp_unavailable", None);
+        assert!(r.text.contains("not allowed"), "{}", r.text);
+        Ok(())
+    })
+    .await?;
+    mcp.stop().await;
+    Ok(())
+}
