@@ -79,16 +79,17 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
         let tool = ctx.tools.get(&b.tool_id);
         validate_binding(b, &field, tool, &scope, BindingUse::ModelTool)?;
         if let Some(tool) = tool
-            && let Some(prev) = names.insert(tool.name.clone(), i) {
-                return Err(ValidationError::new(
-                    "duplicate_tool_name",
-                    format!("{field}.toolId"),
-                    format!(
-                        "the model would see two tools named `{}` (toolBindings[{prev}] and {field})",
-                        tool.name
-                    ),
-                ));
-            }
+            && let Some(prev) = names.insert(tool.name.clone(), i)
+        {
+            return Err(ValidationError::new(
+                "duplicate_tool_name",
+                format!("{field}.toolId"),
+                format!(
+                    "the model would see two tools named `{}` (toolBindings[{prev}] and {field})",
+                    tool.name
+                ),
+            ));
+        }
     }
     for (i, b) in assistant.startup_actions.iter().enumerate() {
         let field = format!("startupActions[{i}]");
@@ -144,13 +145,14 @@ fn check_variables(assistant: &Assistant) -> Rule {
             ));
         }
         if let Some(default) = &v.default
-            && !value_fits(default, v.value_type) {
-                return Err(ValidationError::new(
-                    "invalid_default",
-                    format!("dynamicVariables[{i}].default"),
-                    format!("the default of `{}` must be a {}", v.name, v.value_type),
-                ));
-            }
+            && !value_fits(default, v.value_type)
+        {
+            return Err(ValidationError::new(
+                "invalid_default",
+                format!("dynamicVariables[{i}].default"),
+                format!("the default of `{}` must be a {}", v.name, v.value_type),
+            ));
+        }
         check_max_chars(
             &v.description,
             &format!("dynamicVariables[{i}].description"),
@@ -163,13 +165,14 @@ fn check_variables(assistant: &Assistant) -> Rule {
 fn check_llm(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
     let llm = &assistant.llm;
     if let Some(t) = llm.temperature
-        && !(0.0..=2.0).contains(&t) {
-            return Err(ValidationError::new(
-                "out_of_range",
-                "llm.temperature",
-                "`llm.temperature` must be between 0 and 2",
-            ));
-        }
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(ValidationError::new(
+            "out_of_range",
+            "llm.temperature",
+            "`llm.temperature` must be between 0 and 2",
+        ));
+    }
     if let Some(model) = &llm.model {
         check_display_name(model, "llm.model", 200)?;
     }
@@ -181,13 +184,14 @@ fn check_llm(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
         ));
     }
     if let Some(p) = &llm.provider
-        && !ctx.providers.contains(p) {
-            return Err(ValidationError::new(
-                "unknown_provider",
-                "llm.provider",
-                format!("no LLM provider named `{p}` is configured"),
-            ));
-        }
+        && !ctx.providers.contains(p)
+    {
+        return Err(ValidationError::new(
+            "unknown_provider",
+            "llm.provider",
+            format!("no LLM provider named `{p}` is configured"),
+        ));
+    }
     Ok(())
 }
 

@@ -97,12 +97,5 @@ pub fn referenced_secrets(server: &McpServer) -> Vec<String> {
     let McpTransport::StreamableHttp { headers, .. } = &server.transport else {
         return Vec::new();
     };
-    headers
-        .values()
-        .flat_map(|v| placeholders::parse(v, "").unwrap_or_default())
-        .filter_map(|p| match p {
-            Placeholder::Secret(s) => Some(s.to_owned()),
-            _ => None,
-        })
-        .collect()
+    placeholders::secrets_in(headers.values())
 }

@@ -112,6 +112,19 @@ pub fn render(text: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
     out
 }
 
+/// The secret names referenced by `{{secret__…}}` placeholders in `texts`
+/// (malformed texts contribute none; validation reports them).
+pub fn secrets_in<'a>(texts: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    texts
+        .into_iter()
+        .flat_map(|t| parse(t, "").unwrap_or_default())
+        .filter_map(|p| match p {
+            Placeholder::Secret(s) => Some(s.to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 #[path = "placeholders_tests.rs"]
 mod tests;

@@ -162,8 +162,9 @@ pub fn cleanup(assistant: &mut Assistant, issues: &[CompatibilityIssue]) {
     }
     for issue in issues {
         if let Some(name) = issue.path.strip_prefix("builtInTools.")
-            && let Some(b) = BuiltInToolName::ALL.iter().find(|b| b.as_str() == name) {
-                assistant.built_in_tools.remove(*b);
-            }
+            && let Some(b) = BuiltInToolName::ALL.iter().find(|b| b.as_str() == name)
+        {
+            assistant.built_in_tools.remove(*b);
+        }
     }
 }

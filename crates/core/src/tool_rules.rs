@@ -281,14 +281,7 @@ pub fn referenced_secrets(tool: &Tool) -> Vec<String> {
     let Some(http) = &tool.http else {
         return Vec::new();
     };
-    http.headers
-        .values()
-        .flat_map(|v| placeholders::parse(v, "").unwrap_or_default())
-        .filter_map(|p| match p {
-            Placeholder::Secret(s) => Some(s.to_owned()),
-            _ => None,
-        })
-        .collect()
+    placeholders::secrets_in(http.headers.values())
 }
 
 #[cfg(test)]

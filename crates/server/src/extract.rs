@@ -88,13 +88,14 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Res
         let mut field = e.path().to_string();
         // Name the missing field itself, not its parent.
         if let Some(rest) = inner.strip_prefix("missing field `")
-            && let Some(name) = rest.split('`').next() {
-                field = if field == "." || field.is_empty() {
-                    name.to_owned()
-                } else {
-                    format!("{field}.{name}")
-                };
-            }
+            && let Some(name) = rest.split('`').next()
+        {
+            field = if field == "." || field.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{field}.{name}")
+            };
+        }
         if field == "." {
             field.clear();
         }

@@ -15,7 +15,7 @@ use rtc_protocol::{
     ErrorResponse, ListResponse, Tool,
 };
 
-use super::{chosen_id, realtime};
+use super::{chosen_id, delete_doc, realtime, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope, parse_json};
 use crate::{ApiError, ApiResult, AppState};
 
@@ -44,9 +44,10 @@ async fn context_parts(
         .await?;
     if let Some(t) = replacement
         && let Some(id) = &t.id
-            && tools.contains_key(id) {
-                tools.insert(id.clone(), t.clone());
-            }
+        && tools.contains_key(id)
+    {
+        tools.insert(id.clone(), t.clone());
+    }
     let iface = match &assistant.realtime_interface_id {
         Some(id) => realtime::find(s, workspace, id).await?,
         None => None,
@@ -71,10 +72,7 @@ pub(crate) async fn validate(
 }
 
 async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<Assistant> {
-    s.store
-        .get(workspace, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("assistant", id))
+    super::load(s, workspace, id).await
 }
 
 /// Create an assistant.
@@ -124,10 +122,7 @@ pub async fn replace(
 ) -> ApiResult<Json<Assistant>> {
     load(&s, &scope.workspace, &id).await?;
     validate(&s, &scope.workspace, &a, None).await?;
-    let saved = s.store.update(&scope.workspace, &id, a).await?;
-    saved
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("assistant", &id))
+    replace_doc(&s, &scope.workspace, &id, a).await
 }
 
 #[utoipa::path(delete, path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
@@ -137,11 +132,7 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    if s.store.delete::<Assistant>(&scope.workspace, &id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("assistant", &id))
-    }
+    delete_doc::<Assistant>(&s, &scope.workspace, &id).await
 }
 
 async fn issues_of(

@@ -11,7 +11,7 @@ use rtc_core::placeholders;
 use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTransport};
 use rtc_tools::mcp::ResolvedHeaders;
 
-use super::chosen_id;
+use super::{chosen_id, delete_doc, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
@@ -91,10 +91,7 @@ pub async fn replace(
         .with_field("transport.type"));
     }
     check(&s, &scope, &server).await?;
-    let saved = s.store.update(&scope.workspace, &id, server).await?;
-    saved
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("MCP server", &id))
+    replace_doc(&s, &scope.workspace, &id, server).await
 }
 
 /// Delete an MCP server no tool uses.
@@ -105,11 +102,7 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    if s.store.delete::<McpServer>(&scope.workspace, &id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("MCP server", &id))
-    }
+    delete_doc::<McpServer>(&s, &scope.workspace, &id).await
 }
 
 /// Connect to the server and list its tools with their input schemas.
@@ -128,10 +121,7 @@ pub async fn discover(
 }
 
 pub(crate) async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<McpServer> {
-    s.store
-        .get(workspace, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("MCP server", id))
+    super::load(s, workspace, id).await
 }
 
 /// The remote tools of a server, or a message safe to show (no secrets).

@@ -8,7 +8,11 @@ pub mod secrets;
 pub mod tools;
 pub mod workspaces;
 
-use crate::ApiError;
+use axum::Json;
+use axum::http::StatusCode;
+use rtc_store::{Document, ResourceKind};
+
+use crate::{ApiError, ApiResult, AppState};
 
 /// An id chosen by the client on create: letters, digits, `_`, `-`, 1–64.
 pub fn chosen_id(id: Option<String>) -> Result<Option<String>, ApiError> {
@@ -27,5 +31,50 @@ pub fn chosen_id(id: Option<String>) -> Result<Option<String>, ApiError> {
             ))
         }
         other => Ok(other),
+    }
+}
+
+/// How messages name a resource kind.
+fn noun(kind: ResourceKind) -> &'static str {
+    match kind {
+        ResourceKind::Tool => "tool",
+        ResourceKind::McpServer => "MCP server",
+        ResourceKind::Assistant => "assistant",
+        ResourceKind::RealtimeInterface => "realtime interface",
+        ResourceKind::Secret => "secret",
+    }
+}
+
+/// A stored document of the workspace, or 404.
+pub async fn load<D: Document>(s: &AppState, workspace: &str, id: &str) -> ApiResult<D> {
+    s.store
+        .get(workspace, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(noun(D::KIND), id))
+}
+
+/// Replace a stored document, or 404.
+pub async fn replace_doc<D: Document>(
+    s: &AppState,
+    workspace: &str,
+    id: &str,
+    doc: D,
+) -> ApiResult<Json<D>> {
+    let saved = s.store.update(workspace, id, doc).await?;
+    saved
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(noun(D::KIND), id))
+}
+
+/// Delete a document nothing references: 204, 404 or 409 `in_use`.
+pub async fn delete_doc<D: Document>(
+    s: &AppState,
+    workspace: &str,
+    id: &str,
+) -> ApiResult<StatusCode> {
+    if s.store.delete::<D>(workspace, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(noun(D::KIND), id))
     }
 }

@@ -8,7 +8,7 @@ use axum::{Json, Router};
 use rtc_core::realtime::{is_shipped, shipped_interfaces, validate_interface};
 use rtc_protocol::{ErrorResponse, ListResponse, RealtimeInterface};
 
-use super::chosen_id;
+use super::{chosen_id, delete_doc, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
@@ -106,10 +106,7 @@ pub async fn replace(
     }
     validate_interface(&iface)?;
     iface.shipped = false;
-    let saved = s.store.update(&scope.workspace, &id, iface).await?;
-    saved
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("realtime interface", &id))
+    replace_doc(&s, &scope.workspace, &id, iface).await
 }
 
 /// Delete an interface no assistant uses.
@@ -123,12 +120,5 @@ pub async fn remove(
     if is_shipped(&id) {
         return Err(read_only(&id));
     }
-    if s.store
-        .delete::<RealtimeInterface>(&scope.workspace, &id)
-        .await?
-    {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("realtime interface", &id))
-    }
+    delete_doc::<RealtimeInterface>(&s, &scope.workspace, &id).await
 }

@@ -8,7 +8,7 @@ use rtc_core::tool_rules::{ToolContext, validate_tool};
 use rtc_protocol::{Assistant, ErrorResponse, ListResponse, Tool, ToolKind};
 use rtc_store::ResourceKind;
 
-use super::{assistants, chosen_id, mcp_servers};
+use super::{assistants, chosen_id, delete_doc, mcp_servers, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
@@ -131,10 +131,7 @@ pub async fn replace(
             ));
         }
     }
-    let saved = s.store.update(&scope.workspace, &id, tool).await?;
-    saved
-        .map(Json)
-        .ok_or_else(|| ApiError::not_found("tool", &id))
+    replace_doc(&s, &scope.workspace, &id, tool).await
 }
 
 /// Delete a tool no assistant uses.
@@ -145,9 +142,5 @@ pub async fn remove(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    if s.store.delete::<Tool>(&scope.workspace, &id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("tool", &id))
-    }
+    delete_doc::<Tool>(&s, &scope.workspace, &id).await
 }
