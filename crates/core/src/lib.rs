@@ -10,7 +10,9 @@
 pub mod assistant_rules;
 pub mod binding_rules;
 pub mod error;
+pub mod llm;
 pub mod mcp_rules;
+pub mod model_tools;
 pub mod names;
 pub mod placeholders;
 pub mod realtime;

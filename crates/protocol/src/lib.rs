@@ -14,6 +14,7 @@ pub mod expr;
 pub mod mcp;
 pub mod realtime;
 pub mod secret;
+pub mod session;
 pub mod tool;
 pub mod workspace;
 
@@ -25,6 +26,7 @@ pub use expr::*;
 pub use mcp::*;
 pub use realtime::*;
 pub use secret::*;
+pub use session::*;
 pub use tool::*;
 pub use workspace::*;
 

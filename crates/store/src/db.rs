@@ -28,16 +28,30 @@ impl Dialect {
     }
 }
 
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../migrations/sqlite/0001_init.sql"),
-)];
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../migrations/postgres/0001_init.sql"),
-)];
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/sqlite/0001_init.sql"),
+    ),
+    (
+        2,
+        "sessions",
+        include_str!("../migrations/sqlite/0002_sessions.sql"),
+    ),
+];
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "init",
+        include_str!("../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        "sessions",
+        include_str!("../migrations/postgres/0002_sessions.sql"),
+    ),
+];
 
 /// The storage handle: a connection pool, its dialect and the secret box.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ mod error;
 mod ids;
 mod secret_box;
 mod secrets;
+mod sessions;
 mod workspaces;
 
 pub use db::{Dialect, Store, redact_url};
@@ -23,6 +24,7 @@ pub use error::StoreError;
 pub use ids::{hash_token, new_id, new_token};
 pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;
+pub use sessions::{NewSession, SessionRecord};
 pub use workspaces::WorkspaceRecord;
 
 /// Milliseconds since the Unix epoch, now.

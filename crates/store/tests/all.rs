@@ -196,3 +196,101 @@ on_both!(concurrent_writers_do_not_fail, |store| {
     assert_eq!(store.list::<Tool>("ws_a").await?.len(), 24);
     Ok(())
 });
+
+fn message(id: &str, role: rtc_protocol::MessageRole, content: &str) -> rtc_protocol::Message {
+    rtc_protocol::Message {
+        id: id.into(),
+        role,
+        content: content.into(),
+        tool_calls: vec![],
+        tool_call_id: None,
+        name: None,
+        created_at: "t".into(),
+    }
+}
+
+on_both!(sessions_messages_and_events, |store| {
+    use rtc_protocol::{MessageRole, SessionEvent, SessionStatus};
+    store.create_workspace("ws_a", "A", "key-a").await?;
+    let vars = serde_json::Map::from_iter([("tenant".to_owned(), json!("acme"))]);
+    let config = json!({"assistant": {"name": "x"}});
+    let s = store
+        .create_session(rtc_store::NewSession {
+            id: "sess_1",
+            workspace_id: "ws_a",
+            assistant_id: "asst_1",
+            parent_id: None,
+            root_id: "sess_1",
+            user_id: Some("u1"),
+            title: None,
+            variables: &vars,
+            config: &config,
+            client_token: "ct-1",
+        })
+        .await?;
+    assert_eq!(s.status, SessionStatus::Active);
+    assert_eq!(s.variables, vars);
+    assert!(
+        store.session("ws_b", "sess_1").await?.is_none(),
+        "scoped by workspace"
+    );
+    assert_eq!(
+        store.check_client_token("sess_1", "ct-1").await?.as_deref(),
+        Some("ws_a")
+    );
+    assert!(store.check_client_token("sess_1", "ct-2").await?.is_none());
+    assert_eq!(
+        store
+            .append_message("sess_1", &message("m1", MessageRole::User, "hi"))
+            .await?,
+        1
+    );
+    assert_eq!(
+        store
+            .append_message("sess_1", &message("m2", MessageRole::Assistant, "hello"))
+            .await?,
+        2
+    );
+    let history = store.messages("sess_1").await?;
+    assert_eq!(
+        history.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
+        ["m1", "m2"]
+    );
+    for seq in 1..=3 {
+        let ev = SessionEvent {
+            kind: "test".into(),
+            session_id: "sess_1".into(),
+            seq,
+            timestamp: String::new(),
+            data: serde_json::Map::from_iter([("n".to_owned(), json!(seq))]),
+        };
+        store.append_event(&ev, 1_000 + seq).await?;
+    }
+    assert_eq!(store.last_event_seq("sess_1").await?, 3);
+    let after = store.events_after("sess_1", 1, 10).await?;
+    assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(after[0].data["n"], 2);
+    store.set_turn_running("sess_1", true).await?;
+    assert_eq!(store.sessions_with_running_turn().await?, ["sess_1"]);
+    store.set_turn_running("sess_1", false).await?;
+    assert!(store.sessions_with_running_turn().await?.is_empty());
+    store
+        .set_session_status(
+            "sess_1",
+            SessionStatus::Ended,
+            Some("user said bye"),
+            Some("model"),
+        )
+        .await?;
+    let ended = store.session_by_id("sess_1").await?.unwrap();
+    assert_eq!(
+        (
+            ended.status,
+            ended.end_reason.as_deref(),
+            ended.ended_by.as_deref()
+        ),
+        (SessionStatus::Ended, Some("user said bye"), Some("model"))
+    );
+    assert_eq!(store.list_sessions("ws_a", 10).await?.len(), 1);
+    Ok(())
+});

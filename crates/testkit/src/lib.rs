@@ -1,6 +1,7 @@
 //! Test support shared by the crates' integration tests: throwaway
 //! databases on both engines, the real `rtc-agent` binary started as a
-//! child process, and the real MCP "everything" server from npm.
+//! child process, the real MCP "everything" server from npm, and a scripted
+//! OpenAI-compatible mock LLM.
 //!
 //! PostgreSQL tests need `RTC_TEST_POSTGRES_URL` (an admin URL of a running
 //! cluster; `scripts/test` starts one). Each test gets its own database.
@@ -9,10 +10,12 @@
 
 mod db;
 mod mcp;
+mod mock_llm;
 mod server;
 
 pub use db::{Engine, TestDatabase};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
+pub use mock_llm::{MockLlm, MockReply};
 pub use server::{ServerProcess, free_port};
 
 /// Install the TLS crypto provider reqwest needs (ring). Idempotent.

@@ -4,6 +4,7 @@
 //! the HTTP and client-tool executors and the LLM's built-in tools join it
 //! with the conversation runtime.
 
+pub mod http_exec;
 pub mod mcp;
 pub mod net_guard;
 

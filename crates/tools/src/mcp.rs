@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
@@ -37,6 +38,28 @@ pub enum McpError {
     Timeout(Duration),
     #[error("the MCP server answered with an error: {0}")]
     Protocol(String),
+    #[error("the MCP server no longer offers the tool `{0}`")]
+    ToolGone(String),
+    #[error(
+        "the MCP server changed the schema of `{0}`; an operator must re-accept it (save the tool again) before it can be called"
+    )]
+    SchemaChanged(String),
+    #[error("the tool reported an error: {0}")]
+    ToolFailed(String),
+}
+
+/// A connected MCP client.
+pub type McpService = rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>;
+
+fn tool_infos(tools: Vec<rmcp::model::Tool>) -> Vec<McpToolInfo> {
+    tools
+        .into_iter()
+        .map(|t| McpToolInfo {
+            name: t.name.to_string(),
+            description: t.description.map(|d| d.to_string()),
+            input_schema: Value::Object((*t.input_schema).clone()),
+        })
+        .collect()
 }
 
 /// Connects to MCP servers under one outbound policy.
@@ -75,11 +98,12 @@ impl McpConnector {
             .map_err(|_| McpError::Timeout(self.timeout))?
     }
 
-    async fn list_tools_inner(
+    /// Connect and complete the MCP handshake.
+    pub async fn connect(
         &self,
         transport: &McpTransport,
         headers: &ResolvedHeaders,
-    ) -> Result<Vec<McpToolInfo>, McpError> {
+    ) -> Result<McpService, McpError> {
         let service = match transport {
             McpTransport::Stdio { command, args, env } => {
                 let mut cmd = tokio::process::Command::new(command);
@@ -122,16 +146,141 @@ impl McpConnector {
                     .map_err(|e| McpError::Connect(e.to_string()))?
             }
         };
+        Ok(service)
+    }
+
+    async fn list_tools_inner(
+        &self,
+        transport: &McpTransport,
+        headers: &ResolvedHeaders,
+    ) -> Result<Vec<McpToolInfo>, McpError> {
+        let service = self.connect(transport, headers).await?;
         let listed = service.list_all_tools().await;
         let _ = service.cancel().await;
-        let tools = listed.map_err(|e| McpError::Protocol(e.to_string()))?;
-        Ok(tools
-            .into_iter()
-            .map(|t| McpToolInfo {
-                name: t.name.to_string(),
-                description: t.description.map(|d| d.to_string()),
-                input_schema: Value::Object((*t.input_schema).clone()),
-            })
-            .collect())
+        listed
+            .map(tool_infos)
+            .map_err(|e| McpError::Protocol(e.to_string()))
     }
+}
+
+struct Pooled {
+    service: McpService,
+    tools: Vec<McpToolInfo>,
+}
+
+/// Open MCP connections, one per server configuration, reused across
+/// calls and reconnected once when a call fails on a broken connection.
+#[derive(Default)]
+pub struct McpPool {
+    connections: tokio::sync::Mutex<HashMap<String, Arc<Pooled>>>,
+}
+
+impl std::fmt::Debug for McpPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("McpPool")
+    }
+}
+
+/// One call of a remote tool.
+pub struct McpCall<'a> {
+    /// Identifies the server configuration (e.g. workspace, id and update time).
+    pub key: &'a str,
+    pub transport: &'a McpTransport,
+    pub headers: &'a ResolvedHeaders,
+    pub tool: &'a str,
+    /// The schema the operator accepted when saving the tool (R-BX-7).
+    pub pinned_schema: &'a Value,
+    pub arguments: serde_json::Map<String, Value>,
+    pub timeout: Duration,
+}
+
+impl McpPool {
+    async fn connection(
+        &self,
+        connector: &McpConnector,
+        call: &McpCall<'_>,
+        fresh: bool,
+    ) -> Result<Arc<Pooled>, McpError> {
+        let mut conns = self.connections.lock().await;
+        if !fresh && let Some(c) = conns.get(call.key) {
+            return Ok(c.clone());
+        }
+        if let Some(old) = conns.remove(call.key)
+            && let Ok(old) = Arc::try_unwrap(old)
+        {
+            let _ = old.service.cancel().await;
+        }
+        let service = connector.connect(call.transport, call.headers).await?;
+        let tools = service
+            .list_all_tools()
+            .await
+            .map(tool_infos)
+            .map_err(|e| McpError::Protocol(e.to_string()))?;
+        let pooled = Arc::new(Pooled { service, tools });
+        conns.insert(call.key.to_owned(), pooled.clone());
+        Ok(pooled)
+    }
+
+    /// Call a remote tool; refuses when its schema changed since it was pinned.
+    pub async fn call(
+        &self,
+        connector: &McpConnector,
+        call: McpCall<'_>,
+    ) -> Result<Value, McpError> {
+        let mut fresh = false;
+        loop {
+            let conn =
+                tokio::time::timeout(connector.timeout, self.connection(connector, &call, fresh))
+                    .await
+                    .map_err(|_| McpError::Timeout(connector.timeout))??;
+            let Some(remote) = conn.tools.iter().find(|t| t.name == call.tool) else {
+                return Err(McpError::ToolGone(call.tool.to_owned()));
+            };
+            if &remote.input_schema != call.pinned_schema {
+                return Err(McpError::SchemaChanged(call.tool.to_owned()));
+            }
+            let params = rmcp::model::CallToolRequestParams::new(call.tool.to_owned())
+                .with_arguments(call.arguments.clone());
+            match tokio::time::timeout(call.timeout, conn.service.call_tool(params)).await {
+                Err(_) => return Err(McpError::Timeout(call.timeout)),
+                Ok(Ok(result)) => return tool_result(&result),
+                Ok(Err(e)) if !fresh && is_transport_failure(&e) => {
+                    tracing::warn!(error = %e, "MCP connection failed; reconnecting");
+                    fresh = true;
+                }
+                Ok(Err(e)) => return Err(McpError::Protocol(e.to_string())),
+            }
+        }
+    }
+}
+
+fn is_transport_failure(e: &rmcp::ServiceError) -> bool {
+    matches!(
+        e,
+        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
+    )
+}
+
+/// A tool result as JSON: the structured content if given, else the text.
+fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> {
+    let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
+    let text: Vec<&str> = value
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .collect();
+    let text = text.join("\n");
+    if value
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+    {
+        return Err(McpError::ToolFailed(text));
+    }
+    if let Some(structured) = value.get("structuredContent").filter(|v| !v.is_null()) {
+        return Ok(structured.clone());
+    }
+    Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
 }

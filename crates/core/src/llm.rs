@@ -1,0 +1,102 @@
+//! The port to a chat model: what the runtime sends and receives, free of
+//! any provider's wire format (that lives in `rtc-llm`).
+
+use std::pin::Pin;
+
+use futures_core::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of the conversation as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum ChatMessage {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        #[serde(default)]
+        content: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A function call the model asked for. `arguments` is the raw JSON text
+/// the model produced (it may be invalid; the runtime validates it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// A function offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub parameters: Value,
+}
+
+/// A request for one model completion.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Ask for a JSON object answer (structured extraction).
+    pub json_output: bool,
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// The complete answer of one completion.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatResponse {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: Option<String>,
+    pub usage: Option<Usage>,
+}
+
+/// What a streaming completion yields: text as it comes, then the whole answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmEvent {
+    TextDelta(String),
+    Done(ChatResponse),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlmError {
+    #[error("the model provider could not be reached: {0}")]
+    Connect(String),
+    #[error("the model provider answered HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("the model provider did not answer in time")]
+    Timeout,
+    #[error("the model provider's answer could not be understood: {0}")]
+    Protocol(String),
+}
+
+pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, LlmError>> + Send>>;
+
+/// A chat model. Dropping the stream cancels the request.
+pub trait LlmClient: Send + Sync {
+    fn stream(&self, request: ChatRequest) -> LlmStream;
+}

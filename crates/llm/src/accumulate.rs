@@ -1,0 +1,156 @@
+//! Folding streamed chunks into one answer, whatever the provider's quirks.
+
+use rtc_core::llm::{ChatResponse, LlmError, ToolCall, Usage};
+use serde_json::Value;
+
+/// Collects the chunks of one streamed completion.
+#[derive(Debug, Default)]
+pub struct Accumulator {
+    content: String,
+    calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl Accumulator {
+    /// Fold one `chat.completion.chunk` (or a whole non-streamed
+    /// `chat.completion`); returns the new text, if any.
+    pub fn push(&mut self, chunk: &Value) -> Result<Option<String>, LlmError> {
+        if let Some(err) = chunk.get("error") {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error in stream");
+            return Err(LlmError::Protocol(message.to_owned()));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(Usage {
+                prompt_tokens: usage
+                    .get("prompt_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                completion_tokens: usage
+                    .get("completion_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+            });
+        }
+        let mut text = String::new();
+        for choice in chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            // Only the first choice is used (n = 1).
+            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(reason) = choice
+                .get("finish_reason")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            {
+                self.finish_reason = Some(reason.to_owned());
+            }
+            // Streamed chunks carry `delta`; a whole completion carries `message`.
+            let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) else {
+                continue;
+            };
+            if let Some(piece) = delta.get("content").and_then(Value::as_str) {
+                text.push_str(piece);
+            }
+            for call in delta
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                self.push_call(call);
+            }
+        }
+        self.content.push_str(&text);
+        Ok((!text.is_empty()).then_some(text))
+    }
+
+    fn push_call(&mut self, call: &Value) {
+        let id = call
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let function = call.get("function");
+        let name = function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let args = function.and_then(|f| f.get("arguments")).map(|a| match a {
+            Value::String(s) => s.clone(),
+            // Some providers send the arguments as an object.
+            other => other.to_string(),
+        });
+        let slot = match call.get("index").and_then(Value::as_u64) {
+            // An index names the call, unless a different id shows a new call.
+            Some(i) => {
+                let i = usize::try_from(i).unwrap_or(usize::MAX);
+                let reused = self
+                    .calls
+                    .get(i)
+                    .is_some_and(|c| id.is_some_and(|id| !c.id.is_empty() && c.id != id));
+                if reused || i >= self.calls.len() {
+                    None
+                } else {
+                    Some(i)
+                }
+            }
+            // No index: a known id continues its call, a new id starts one,
+            // no id continues the last call.
+            None => match id {
+                Some(id) => self.calls.iter().position(|c| c.id == id),
+                None => self.calls.len().checked_sub(1),
+            },
+        };
+        let index = match slot {
+            Some(i) => i,
+            None => {
+                self.calls.push(ToolCall {
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
+            }
+        };
+        let target = &mut self.calls[index];
+        if let Some(id) = id {
+            target.id = id.to_owned();
+        }
+        if let Some(name) = name
+            && (target.name.is_empty() || !name.starts_with(&target.name))
+        {
+            target.name.push_str(name);
+        }
+        if let Some(args) = args {
+            target.arguments.push_str(&args);
+        }
+    }
+
+    /// The whole answer. Calls without an id get a generated one.
+    pub fn finish(mut self) -> ChatResponse {
+        for (i, call) in self.calls.iter_mut().enumerate() {
+            if call.id.is_empty() {
+                call.id = format!("call_{i}");
+            }
+        }
+        self.calls.retain(|c| !c.name.is_empty());
+        ChatResponse {
+            content: self.content,
+            tool_calls: self.calls,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "accumulate_tests.rs"]
+mod tests;

@@ -1,0 +1,123 @@
+use rtc_core::llm::{ToolCall, Usage};
+use serde_json::Value;
+
+use super::*;
+
+/// Fold a recorded SSE body; returns the text deltas and the answer.
+fn replay(sse: &str) -> (Vec<String>, ChatResponse) {
+    let mut acc = Accumulator::default();
+    let mut deltas = Vec::new();
+    for line in sse.lines() {
+        let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+            continue;
+        };
+        if data == "[DONE]" {
+            break;
+        }
+        let chunk: Value = serde_json::from_str(data).unwrap();
+        if let Some(t) = acc.push(&chunk).unwrap() {
+            deltas.push(t);
+        }
+    }
+    (deltas, acc.finish())
+}
+
+fn call(id: &str, name: &str, args: &str) -> ToolCall {
+    ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: args.into(),
+    }
+}
+
+#[test]
+fn parallel_tool_calls_with_indexes_and_usage() {
+    let (deltas, r) = replay(include_str!(
+        "../tests/fixtures/openai_parallel_tool_calls.sse"
+    ));
+    assert!(deltas.is_empty());
+    assert_eq!(
+        r.tool_calls,
+        vec![
+            call("call_a", "get_weather", r#"{"city":"Paris"}"#),
+            call("call_b", "get_time", r#"{"tz":"CET"}"#)
+        ]
+    );
+    assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+    assert_eq!(
+        r.usage,
+        Some(Usage {
+            prompt_tokens: 82,
+            completion_tokens: 31
+        })
+    );
+}
+
+#[test]
+fn deltas_without_index_and_id_only_first() {
+    let (_, r) = replay(include_str!("../tests/fixtures/no_index_late_id.sse"));
+    assert_eq!(
+        r.tool_calls,
+        vec![call("call_9", "query_order", r#"{"order_id": "A1"}"#)]
+    );
+    assert_eq!(
+        r.finish_reason.as_deref(),
+        Some("tool_calls"),
+        "empty finish_reason ignored, delta-less finish chunk read"
+    );
+}
+
+#[test]
+fn reasoning_content_is_not_answer_text() {
+    let (deltas, r) = replay(include_str!("../tests/fixtures/reasoning_then_text.sse"));
+    assert_eq!(deltas, ["Hello", " there!"]);
+    assert_eq!(r.content, "Hello there!");
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+    assert!(r.tool_calls.is_empty());
+}
+
+#[test]
+fn a_new_id_at_a_reused_index_is_a_new_call_and_object_arguments_are_text() {
+    let (_, r) = replay(include_str!("../tests/fixtures/same_index_new_id.sse"));
+    assert_eq!(
+        r.tool_calls,
+        vec![
+            call("call_1", "lookup", r#"{"q":"a"}"#),
+            call("call_2", "lookup", r#"{"q":"b"}"#)
+        ]
+    );
+}
+
+#[test]
+fn a_whole_completion_is_read_too() {
+    let mut acc = Accumulator::default();
+    let body: Value =
+        serde_json::from_str(include_str!("../tests/fixtures/whole_completion.json")).unwrap();
+    acc.push(&body).unwrap();
+    let r = acc.finish();
+    assert_eq!(
+        r.tool_calls,
+        vec![call("call_z", "echo", r#"{"message":"hi"}"#)]
+    );
+    assert_eq!(
+        r.usage,
+        Some(Usage {
+            prompt_tokens: 5,
+            completion_tokens: 7
+        })
+    );
+}
+
+#[test]
+fn missing_ids_are_generated_and_errors_surface() {
+    let mut acc = Accumulator::default();
+    let chunk: Value = serde_json::from_str(
+        r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"f","arguments":"{}"}}]}}]}"#,
+    )
+    .unwrap();
+    acc.push(&chunk).unwrap();
+    assert_eq!(acc.finish().tool_calls, vec![call("call_0", "f", "{}")]);
+    let mut acc = Accumulator::default();
+    let err: Value = serde_json::from_str(r#"{"error":{"message":"overloaded"}}"#).unwrap();
+    assert!(acc.push(&err).is_err());
+}

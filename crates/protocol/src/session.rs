@@ -1,0 +1,157 @@
+//! Sessions, their messages and events (R-API-4..6).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateSessionParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assistant_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// The end user (for memories and `system__user_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    /// Initial values of declared dynamic variables.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub dynamic_variables: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSessionResponse {
+    pub id: String,
+    /// A token valid for this session only (for browsers and devices).
+    pub client_token: String,
+    pub status: SessionStatus,
+    pub root_session_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SessionStatus {
+    /// The model drives the conversation.
+    Active,
+    /// A human agent has taken over.
+    Handoff,
+    /// Ended; no more turns.
+    Ended,
+}
+
+impl SessionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Handoff => "handoff",
+            Self::Ended => "ended",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Active, Self::Handoff, Self::Ended]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: String,
+    pub assistant_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    pub status: SessionStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    pub root_session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[schema(value_type = Object)]
+    pub variables: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageRole {
+    User,
+    Assistant,
+    Tool,
+    HumanAgent,
+}
+
+impl MessageRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+            Self::HumanAgent => "human_agent",
+        }
+    }
+}
+
+/// One message of a session's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: String,
+    pub role: MessageRole,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MessageToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text).
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SendMessageParams {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageResponse {
+    pub message_id: String,
+    pub accepted: bool,
+}
+
+/// An event of a session: `type`, `sessionId`, `seq`, `timestamp`, plus
+/// the fields of its type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEvent {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub session_id: String,
+    pub seq: i64,
+    pub timestamp: String,
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub data: Map<String, Value>,
+}

@@ -1,0 +1,291 @@
+//! Sessions, their message history and their event log.
+
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{Message, SessionEvent, SessionStatus};
+use serde_json::{Map, Value};
+use sqlx::Row;
+
+use crate::{Store, StoreError, hash_token, now_millis};
+
+/// What a new session starts with.
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub workspace_id: &'a str,
+    pub assistant_id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub root_id: &'a str,
+    pub user_id: Option<&'a str>,
+    pub title: Option<&'a str>,
+    pub variables: &'a Map<String, Value>,
+    /// The configuration the session runs with (snapshot at start).
+    pub config: &'a Value,
+    pub client_token: &'a str,
+}
+
+/// A stored session.
+#[derive(Debug, Clone)]
+pub struct SessionRecord {
+    pub id: String,
+    pub workspace_id: String,
+    pub assistant_id: String,
+    pub parent_id: Option<String>,
+    pub root_id: String,
+    pub user_id: Option<String>,
+    pub title: Option<String>,
+    pub status: SessionStatus,
+    pub variables: Map<String, Value>,
+    pub config: Value,
+    pub turn_running: bool,
+    pub end_reason: Option<String>,
+    pub ended_by: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, created_at, updated_at";
+
+fn json_text<T: serde::de::DeserializeOwned>(
+    row: &sqlx::any::AnyRow,
+    col: &str,
+) -> Result<T, StoreError> {
+    let text: String = row.try_get(col)?;
+    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("{col}: {e}")))
+}
+
+fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
+    let status: String = row.try_get("status")?;
+    let running: i32 = row.try_get("turn_running")?;
+    Ok(SessionRecord {
+        id: row.try_get("id")?,
+        workspace_id: row.try_get("workspace_id")?,
+        assistant_id: row.try_get("assistant_id")?,
+        parent_id: row.try_get("parent_id")?,
+        root_id: row.try_get("root_id")?,
+        user_id: row.try_get("user_id")?,
+        title: row.try_get("title")?,
+        status: SessionStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("session status `{status}`")))?,
+        variables: json_text(row, "variables")?,
+        config: json_text(row, "config")?,
+        turn_running: running != 0,
+        end_reason: row.try_get("end_reason")?,
+        ended_by: row.try_get("ended_by")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    pub async fn create_session(&self, s: NewSession<'_>) -> Result<SessionRecord, StoreError> {
+        let now = now_millis();
+        let sql = format!(
+            "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, $11, $11, $12)"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(s.id)
+            .bind(s.workspace_id)
+            .bind(s.assistant_id)
+            .bind(s.parent_id)
+            .bind(s.root_id)
+            .bind(s.user_id)
+            .bind(s.title)
+            .bind(SessionStatus::Active.as_str())
+            .bind(Value::Object(s.variables.clone()).to_string())
+            .bind(s.config.to_string())
+            .bind(now)
+            .bind(hash_token(s.client_token))
+            .execute(&self.pool)
+            .await?;
+        self.session_by_id(s.id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt("session vanished".into()))
+    }
+
+    /// A session of this workspace.
+    pub async fn session(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        Ok(self
+            .session_by_id(id)
+            .await?
+            .filter(|s| s.workspace_id == workspace))
+    }
+
+    /// A session by id alone (runtime use).
+    pub async fn session_by_id(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM sessions WHERE id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// Whether `token` is the client token of session `id`.
+    pub async fn check_client_token(
+        &self,
+        id: &str,
+        token: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(
+            "SELECT workspace_id FROM sessions WHERE id = $1 AND client_token_hash = $2",
+        )
+        .bind(id)
+        .bind(hash_token(token))
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| r.try_get("workspace_id")).transpose()?)
+    }
+
+    /// The newest sessions of a workspace.
+    pub async fn list_sessions(
+        &self,
+        workspace: &str,
+        limit: i64,
+    ) -> Result<Vec<SessionRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM sessions WHERE workspace_id = $1 ORDER BY created_at DESC, id LIMIT $2"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(workspace)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(record).collect()
+    }
+
+    pub async fn set_session_variables(
+        &self,
+        id: &str,
+        variables: &Map<String, Value>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET variables = $1, updated_at = $2 WHERE id = $3")
+            .bind(Value::Object(variables.clone()).to_string())
+            .bind(now_millis())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn set_session_status(
+        &self,
+        id: &str,
+        status: SessionStatus,
+        end_reason: Option<&str>,
+        ended_by: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET status = $1, end_reason = COALESCE($2, end_reason), ended_by = COALESCE($3, ended_by), updated_at = $4 WHERE id = $5")
+            .bind(status.as_str())
+            .bind(end_reason)
+            .bind(ended_by)
+            .bind(now_millis())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn set_turn_running(&self, id: &str, running: bool) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET turn_running = $1 WHERE id = $2")
+            .bind(i32::from(running))
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Sessions whose turn was running when the process stopped.
+    pub async fn sessions_with_running_turn(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query("SELECT id FROM sessions WHERE turn_running = 1")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+    }
+
+    /// Append a message to a session's history; returns its position.
+    pub async fn append_message(
+        &self,
+        session: &str,
+        message: &Message,
+    ) -> Result<i64, StoreError> {
+        let body =
+            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let row = sqlx::query(
+            "INSERT INTO messages (session_id, seq, id, role, body, created_at) \
+             VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5) RETURNING seq",
+        )
+        .bind(session)
+        .bind(&message.id)
+        .bind(message.role.as_str())
+        .bind(body)
+        .bind(now_millis())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(row.try_get("seq")?)
+    }
+
+    /// A session's history, oldest first.
+    pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM messages WHERE session_id = $1 ORDER BY seq")
+            .bind(session)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(|r| json_text(r, "body")).collect()
+    }
+
+    /// Store an event under its sequence number.
+    pub async fn append_event(
+        &self,
+        event: &SessionEvent,
+        at_millis: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ($1, $2, $3, $4, $5)")
+            .bind(&event.session_id)
+            .bind(event.seq)
+            .bind(&event.kind)
+            .bind(Value::Object(event.data.clone()).to_string())
+            .bind(at_millis)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Events after `after` (exclusive), oldest first, at most `limit`.
+    pub async fn events_after(
+        &self,
+        session: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<SessionEvent>, StoreError> {
+        let rows = sqlx::query("SELECT seq, kind, payload, created_at FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+            .bind(session)
+            .bind(after)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(SessionEvent {
+                    kind: r.try_get("kind")?,
+                    session_id: session.to_owned(),
+                    seq: r.try_get("seq")?,
+                    timestamp: rfc3339_from_millis(r.try_get("created_at")?),
+                    data: json_text(r, "payload")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The highest event number of a session (0 when none).
+    pub async fn last_event_seq(&self, session: &str) -> Result<i64, StoreError> {
+        let row =
+            sqlx::query("SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = $1")
+                .bind(session)
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(row.try_get("seq")?)
+    }
+}

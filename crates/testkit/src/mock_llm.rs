@@ -1,0 +1,251 @@
+//! A scripted OpenAI-compatible chat-completions server for tests and
+//! benchmarks: each request takes the next scripted reply (or asks a
+//! responder), answers streaming or not as the request asks, and is
+//! recorded for inspection.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum MockReply {
+    /// Plain assistant text.
+    Text(String),
+    /// Tool calls `(name, arguments)`; ids are `call_<n>`.
+    ToolCalls(Vec<(String, Value)>),
+    /// An HTTP error status with a message.
+    Error(u16, String),
+    /// Wait, then give the inner reply (for timeouts and interruptions).
+    Delayed(Duration, Box<MockReply>),
+}
+
+impl MockReply {
+    pub fn text(t: &str) -> Self {
+        Self::Text(t.to_owned())
+    }
+
+    pub fn call(name: &str, args: Value) -> Self {
+        Self::ToolCalls(vec![(name.to_owned(), args)])
+    }
+}
+
+type Responder = Arc<dyn Fn(&Value) -> MockReply + Send + Sync>;
+
+#[derive(Default)]
+struct Inner {
+    script: VecDeque<MockReply>,
+    requests: Vec<Value>,
+    calls_made: u64,
+}
+
+#[derive(Clone)]
+struct Shared {
+    inner: Arc<Mutex<Inner>>,
+    responder: Option<Responder>,
+    record: bool,
+}
+
+/// The running mock; stops when dropped.
+pub struct MockLlm {
+    /// Base URL to configure as the provider, e.g. `http://127.0.0.1:PORT/v1`.
+    pub base_url: String,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for MockLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl MockLlm {
+    /// A mock answering from a script, in order.
+    pub async fn start(script: Vec<MockReply>) -> anyhow::Result<Self> {
+        Self::spawn(Shared {
+            inner: Arc::new(Mutex::new(Inner {
+                script: script.into(),
+                ..Inner::default()
+            })),
+            responder: None,
+            record: true,
+        })
+        .await
+    }
+
+    /// A mock computing each answer from the request (no recording, for load).
+    pub async fn with_responder(
+        f: impl Fn(&Value) -> MockReply + Send + Sync + 'static,
+    ) -> anyhow::Result<Self> {
+        Self::spawn(Shared {
+            inner: Arc::default(),
+            responder: Some(Arc::new(f)),
+            record: false,
+        })
+        .await
+    }
+
+    async fn spawn(shared: Shared) -> anyhow::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let app = Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .with_state(shared.clone());
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self {
+            base_url: format!("http://{addr}/v1"),
+            shared,
+            task,
+        })
+    }
+
+    /// Append replies to the script.
+    pub fn push(&self, replies: impl IntoIterator<Item = MockReply>) {
+        if let Ok(mut i) = self.shared.inner.lock() {
+            i.script.extend(replies);
+        }
+    }
+
+    /// The request bodies received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        self.shared
+            .inner
+            .lock()
+            .map(|i| i.requests.clone())
+            .unwrap_or_default()
+    }
+
+    /// How many requests were answered.
+    pub fn calls(&self) -> u64 {
+        self.shared
+            .inner
+            .lock()
+            .map(|i| i.calls_made)
+            .unwrap_or_default()
+    }
+}
+
+async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Response {
+    let request = body.0;
+    let reply = {
+        let Ok(mut inner) = shared.inner.lock() else {
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        };
+        inner.calls_made += 1;
+        let reply = match &shared.responder {
+            Some(f) => Some(f(&request)),
+            None => inner.script.pop_front(),
+        };
+        if shared.record {
+            inner.requests.push(request.clone());
+        }
+        reply
+    };
+    let Some(mut reply) = reply else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::Json(json!({"error": {"message": "mock script exhausted"}})),
+        )
+            .into_response();
+    };
+    while let MockReply::Delayed(d, inner) = reply {
+        tokio::time::sleep(d).await;
+        reply = *inner;
+    }
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    match reply {
+        MockReply::Error(status, message) => {
+            let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (code, axum::Json(json!({"error": {"message": message}}))).into_response()
+        }
+        MockReply::Text(text) if stream => sse(text_chunks(&text)),
+        MockReply::ToolCalls(calls) if stream => sse(call_chunks(&calls)),
+        MockReply::Text(text) => axum::Json(completion(
+            json!({"role": "assistant", "content": text}),
+            "stop",
+        ))
+        .into_response(),
+        MockReply::ToolCalls(calls) => {
+            let msg =
+                json!({"role": "assistant", "content": null, "tool_calls": tool_calls(&calls)});
+            axum::Json(completion(msg, "tool_calls")).into_response()
+        }
+        MockReply::Delayed(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+fn tool_calls(calls: &[(String, Value)]) -> Vec<Value> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
+        .collect()
+}
+
+fn completion(message: Value, finish: &str) -> Value {
+    json!({"id": "mock", "object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Value {
+    json!({"id": "mock", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+}
+
+fn text_chunks(text: &str) -> Vec<Value> {
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
+    let words: Vec<&str> = text.split_inclusive(' ').collect();
+    for piece in words.chunks(3) {
+        out.push(chunk(json!({"content": piece.concat()}), None));
+    }
+    out.push(chunk(json!({}), Some("stop")));
+    out
+}
+
+fn call_chunks(calls: &[(String, Value)]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (i, (name, args)) in calls.iter().enumerate() {
+        out.push(chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": ""}}]}), None));
+        let text = args.to_string();
+        let mid = text
+            .char_indices()
+            .nth(text.chars().count() / 2)
+            .map_or(0, |(b, _)| b);
+        for part in [&text[..mid], &text[mid..]] {
+            out.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": part}}]}),
+                None,
+            ));
+        }
+    }
+    out.push(chunk(json!({}), Some("tool_calls")));
+    out
+}
+
+fn sse(chunks: Vec<Value>) -> Response {
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str("data: ");
+        body.push_str(&c.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: {\"id\":\"mock\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n");
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from(body),
+    )
+        .into_response()
+}

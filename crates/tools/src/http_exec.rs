@@ -1,0 +1,231 @@
+//! Executes HTTP tool resources (R-TR-1): fills `{{param}}`,
+//! `{{input__name}}` and (in headers only) `{{secret__name}}`, sends the
+//! request through the guarded client, and caps time and response size.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{HeaderName, HeaderValue};
+use rtc_protocol::{HttpMethod, HttpToolConfig};
+use serde_json::{Map, Value};
+
+use crate::net_guard::{AddressPolicy, check_url, guarded_client};
+
+/// Largest response body read from an HTTP tool by default.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// Secret values for one call, keyed by their `secret__` name. Its `Debug`
+/// shows names only.
+#[derive(Default)]
+pub struct CallSecrets(pub BTreeMap<String, String>);
+
+impl std::fmt::Debug for CallSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// Why an HTTP tool call failed; every message is safe to show the model
+/// (no secret values, no header values).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HttpToolError {
+    #[error("the request URL is not allowed: {0}")]
+    Blocked(String),
+    #[error("the request could not be built: {0}")]
+    Build(String),
+    #[error("the request failed: {0}")]
+    Send(String),
+    #[error("the request timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("the response is larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("the service answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+}
+
+/// Sends HTTP tool requests.
+#[derive(Clone, Debug)]
+pub struct HttpExecutor {
+    policy: AddressPolicy,
+    max_response_bytes: usize,
+}
+
+impl HttpExecutor {
+    pub fn new(policy: AddressPolicy, max_response_bytes: usize) -> Self {
+        Self {
+            policy,
+            max_response_bytes,
+        }
+    }
+
+    /// Run one call. `args` are the complete arguments, `inputs` the
+    /// template inputs of the binding.
+    pub async fn execute(
+        &self,
+        config: &HttpToolConfig,
+        args: &Map<String, Value>,
+        inputs: &BTreeMap<String, String>,
+        secrets: &CallSecrets,
+    ) -> Result<Value, HttpToolError> {
+        let timeout = Duration::from_millis(config.timeout_ms);
+        let url = render(&config.url, |name| lookup(name, args, inputs, None, true));
+        let parsed =
+            url::Url::parse(&url).map_err(|e| HttpToolError::Build(format!("invalid URL: {e}")))?;
+        check_url(&parsed, self.policy).map_err(|e| HttpToolError::Blocked(e.to_string()))?;
+        let client = guarded_client(self.policy, timeout)
+            .map_err(|e| HttpToolError::Build(e.to_string()))?;
+        let method = match config.method {
+            HttpMethod::Get => reqwest::Method::GET,
+            HttpMethod::Post => reqwest::Method::POST,
+            HttpMethod::Put => reqwest::Method::PUT,
+            HttpMethod::Patch => reqwest::Method::PATCH,
+            HttpMethod::Delete => reqwest::Method::DELETE,
+        };
+        let mut req = client.request(method, parsed);
+        for (name, template) in &config.headers {
+            let value = render(template, |n| lookup(n, args, inputs, Some(secrets), false));
+            let n = HeaderName::try_from(name.as_str())
+                .map_err(|_| HttpToolError::Build(format!("invalid header name `{name}`")))?;
+            let mut v = HeaderValue::try_from(value).map_err(|_| {
+                HttpToolError::Build(format!("header `{name}` has an invalid value"))
+            })?;
+            v.set_sensitive(true);
+            req = req.header(n, v);
+        }
+        if let Some(body) = &config.body {
+            req = req.json(&render_json(body, args, inputs));
+        }
+        let resp = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                HttpToolError::Timeout(timeout)
+            } else {
+                HttpToolError::Send(describe(&e))
+            }
+        })?;
+        let status = resp.status();
+        let bytes = read_capped(resp, self.max_response_bytes, timeout).await?;
+        let text = String::from_utf8_lossy(&bytes);
+        let value =
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text.to_string()));
+        if !status.is_success() {
+            let body: String = text.chars().take(1_000).collect();
+            return Err(HttpToolError::Status {
+                status: status.as_u16(),
+                body,
+            });
+        }
+        Ok(value)
+    }
+}
+
+/// The error chain of a reqwest error, without the URL (it may carry arguments).
+fn describe(e: &reqwest::Error) -> String {
+    let mut out = String::from("connection failed");
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        out = s.to_string();
+        source = s.source();
+    }
+    out
+}
+
+async fn read_capped(
+    resp: reqwest::Response,
+    max: usize,
+    timeout: Duration,
+) -> Result<Vec<u8>, HttpToolError> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(HttpToolError::TooLarge(max));
+    }
+    let mut out = Vec::new();
+    let mut stream = resp.bytes_stream();
+    let read = async {
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| HttpToolError::Send(describe(&e)))?;
+            if out.len() + chunk.len() > max {
+                return Err(HttpToolError::TooLarge(max));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(())
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| HttpToolError::Timeout(timeout))??;
+    Ok(out)
+}
+
+/// The text of a placeholder: arguments (URL-encoded in URLs), template
+/// inputs, and secrets where allowed.
+fn lookup(
+    name: &str,
+    args: &Map<String, Value>,
+    inputs: &BTreeMap<String, String>,
+    secrets: Option<&CallSecrets>,
+    in_url: bool,
+) -> Option<String> {
+    let raw = if let Some(input) = name.strip_prefix("input__") {
+        inputs.get(input).cloned()
+    } else if name.starts_with("secret__") {
+        secrets.and_then(|s| s.0.get(name).cloned())
+    } else {
+        args.get(name).map(|v| match v {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        })
+    }?;
+    Some(if in_url {
+        url::form_urlencoded::byte_serialize(raw.as_bytes()).collect()
+    } else {
+        raw
+    })
+}
+
+fn render(template: &str, f: impl Fn(&str) -> Option<String>) -> String {
+    rtc_core::placeholders::render(template, f)
+}
+
+/// Fill a JSON body: a string that is exactly one `{{param}}` becomes the
+/// argument's JSON value (keeping numbers numbers); other strings interpolate.
+fn render_json(
+    body: &Value,
+    args: &Map<String, Value>,
+    inputs: &BTreeMap<String, String>,
+) -> Value {
+    match body {
+        Value::String(s) => {
+            let trimmed = s.trim();
+            if let Some(name) = trimmed
+                .strip_prefix("{{")
+                .and_then(|r| r.strip_suffix("}}"))
+                .map(str::trim)
+                && !name.contains("{{")
+                && !name.starts_with("input__")
+                && let Some(v) = args.get(name)
+            {
+                return v.clone();
+            }
+            Value::String(render(s, |n| lookup(n, args, inputs, None, false)))
+        }
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| render_json(v, args, inputs)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    (
+                        render(k, |n| lookup(n, args, inputs, None, false)),
+                        render_json(v, args, inputs),
+                    )
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+#[path = "http_exec_tests.rs"]
+mod tests;
