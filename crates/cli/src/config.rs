@@ -1,7 +1,11 @@
 //! Settings from flags, environment variables and the config file, in that
 //! order of precedence (SPEC §9 names).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// The model used when none is configured.
+const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 use anyhow::Context;
 use clap::Args;
@@ -33,6 +37,32 @@ struct FileConfig {
     allow_private_network: Option<bool>,
     max_body_bytes: Option<usize>,
     log_format: Option<String>,
+    llm_base_url: Option<String>,
+    llm_api_key: Option<String>,
+    llm_model: Option<String>,
+    small_model: Option<String>,
+    max_steps_per_turn: Option<usize>,
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderSettings>,
+}
+
+/// A named OpenAI-compatible provider (`[providers.NAME]` in the config file).
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    pub base_url: String,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    pub model: String,
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The settings in force.
@@ -46,6 +76,11 @@ pub struct Settings {
     pub allow_private_network: bool,
     pub max_body_bytes: usize,
     pub json_logs: bool,
+    /// The default provider.
+    pub llm: ProviderSettings,
+    pub small_model: String,
+    pub max_steps_per_turn: usize,
+    pub providers: BTreeMap<String, ProviderSettings>,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -78,6 +113,7 @@ impl Settings {
                 .context("RTC_MAX_BODY_BYTES must be a number of bytes")?,
             None => file.max_body_bytes.unwrap_or(1024 * 1024),
         };
+        let llm_model = env("RTC_LLM_MODEL").or(file.llm_model.clone());
         Ok(Self {
             listen: o
                 .listen
@@ -100,6 +136,24 @@ impl Settings {
             json_logs: env("RTC_LOG_FORMAT")
                 .or(file.log_format)
                 .is_some_and(|f| f == "json"),
+            small_model: env("RTC_SMALL_MODEL")
+                .or(file.small_model)
+                .or_else(|| llm_model.clone())
+                .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+            llm: ProviderSettings {
+                base_url: env("RTC_LLM_BASE_URL")
+                    .or(file.llm_base_url)
+                    .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
+                api_key: env("RTC_LLM_API_KEY").or(file.llm_api_key),
+                model: llm_model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+            },
+            max_steps_per_turn: match env("RTC_MAX_STEPS_PER_TURN") {
+                Some(v) => v
+                    .parse()
+                    .context("RTC_MAX_STEPS_PER_TURN must be a number")?,
+                None => file.max_steps_per_turn.unwrap_or(16),
+            },
+            providers: file.providers,
         })
     }
 }

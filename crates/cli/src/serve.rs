@@ -1,17 +1,20 @@
 //! `rtc-agent serve`: open the store, settle the admin token, serve HTTP
 //! until SIGINT/SIGTERM, then drain.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::sync::Arc;
 
 use anyhow::Context;
+use rtc_llm::{OpenAiClient, ProviderConfig};
+use rtc_runtime::{Provider, Runtime, RuntimeConfig};
 use rtc_server::{AdminAuth, AppState, Limits};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
+use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
 use rtc_tools::mcp::McpConnector;
 use rtc_tools::net_guard::AddressPolicy;
 
-use crate::config::Settings;
+use crate::config::{ProviderSettings, Settings};
 
 const ADMIN_HASH_SETTING: &str = "admin_token_hash";
 
@@ -66,15 +69,30 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         max_body_bytes: settings.max_body_bytes,
         ..Limits::default()
     };
+    let mcp = McpConnector {
+        policy,
+        timeout: limits.mcp_timeout,
+    };
+    let runtime = build_runtime(&settings, store.clone(), policy, mcp)?;
+    let interrupted = runtime.recover().await?;
+    if interrupted > 0 {
+        tracing::warn!(
+            interrupted,
+            "turns interrupted by the last stop were marked as such"
+        );
+    }
     let state = AppState {
         store: store.clone(),
         auth,
-        mcp: McpConnector {
-            policy,
-            timeout: limits.mcp_timeout,
-        },
-        providers: Arc::new(BTreeSet::new()),
+        mcp,
+        providers: Arc::new(
+            runtime
+                .provider_names()
+                .into_iter()
+                .collect::<BTreeSet<_>>(),
+        ),
         limits,
+        runtime: runtime.clone(),
     };
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
@@ -86,8 +104,42 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     axum::serve(listener, rtc_server::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    runtime.shutdown(std::time::Duration::from_secs(10)).await;
     store.close().await;
     Ok(())
+}
+
+fn provider(p: &ProviderSettings) -> anyhow::Result<Provider> {
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .build()?;
+    let client = OpenAiClient::new(ProviderConfig::new(&p.base_url, p.api_key.clone()), http);
+    Ok(Provider {
+        client: Arc::new(client),
+        default_model: p.model.clone(),
+    })
+}
+
+fn build_runtime(
+    settings: &Settings,
+    store: Store,
+    policy: AddressPolicy,
+    mcp: McpConnector,
+) -> anyhow::Result<Runtime> {
+    let mut providers = BTreeMap::new();
+    for (name, p) in &settings.providers {
+        providers.insert(name.clone(), provider(p)?);
+    }
+    let config = RuntimeConfig {
+        default_provider: provider(&settings.llm)?,
+        providers,
+        small_model: settings.small_model.clone(),
+        max_steps_per_turn: settings.max_steps_per_turn,
+        http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES),
+        mcp,
+        mcp_call_timeout: std::time::Duration::from_secs(60),
+    };
+    Ok(Runtime::new(store, config))
 }
 
 async fn shutdown_signal() {

@@ -118,6 +118,19 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<rtc_runtime::RuntimeError> for ApiError {
+    fn from(e: rtc_runtime::RuntimeError) -> Self {
+        use rtc_runtime::RuntimeError as R;
+        match e {
+            R::NotFound { what, id } => Self::not_found(what, &id),
+            R::Invalid(v) => v.into(),
+            R::Conflict { code, message } => Self::conflict(code, message),
+            R::Store(s) => s.into(),
+            R::Internal(m) => Self::internal("runtime failure", &m),
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorResponse {

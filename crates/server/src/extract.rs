@@ -213,3 +213,63 @@ impl FromRequestParts<AppState> for Scope {
         }
     }
 }
+
+/// The bearer token from the header, or from `?token=` (browsers cannot set
+/// headers on a WebSocket or EventSource).
+pub fn request_token(parts: &Parts) -> Option<String> {
+    bearer_token(parts).or_else(|| {
+        let q = axum::extract::Query::<std::collections::HashMap<String, String>>::try_from_uri(
+            &parts.uri,
+        )
+        .ok()?;
+        q.0.get("token").cloned().filter(|t| !t.is_empty())
+    })
+}
+
+/// Access to one session (`/v1/sessions/{id}/…`): a workspace key of its
+/// workspace, the admin token, or the session's own client token.
+#[derive(Debug, Clone)]
+pub struct SessionAccess {
+    pub workspace: String,
+    pub session: String,
+}
+
+impl FromRequestParts<AppState> for SessionAccess {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let ApiPath(session) = ApiPath::<String>::from_request_parts(parts, state).await?;
+        let token = request_token(parts).ok_or_else(|| {
+            ApiError::unauthorized(
+                "missing `Authorization: Bearer <key>` header or `token` query parameter",
+            )
+        })?;
+        if state.auth.is_admin(&token) {
+            let record = state
+                .store
+                .session_by_id(&session)
+                .await?
+                .ok_or_else(|| ApiError::not_found("session", &session))?;
+            return Ok(Self {
+                workspace: record.workspace_id,
+                session,
+            });
+        }
+        if let Some(ws) = state.store.workspace_by_key(&token).await? {
+            return Ok(Self {
+                workspace: ws.id,
+                session,
+            });
+        }
+        match state
+            .runtime
+            .client_token_workspace(&session, &token)
+            .await?
+        {
+            Some(workspace) => Ok(Self { workspace, session }),
+            None => Err(ApiError::unauthorized(
+                "the token is not valid for this session",
+            )),
+        }
+    }
+}

@@ -52,6 +52,7 @@ pub struct AppState {
     /// Names of the configured LLM providers.
     pub providers: std::sync::Arc<BTreeSet<String>>,
     pub limits: Limits,
+    pub runtime: rtc_runtime::Runtime,
 }
 
 /// The whole application router.
@@ -66,6 +67,8 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::tools::router())
         .merge(routes::realtime::router())
         .merge(routes::assistants::router())
+        .merge(routes::sessions::router())
+        .merge(routes::live::router())
         .route_layer(axum::middleware::from_fn(observe::record_request))
         .fallback(routes::health::not_found)
         .method_not_allowed_fallback(routes::health::method_not_allowed)

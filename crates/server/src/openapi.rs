@@ -5,7 +5,9 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::routes::{assistants, health, mcp_servers, realtime, secrets, tools, workspaces};
+use crate::routes::{
+    assistants, health, live, mcp_servers, realtime, secrets, sessions, tools, workspaces,
+};
 
 struct BearerAuth;
 
@@ -37,6 +39,8 @@ impl Modify for BearerAuth {
         realtime::create, realtime::list, realtime::read, realtime::replace, realtime::remove,
         assistants::create, assistants::list, assistants::read, assistants::replace, assistants::remove,
         assistants::report, assistants::cleanup,
+        sessions::create, sessions::list, sessions::read, sessions::messages, sessions::send, sessions::state, sessions::end,
+        sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
     )
 )]
 struct ApiDoc;

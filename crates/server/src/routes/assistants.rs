@@ -1,21 +1,19 @@
 //! Prompt assistants, their compatibility report and its explicit cleanup
 //! (R-RT-4).
 
-use std::collections::BTreeMap;
-
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_assistant};
+use rtc_core::assistant_rules::{AssistantContext, validate_assistant};
 use rtc_core::realtime::{cleanup as remove_items, compatibility};
 use rtc_protocol::{
     Assistant, CleanupParams, CleanupResponse, CompatibilityIssue, CompatibilityReport,
     ErrorResponse, ListResponse, Tool,
 };
 
-use super::{chosen_id, delete_doc, realtime, replace_doc};
+use super::{chosen_id, delete_doc, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope, parse_json};
 use crate::{ApiError, ApiResult, AppState};
 
@@ -27,34 +25,6 @@ pub fn router() -> Router<AppState> {
         .route("/v1/assistants/{id}/compatibility/cleanup", post(cleanup))
 }
 
-/// The tools an assistant references (with `replacement` standing in for
-/// its stored version) and its realtime interface.
-async fn context_parts(
-    s: &AppState,
-    workspace: &str,
-    assistant: &Assistant,
-    replacement: Option<&Tool>,
-) -> ApiResult<(
-    BTreeMap<String, Tool>,
-    Option<rtc_protocol::RealtimeInterface>,
-)> {
-    let mut tools: BTreeMap<String, Tool> = s
-        .store
-        .get_many(workspace, referenced_tools(assistant))
-        .await?;
-    if let Some(t) = replacement
-        && let Some(id) = &t.id
-        && tools.contains_key(id)
-    {
-        tools.insert(id.clone(), t.clone());
-    }
-    let iface = match &assistant.realtime_interface_id {
-        Some(id) => realtime::find(s, workspace, id).await?,
-        None => None,
-    };
-    Ok((tools, iface))
-}
-
 /// Validate an assistant against the workspace.
 pub(crate) async fn validate(
     s: &AppState,
@@ -62,7 +32,8 @@ pub(crate) async fn validate(
     assistant: &Assistant,
     replacement: Option<&Tool>,
 ) -> ApiResult<()> {
-    let (tools, iface) = context_parts(s, workspace, assistant, replacement).await?;
+    let (tools, iface) =
+        rtc_runtime::assistant_context(&s.store, workspace, assistant, replacement).await?;
     let ctx = AssistantContext {
         tools: &tools,
         realtime_interface: iface.as_ref(),
@@ -140,7 +111,7 @@ async fn issues_of(
     workspace: &str,
     a: &Assistant,
 ) -> ApiResult<Vec<CompatibilityIssue>> {
-    let (tools, iface) = context_parts(s, workspace, a, None).await?;
+    let (tools, iface) = rtc_runtime::assistant_context(&s.store, workspace, a, None).await?;
     Ok(compatibility(a, &tools, iface.as_ref()))
 }
 

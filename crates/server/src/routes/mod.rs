@@ -2,9 +2,11 @@
 
 pub mod assistants;
 pub mod health;
+pub mod live;
 pub mod mcp_servers;
 pub mod realtime;
 pub mod secrets;
+pub mod sessions;
 pub mod tools;
 pub mod workspaces;
 

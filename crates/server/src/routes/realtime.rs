@@ -27,13 +27,7 @@ pub(crate) async fn find(
     workspace: &str,
     id: &str,
 ) -> ApiResult<Option<RealtimeInterface>> {
-    if let Some(i) = shipped_interfaces()
-        .into_iter()
-        .find(|i| i.id.as_deref() == Some(id))
-    {
-        return Ok(Some(i));
-    }
-    Ok(s.store.get(workspace, id).await?)
+    Ok(rtc_runtime::find_interface(&s.store, workspace, id).await?)
 }
 
 fn read_only(id: &str) -> ApiError {

@@ -1,0 +1,177 @@
+//! The client-tool broker (R-CT-1..4): which connected clients support
+//! which functions, and the calls waiting for their results.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::events::EventLog;
+
+type Reply = Result<Value, String>;
+
+struct Pending {
+    connection: u64,
+    reply: oneshot::Sender<Reply>,
+}
+
+#[derive(Default)]
+pub(crate) struct Broker {
+    next_id: AtomicU64,
+    clients: Mutex<HashMap<u64, HashSet<String>>>,
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+/// How a client call ended.
+pub(crate) enum ClientOutcome {
+    Result(Value),
+    Error(String),
+}
+
+impl Broker {
+    /// A new connection with no declared functions yet.
+    pub fn connect(&self) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Ok(mut c) = self.clients.lock() {
+            c.insert(id, HashSet::new());
+        }
+        id
+    }
+
+    /// The functions a connection supports (replaces earlier declarations).
+    pub fn declare(&self, connection: u64, functions: Vec<String>) {
+        if let Ok(mut c) = self.clients.lock() {
+            c.insert(connection, functions.into_iter().collect());
+        }
+    }
+
+    /// The connection is gone: its waiting calls fail at once (R-CT-4).
+    pub fn disconnect(&self, connection: u64) {
+        if let Ok(mut c) = self.clients.lock() {
+            c.remove(&connection);
+        }
+        let failed: Vec<Pending> = match self.pending.lock() {
+            Ok(mut p) => {
+                let ids: Vec<String> = p
+                    .iter()
+                    .filter(|(_, v)| v.connection == connection)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                ids.into_iter().filter_map(|id| p.remove(&id)).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        for f in failed {
+            let _ = f
+                .reply
+                .send(Err("the client disconnected before answering".to_owned()));
+        }
+    }
+
+    /// A result from the client; `false` if no call waits under that id.
+    pub fn resolve(&self, call_id: &str, reply: Reply) -> bool {
+        let pending = self.pending.lock().ok().and_then(|mut p| p.remove(call_id));
+        match pending {
+            Some(p) => p.reply.send(reply).is_ok(),
+            None => false,
+        }
+    }
+
+    fn connection_for(&self, function: &str) -> Option<u64> {
+        let clients = self.clients.lock().ok()?;
+        clients
+            .iter()
+            .filter(|(_, f)| f.contains(function))
+            .map(|(id, _)| *id)
+            .min()
+    }
+
+    /// Ask a connected client to run `function`. Fails at once when no
+    /// connected client declared it (R-CT-2).
+    pub async fn call(
+        &self,
+        events: &EventLog,
+        call_id: &str,
+        function: &str,
+        arguments: Value,
+        wait: bool,
+        timeout: Duration,
+    ) -> ClientOutcome {
+        let Some(connection) = self.connection_for(function) else {
+            return ClientOutcome::Error(format!(
+                "no connected client supports `{function}`; the user's app cannot do this right now"
+            ));
+        };
+        let rx = if wait {
+            let (tx, rx) = oneshot::channel();
+            if let Ok(mut p) = self.pending.lock() {
+                p.insert(
+                    call_id.to_owned(),
+                    Pending {
+                        connection,
+                        reply: tx,
+                    },
+                );
+            }
+            Some(rx)
+        } else {
+            None
+        };
+        let event = json!({"callId": call_id, "functionName": function, "arguments": arguments, "waitForResponse": wait});
+        if let Err(e) = events.emit("client_tool.call", event).await {
+            self.resolve(call_id, Err(String::new()));
+            return ClientOutcome::Error(format!("the call could not be delivered: {e}"));
+        }
+        let Some(rx) = rx else {
+            return ClientOutcome::Result(
+                json!({"status": "sent", "note": "the client does not report a result for this function"}),
+            );
+        };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(Ok(v))) => ClientOutcome::Result(v),
+            Ok(Ok(Err(e))) => ClientOutcome::Error(e),
+            Ok(Err(_)) => ClientOutcome::Error("the call was abandoned".to_owned()),
+            Err(_) => {
+                if let Ok(mut p) = self.pending.lock() {
+                    p.remove(call_id);
+                }
+                ClientOutcome::Error(format!(
+                    "the client did not answer within {} ms",
+                    timeout.as_millis()
+                ))
+            }
+        }
+    }
+}
+
+/// One client connection (a WebSocket) to a session: declares functions,
+/// answers calls; dropping it disconnects.
+pub struct ClientConnection {
+    pub(crate) ctx: std::sync::Arc<crate::session::SessionCtx>,
+    pub(crate) id: u64,
+}
+
+impl ClientConnection {
+    /// `client.hello`: the functions this client runs.
+    pub fn declare(&self, functions: Vec<String>) {
+        self.ctx.broker.declare(self.id, functions);
+    }
+
+    /// `client_tool.result`: `Ok(result)` or `Err(error message)`.
+    pub fn resolve(&self, call_id: &str, reply: Result<Value, String>) -> bool {
+        self.ctx.broker.resolve(call_id, reply)
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.ctx.id
+    }
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        self.ctx.broker.disconnect(self.id);
+    }
+}

@@ -1,0 +1,27 @@
+//! Errors of runtime operations, for the server to map to HTTP.
+
+use rtc_core::ValidationError;
+use rtc_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("{what} `{id}` does not exist")]
+    NotFound { what: &'static str, id: String },
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl RuntimeError {
+    pub fn not_found(what: &'static str, id: &str) -> Self {
+        Self::NotFound {
+            what,
+            id: id.to_owned(),
+        }
+    }
+}

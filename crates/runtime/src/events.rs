@@ -1,0 +1,118 @@
+//! The event log of a session (R-API-6): each event gets the next `seq`, is
+//! stored, then broadcast to live subscribers. Subscribers replay from the
+//! store and fall back to it when they lag (R-RN-5), so a slow consumer
+//! never blocks the session.
+
+use std::collections::VecDeque;
+
+use futures::Stream;
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::SessionEvent;
+use rtc_store::{Store, StoreError, now_millis};
+use serde_json::{Map, Value};
+use tokio::sync::broadcast;
+
+/// How many live events a subscriber may fall behind before it re-reads
+/// from the store.
+const LIVE_BUFFER: usize = 256;
+const REPLAY_PAGE: i64 = 500;
+
+pub(crate) struct EventLog {
+    session_id: String,
+    store: Store,
+    last_seq: tokio::sync::Mutex<i64>,
+    live: broadcast::Sender<SessionEvent>,
+}
+
+impl EventLog {
+    pub fn new(session_id: &str, store: Store, last_seq: i64) -> Self {
+        let (live, _) = broadcast::channel(LIVE_BUFFER);
+        Self {
+            session_id: session_id.to_owned(),
+            store,
+            last_seq: tokio::sync::Mutex::new(last_seq),
+            live,
+        }
+    }
+
+    /// Store and broadcast an event; `data` must be a JSON object.
+    pub async fn emit(&self, kind: &str, data: Value) -> Result<SessionEvent, StoreError> {
+        let data = match data {
+            Value::Object(m) => m,
+            other => Map::from_iter([("value".to_owned(), other)]),
+        };
+        let mut seq = self.last_seq.lock().await;
+        let now = now_millis();
+        let event = SessionEvent {
+            kind: kind.to_owned(),
+            session_id: self.session_id.clone(),
+            seq: *seq + 1,
+            timestamp: rfc3339_from_millis(now),
+            data,
+        };
+        self.store.append_event(&event, now).await?;
+        *seq += 1;
+        let _ = self.live.send(event.clone());
+        Ok(event)
+    }
+
+    /// Events after `after`: the stored ones, then live ones as they come.
+    pub fn subscribe(&self, after: i64) -> impl Stream<Item = SessionEvent> + Send + use<> {
+        let state = Subscription {
+            rx: self.live.subscribe(),
+            store: self.store.clone(),
+            session: self.session_id.clone(),
+            last: after,
+            replay: VecDeque::new(),
+            replaying: true,
+        };
+        futures::stream::unfold(state, |mut st| async move {
+            loop {
+                if let Some(ev) = st.replay.pop_front() {
+                    if ev.seq > st.last {
+                        st.last = ev.seq;
+                        return Some((ev, st));
+                    }
+                    continue;
+                }
+                if st.replaying {
+                    match st
+                        .store
+                        .events_after(&st.session, st.last, REPLAY_PAGE)
+                        .await
+                    {
+                        Ok(page) if !page.is_empty() => {
+                            st.replay = page.into();
+                            continue;
+                        }
+                        Ok(_) => st.replaying = false,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "event replay failed");
+                            return None;
+                        }
+                    }
+                }
+                match st.rx.recv().await {
+                    Ok(ev) if ev.seq == st.last + 1 => {
+                        st.last = ev.seq;
+                        return Some((ev, st));
+                    }
+                    // A gap: the missing events are in the store.
+                    Ok(ev) if ev.seq > st.last => st.replaying = true,
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => st.replaying = true,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        })
+    }
+}
+
+struct Subscription {
+    rx: broadcast::Receiver<SessionEvent>,
+    store: Store,
+    session: String,
+    last: i64,
+    replay: VecDeque<SessionEvent>,
+    replaying: bool,
+}

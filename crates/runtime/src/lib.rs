@@ -1,0 +1,119 @@
+//! The conversation runtime: sessions, turns against the model, tool
+//! execution through bindings, platform built-ins, the event log and the
+//! client-tool broker. The only crate that spawns long-lived tasks.
+//!
+//! A session lives in the database; while it is used, a [`session::SessionCtx`]
+//! holds its configuration snapshot, variables, event log and broker. A turn
+//! runs as one task per session, cancelled cooperatively when a new user
+//! message interrupts it (R-RN-2).
+
+mod broker;
+mod error;
+mod events;
+mod execute;
+mod llm_leaf;
+mod session;
+mod start;
+mod turn;
+mod variables;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rtc_core::llm::LlmClient;
+use rtc_store::Store;
+use rtc_tools::http_exec::HttpExecutor;
+use rtc_tools::mcp::{McpConnector, McpPool};
+use tokio_util::task::TaskTracker;
+
+pub use broker::ClientConnection;
+pub use error::RuntimeError;
+pub use session::SessionConfig;
+pub use start::{assistant_context, find_interface};
+
+/// A named chat model provider and its default model.
+#[derive(Clone)]
+pub struct Provider {
+    pub client: Arc<dyn LlmClient>,
+    pub default_model: String,
+}
+
+/// Settings of the runtime.
+#[derive(Clone)]
+pub struct RuntimeConfig {
+    /// The provider used when an assistant names none.
+    pub default_provider: Provider,
+    /// Providers by name (`llm.provider` of an assistant).
+    pub providers: BTreeMap<String, Provider>,
+    /// Model for `llm` leaves, judges and extraction.
+    pub small_model: String,
+    /// Most model calls in one turn (R-RN-1).
+    pub max_steps_per_turn: usize,
+    pub http: HttpExecutor,
+    pub mcp: McpConnector,
+    /// Time limit of one MCP tool call.
+    pub mcp_call_timeout: Duration,
+}
+
+pub(crate) struct Inner {
+    pub store: Store,
+    pub config: RuntimeConfig,
+    pub mcp_pool: McpPool,
+    pub sessions: Mutex<HashMap<String, Arc<session::SessionCtx>>>,
+    pub tasks: TaskTracker,
+}
+
+/// The runtime; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Runtime {
+    pub fn new(store: Store, config: RuntimeConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                mcp_pool: McpPool::default(),
+                sessions: Mutex::default(),
+                tasks: TaskTracker::new(),
+            }),
+        }
+    }
+
+    /// Names of the configured providers.
+    pub fn provider_names(&self) -> Vec<String> {
+        self.inner.config.providers.keys().cloned().collect()
+    }
+
+    /// After a restart: turns that were running are marked interrupted
+    /// (R-RN-4); their sessions stay usable.
+    pub async fn recover(&self) -> Result<usize, RuntimeError> {
+        let ids = self.inner.store.sessions_with_running_turn().await?;
+        for id in &ids {
+            let ctx = self.inner.session(id).await?;
+            ctx.events
+                .emit("turn.completed", serde_json::json!({"interrupted": true, "reason": "the server restarted during the turn"}))
+                .await?;
+            self.inner.store.set_turn_running(id, false).await?;
+        }
+        Ok(ids.len())
+    }
+
+    /// Stop accepting work and wait for running turns to finish.
+    pub async fn shutdown(&self, grace: Duration) {
+        let ctxs: Vec<_> = self
+            .inner
+            .sessions
+            .lock()
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default();
+        for ctx in ctxs {
+            ctx.cancel_turn().await;
+        }
+        self.inner.tasks.close();
+        let _ = tokio::time::timeout(grace, self.inner.tasks.wait()).await;
+    }
+}

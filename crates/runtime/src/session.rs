@@ -1,0 +1,116 @@
+//! The in-memory side of a session: its configuration snapshot, current
+//! variables and status, event log, client broker and running turn.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rtc_protocol::{Assistant, SessionStatus, Tool};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::Broker;
+use crate::events::EventLog;
+use crate::{Inner, RuntimeError};
+
+/// What a session runs with, fixed when it starts: later edits of the
+/// assistant or its tools apply to new sessions.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionConfig {
+    pub assistant: Assistant,
+    pub tools: BTreeMap<String, Tool>,
+}
+
+/// Mutable state of a session.
+pub(crate) struct SessionState {
+    pub variables: Map<String, Value>,
+    pub status: SessionStatus,
+    /// Set by `endConversation`: `(reason, allow interruption)`; the
+    /// session ends when the turn completes.
+    pub ending: Option<(Option<String>, bool)>,
+}
+
+pub(crate) struct RunningTurn {
+    pub cancel: CancellationToken,
+    pub handle: JoinHandle<()>,
+}
+
+pub(crate) struct SessionCtx {
+    pub id: String,
+    pub workspace: String,
+    pub config: SessionConfig,
+    pub state: tokio::sync::Mutex<SessionState>,
+    pub events: EventLog,
+    pub broker: Broker,
+    pub turn: tokio::sync::Mutex<Option<RunningTurn>>,
+}
+
+impl SessionCtx {
+    /// Cancel the running turn, if any, and wait until it has recorded its
+    /// consistent end.
+    pub async fn cancel_turn(&self) {
+        let running = self.turn.lock().await.take();
+        if let Some(t) = running {
+            t.cancel.cancel();
+            let _ = t.handle.await;
+        }
+    }
+
+    /// Wait for the running turn to finish by itself.
+    pub async fn wait_turn(&self) {
+        let running = self.turn.lock().await.take();
+        if let Some(t) = running {
+            let _ = t.handle.await;
+        }
+    }
+}
+
+impl Inner {
+    /// The live context of a session, loaded from the store on first use.
+    pub async fn session(&self, id: &str) -> Result<Arc<SessionCtx>, RuntimeError> {
+        if let Some(ctx) = self.sessions.lock().ok().and_then(|m| m.get(id).cloned()) {
+            return Ok(ctx);
+        }
+        let record = self
+            .store
+            .session_by_id(id)
+            .await?
+            .ok_or_else(|| RuntimeError::not_found("session", id))?;
+        let config: SessionConfig = serde_json::from_value(record.config.clone())
+            .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
+        let last_seq = self.store.last_event_seq(id).await?;
+        let ctx = Arc::new(SessionCtx {
+            id: record.id.clone(),
+            workspace: record.workspace_id.clone(),
+            config,
+            state: tokio::sync::Mutex::new(SessionState {
+                variables: record.variables.clone(),
+                status: record.status,
+                ending: None,
+            }),
+            events: EventLog::new(id, self.store.clone(), last_seq),
+            broker: Broker::default(),
+            turn: tokio::sync::Mutex::new(None),
+        });
+        let mut map = self
+            .sessions
+            .lock()
+            .map_err(|_| RuntimeError::Internal("session map poisoned".into()))?;
+        Ok(map.entry(id.to_owned()).or_insert(ctx).clone())
+    }
+
+    /// A session of `workspace` (404 for another workspace's).
+    pub async fn session_in(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<Arc<SessionCtx>, RuntimeError> {
+        let ctx = self.session(id).await?;
+        if ctx.workspace == workspace {
+            Ok(ctx)
+        } else {
+            Err(RuntimeError::not_found("session", id))
+        }
+    }
+}

@@ -1,0 +1,399 @@
+//! Starting sessions and the operations hosts perform on them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::Stream;
+use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_assistant};
+use rtc_core::model_tools::render_variables;
+use rtc_core::realtime::shipped_interfaces;
+use rtc_protocol::{
+    Assistant, CreateSessionParams, CreateSessionResponse, Message, MessageRole, RealtimeInterface,
+    SessionEvent, SessionStatus, Tool,
+};
+use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token, now_millis};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::ClientConnection;
+use crate::session::{RunningTurn, SessionConfig, SessionCtx};
+use crate::variables::{SystemInfo, initial_variables};
+use crate::{Inner, Runtime, RuntimeError};
+
+/// A realtime interface: shipped, or one of the workspace's own.
+pub async fn find_interface(
+    store: &Store,
+    workspace: &str,
+    id: &str,
+) -> Result<Option<RealtimeInterface>, StoreError> {
+    if let Some(i) = shipped_interfaces()
+        .into_iter()
+        .find(|i| i.id.as_deref() == Some(id))
+    {
+        return Ok(Some(i));
+    }
+    store.get(workspace, id).await
+}
+
+/// What validating `assistant` needs: its tools (with `replacement`
+/// standing in for its stored version) and its realtime interface.
+pub async fn assistant_context(
+    store: &Store,
+    workspace: &str,
+    assistant: &Assistant,
+    replacement: Option<&Tool>,
+) -> Result<(BTreeMap<String, Tool>, Option<RealtimeInterface>), StoreError> {
+    let mut tools: BTreeMap<String, Tool> = store
+        .get_many(workspace, referenced_tools(assistant))
+        .await?;
+    if let Some(t) = replacement
+        && let Some(id) = t.id.as_ref().filter(|id| tools.contains_key(*id))
+    {
+        tools.insert(id.clone(), t.clone());
+    }
+    let iface = match &assistant.realtime_interface_id {
+        Some(id) => find_interface(store, workspace, id).await?,
+        None => None,
+    };
+    Ok((tools, iface))
+}
+
+/// A stored message for an API answer.
+fn user_message(text: &str) -> Message {
+    Message {
+        id: new_id("msg"),
+        role: MessageRole::User,
+        content: text.to_owned(),
+        tool_calls: vec![],
+        tool_call_id: None,
+        name: None,
+        created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
+    }
+}
+
+impl Runtime {
+    /// Open a session on an assistant: validate again (R-RT-5), set the
+    /// variables, run the startup actions, say the first message.
+    pub async fn create_session(
+        &self,
+        workspace: &str,
+        params: CreateSessionParams,
+    ) -> Result<CreateSessionResponse, RuntimeError> {
+        let inner = &self.inner;
+        if params.workflow_id.is_some() {
+            return Err(rtc_core::ValidationError::new(
+                "unsupported",
+                "workflowId",
+                "workflow sessions are not available yet",
+            )
+            .into());
+        }
+        let Some(assistant_id) = params.assistant_id.as_deref() else {
+            return Err(rtc_core::ValidationError::new(
+                "missing_field",
+                "assistantId",
+                "`assistantId` is required",
+            )
+            .into());
+        };
+        let assistant: Assistant =
+            inner
+                .store
+                .get(workspace, assistant_id)
+                .await?
+                .ok_or_else(|| {
+                    RuntimeError::Invalid(rtc_core::ValidationError::new(
+                        "unknown_assistant",
+                        "assistantId",
+                        format!("assistant `{assistant_id}` does not exist"),
+                    ))
+                })?;
+        let (tools, iface) = assistant_context(&inner.store, workspace, &assistant, None).await?;
+        let providers = inner.config.providers.keys().cloned().collect();
+        validate_assistant(
+            &assistant,
+            &AssistantContext {
+                tools: &tools,
+                realtime_interface: iface.as_ref(),
+                providers: &providers,
+            },
+        )?;
+        if let Some(user) = &params.user_id {
+            rtc_core::names::check_max_chars(user, "userId", 256)?;
+        }
+        let id = new_id("sess");
+        let sys = SystemInfo {
+            session_id: &id,
+            root_id: &id,
+            parent_id: None,
+            assistant_id,
+            user_id: params.user_id.as_deref(),
+            run_mode: assistant.run_mode,
+        };
+        let vars = initial_variables(&assistant, &params.dynamic_variables, &sys)?;
+        let config = SessionConfig { assistant, tools };
+        let config_json =
+            serde_json::to_value(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let client_token = new_token("rtc_ct");
+        inner
+            .store
+            .create_session(NewSession {
+                id: &id,
+                workspace_id: workspace,
+                assistant_id,
+                parent_id: None,
+                root_id: &id,
+                user_id: params.user_id.as_deref(),
+                title: None,
+                variables: &vars,
+                config: &config_json,
+                client_token: &client_token,
+            })
+            .await?;
+        let ctx = inner.session(&id).await?;
+        ctx.events
+            .emit(
+                "session.started",
+                json!({"assistantId": assistant_id, "variables": vars}),
+            )
+            .await?;
+        inner.run_startup_actions(&ctx).await?;
+        if let Some(first) = ctx.config.assistant.first_message.as_deref() {
+            let vars = ctx.state.lock().await.variables.clone();
+            inner.say(&ctx, &render_variables(first, &vars)).await?;
+        }
+        Ok(CreateSessionResponse {
+            id: id.clone(),
+            client_token,
+            status: SessionStatus::Active,
+            root_session_id: id,
+        })
+    }
+
+    /// The stored session of a workspace.
+    pub async fn session(&self, workspace: &str, id: &str) -> Result<SessionRecord, RuntimeError> {
+        self.inner
+            .store
+            .session(workspace, id)
+            .await?
+            .ok_or_else(|| RuntimeError::not_found("session", id))
+    }
+
+    /// The workspace a client token opens, if it is this session's.
+    pub async fn client_token_workspace(
+        &self,
+        session: &str,
+        token: &str,
+    ) -> Result<Option<String>, RuntimeError> {
+        Ok(self.inner.store.check_client_token(session, token).await?)
+    }
+
+    /// Current variable values.
+    pub async fn state(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<Map<String, Value>, RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        Ok(ctx.state.lock().await.variables.clone())
+    }
+
+    /// The session's history.
+    pub async fn messages(&self, workspace: &str, id: &str) -> Result<Vec<Message>, RuntimeError> {
+        self.session(workspace, id).await?;
+        Ok(self.inner.store.messages(id).await?)
+    }
+
+    /// A user turn (R-RN-2): stored before it is acknowledged; interrupts a
+    /// running turn; starts a new one unless a human agent has the session.
+    pub async fn send_user_message(
+        &self,
+        workspace: &str,
+        id: &str,
+        text: &str,
+    ) -> Result<Message, RuntimeError> {
+        let inner = &self.inner;
+        let ctx = inner.session_in(workspace, id).await?;
+        if text.trim().is_empty() || text.len() > 100_000 {
+            return Err(rtc_core::ValidationError::new(
+                "invalid_text",
+                "text",
+                "`text` must be 1 to 100000 bytes",
+            )
+            .into());
+        }
+        let (status, keep_ending) = {
+            let s = ctx.state.lock().await;
+            (s.status, s.ending.as_ref().is_some_and(|(_, allow)| !allow))
+        };
+        if status == SessionStatus::Ended {
+            return Err(RuntimeError::Conflict {
+                code: "session_ended",
+                message: "the session has ended".into(),
+            });
+        }
+        let m = user_message(text);
+        inner.store.append_message(id, &m).await?;
+        ctx.events
+            .emit(
+                "message.completed",
+                json!({"messageId": m.id, "role": "user", "content": text}),
+            )
+            .await?;
+        if status == SessionStatus::Handoff {
+            return Ok(m);
+        }
+        if keep_ending {
+            // allowEndInterruption: false — the goodbye finishes and the session ends.
+            ctx.wait_turn().await;
+            return Ok(m);
+        }
+        ctx.cancel_turn().await;
+        if ctx.state.lock().await.status == SessionStatus::Active {
+            inner.start_turn(&ctx).await;
+        }
+        Ok(m)
+    }
+
+    /// End the session from the host.
+    pub async fn end(
+        &self,
+        workspace: &str,
+        id: &str,
+        reason: Option<String>,
+    ) -> Result<(), RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        if ctx.state.lock().await.status == SessionStatus::Ended {
+            return Ok(());
+        }
+        ctx.cancel_turn().await;
+        ctx.state.lock().await.status = SessionStatus::Ended;
+        self.inner
+            .store
+            .set_session_status(id, SessionStatus::Ended, reason.as_deref(), Some("host"))
+            .await?;
+        ctx.events
+            .emit(
+                "session.ended",
+                json!({"reason": reason, "endedBy": "host"}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// A human agent speaks during a handoff (R-BI-5).
+    pub async fn handoff_message(
+        &self,
+        workspace: &str,
+        id: &str,
+        text: &str,
+    ) -> Result<Message, RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        if ctx.state.lock().await.status != SessionStatus::Handoff {
+            return Err(RuntimeError::Conflict {
+                code: "not_in_handoff",
+                message: "the session is not handed off to a human".into(),
+            });
+        }
+        let mut m = user_message(text);
+        m.role = MessageRole::HumanAgent;
+        self.inner.store.append_message(id, &m).await?;
+        ctx.events
+            .emit(
+                "message.completed",
+                json!({"messageId": m.id, "role": "human_agent", "content": text}),
+            )
+            .await?;
+        Ok(m)
+    }
+
+    /// Hand the conversation back to the model.
+    pub async fn handoff_release(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        {
+            let mut s = ctx.state.lock().await;
+            if s.status != SessionStatus::Handoff {
+                return Err(RuntimeError::Conflict {
+                    code: "not_in_handoff",
+                    message: "the session is not handed off to a human".into(),
+                });
+            }
+            s.status = SessionStatus::Active;
+        }
+        self.inner
+            .store
+            .set_session_status(id, SessionStatus::Active, None, None)
+            .await?;
+        ctx.events.emit("handoff.released", json!({})).await?;
+        Ok(())
+    }
+
+    /// Events after `after`, then live (R-API-6, R-RN-5).
+    pub async fn subscribe(
+        &self,
+        workspace: &str,
+        id: &str,
+        after: i64,
+    ) -> Result<impl Stream<Item = SessionEvent> + Send + use<>, RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        Ok(ctx.events.subscribe(after))
+    }
+
+    /// A client connection for client tools (R-CT-1).
+    pub async fn connect_client(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<ClientConnection, RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        let conn = ctx.broker.connect();
+        Ok(ClientConnection { ctx, id: conn })
+    }
+
+    /// Wait until the session's running turn (if any) has finished.
+    pub async fn idle(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        ctx.wait_turn().await;
+        Ok(())
+    }
+}
+
+impl Inner {
+    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) {
+        let mut slot = ctx.turn.lock().await;
+        let cancel = CancellationToken::new();
+        let handle = self
+            .tasks
+            .spawn(self.clone().run_turn(ctx.clone(), cancel.clone()));
+        *slot = Some(RunningTurn { cancel, handle });
+    }
+
+    /// Startup actions (R-TB-3): deterministic calls before the first turn.
+    async fn run_startup_actions(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        for (i, binding) in ctx.config.assistant.startup_actions.iter().enumerate() {
+            let call_id = format!("startup_{i}");
+            let name = ctx
+                .config
+                .tools
+                .get(&binding.tool_id)
+                .map(|t| t.name.clone())
+                .unwrap_or_default();
+            ctx.events
+                .emit(
+                    "tool.called",
+                    json!({"callId": call_id, "name": name, "arguments": "{}", "startup": true}),
+                )
+                .await?;
+            let outcome = self.run_binding(ctx, binding, &call_id, "{}").await?;
+            let (is_error, result) = match outcome {
+                Ok(v) => (false, rtc_core::model_tools::model_view(binding, &v)),
+                Err(e) => {
+                    ctx.events.emit("error", json!({"code": "startup_action_failed", "message": format!("startup action {i} ({name}): {e}")})).await?;
+                    (true, json!({"error": e}))
+                }
+            };
+            ctx.events.emit("tool.completed", json!({"callId": call_id, "name": name, "isError": is_error, "result": result, "startup": true})).await?;
+        }
+        Ok(())
+    }
+}

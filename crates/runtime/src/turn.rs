@@ -1,0 +1,344 @@
+//! The turn driver (R-RN-1..3): render the prompt with the current
+//! variables, call the model with the history and the tools, run the tool
+//! calls (concurrently), feed the results back, until a final answer, an
+//! interrupting tool, the step limit, or cancellation by a new user message.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall};
+use rtc_core::model_tools::{model_tools, render_variables};
+use rtc_protocol::{Assistant, Message, MessageRole, MessageToolCall, SessionStatus};
+use rtc_store::{new_id, now_millis};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::Interrupt;
+use crate::session::SessionCtx;
+use crate::{Inner, Provider, RuntimeError, variables};
+
+/// Shown to the model for tool calls that never ran.
+const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
+
+fn message(role: MessageRole, content: &str) -> Message {
+    Message {
+        id: new_id("msg"),
+        role,
+        content: content.to_owned(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        name: None,
+        created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
+    }
+}
+
+/// The stored history as the model sees it. A tool call without a result
+/// (interrupted, or the server stopped) gets a "cancelled" one, so the
+/// history is always consistent (R-RN-2, R-RN-4).
+pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessage> {
+    let mut out = vec![ChatMessage::System { content: system }];
+    let answered: std::collections::HashSet<&str> = history
+        .iter()
+        .filter_map(|m| m.tool_call_id.as_deref())
+        .collect();
+    for m in history {
+        match m.role {
+            MessageRole::User => out.push(ChatMessage::User {
+                content: m.content.clone(),
+            }),
+            MessageRole::HumanAgent => out.push(ChatMessage::Assistant {
+                content: format!("[human agent] {}", m.content),
+                tool_calls: vec![],
+            }),
+            MessageRole::Assistant => {
+                let calls: Vec<ToolCall> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect();
+                let missing: Vec<String> = calls
+                    .iter()
+                    .filter(|c| !answered.contains(c.id.as_str()))
+                    .map(|c| c.id.clone())
+                    .collect();
+                out.push(ChatMessage::Assistant {
+                    content: m.content.clone(),
+                    tool_calls: calls,
+                });
+                for id in missing {
+                    out.push(ChatMessage::Tool {
+                        tool_call_id: id,
+                        content: CANCELLED.to_owned(),
+                    });
+                }
+            }
+            MessageRole::Tool => {
+                if let Some(id) = &m.tool_call_id {
+                    out.push(ChatMessage::Tool {
+                        tool_call_id: id.clone(),
+                        content: m.content.clone(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+impl Inner {
+    pub(crate) fn provider_for(&self, assistant: &Assistant) -> &Provider {
+        assistant
+            .llm
+            .provider
+            .as_ref()
+            .and_then(|p| self.config.providers.get(p))
+            .unwrap_or(&self.config.default_provider)
+    }
+
+    /// The assistant says `text` outside the model (first message, custom goodbye).
+    pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
+        let m = message(MessageRole::Assistant, text);
+        self.store.append_message(&ctx.id, &m).await?;
+        ctx.events
+            .emit(
+                "message.completed",
+                json!({"messageId": m.id, "role": "assistant", "content": text}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// The recent conversation as text, for extraction and judges.
+    pub(crate) async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
+        let history = self.store.messages(&ctx.id).await?;
+        let recent = history
+            .iter()
+            .rev()
+            .filter(|m| {
+                matches!(
+                    m.role,
+                    MessageRole::User | MessageRole::Assistant | MessageRole::HumanAgent
+                ) && !m.content.is_empty()
+            })
+            .take(20);
+        let mut lines: Vec<String> = recent
+            .map(|m| format!("{}: {}", m.role.as_str(), m.content))
+            .collect();
+        lines.reverse();
+        Ok(lines.join("\n"))
+    }
+
+    /// Run one turn to its end. Errors are reported as `error` events; the
+    /// session stays usable.
+    pub(crate) async fn run_turn(self: Arc<Self>, ctx: Arc<SessionCtx>, cancel: CancellationToken) {
+        let turn_id = new_id("turn");
+        if let Err(e) = self.turn_inner(&ctx, &cancel, &turn_id).await {
+            tracing::error!(session = %ctx.id, error = %e, "turn failed");
+            let _ = ctx.events.emit("error", json!({"code": "turn_failed", "message": "the turn failed; see the server log"})).await;
+        }
+        let _ = self.store.set_turn_running(&ctx.id, false).await;
+        let interrupted = cancel.is_cancelled();
+        let _ = ctx
+            .events
+            .emit(
+                "turn.completed",
+                json!({"turnId": turn_id, "interrupted": interrupted}),
+            )
+            .await;
+        if let Err(e) = self.finish_ending(&ctx).await {
+            tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
+        }
+    }
+
+    /// End the session if `endConversation` asked for it.
+    async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        let ending = {
+            let mut state = ctx.state.lock().await;
+            let Some((reason, _)) = state.ending.take() else {
+                return Ok(());
+            };
+            state.status = SessionStatus::Ended;
+            reason
+        };
+        self.store
+            .set_session_status(
+                &ctx.id,
+                SessionStatus::Ended,
+                ending.as_deref(),
+                Some("model"),
+            )
+            .await?;
+        ctx.events
+            .emit(
+                "session.ended",
+                json!({"reason": ending, "endedBy": "model"}),
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn turn_inner(
+        &self,
+        ctx: &SessionCtx,
+        cancel: &CancellationToken,
+        turn_id: &str,
+    ) -> Result<(), RuntimeError> {
+        self.store.set_turn_running(&ctx.id, true).await?;
+        ctx.events
+            .emit("turn.started", json!({"turnId": turn_id}))
+            .await?;
+        variables::begin_turn(ctx, &self.store).await?;
+        let assistant = &ctx.config.assistant;
+        let provider = self.provider_for(assistant);
+        let model = assistant
+            .llm
+            .model
+            .clone()
+            .unwrap_or_else(|| provider.default_model.clone());
+        let specs = model_tools(assistant, &ctx.config.tools);
+        for _step in 0..self.config.max_steps_per_turn {
+            if cancel.is_cancelled() {
+                return Ok(());
+            }
+            let vars = ctx.state.lock().await.variables.clone();
+            let history = self.store.messages(&ctx.id).await?;
+            let request = ChatRequest {
+                model: model.clone(),
+                messages: chat_history(render_variables(&assistant.system_prompt, &vars), &history),
+                tools: specs.iter().map(|(s, _)| s.clone()).collect(),
+                temperature: assistant.llm.temperature,
+                max_tokens: assistant.llm.max_tokens,
+                json_output: false,
+            };
+            let message_id = new_id("msg");
+            let mut stream = provider.client.stream(request);
+            let response = loop {
+                let next = tokio::select! {
+                    () = cancel.cancelled() => return Ok(()),
+                    next = stream.next() => next,
+                };
+                match next {
+                    Some(Ok(LlmEvent::TextDelta(delta))) => {
+                        ctx.events
+                            .emit(
+                                "message.delta",
+                                json!({"messageId": message_id, "delta": delta}),
+                            )
+                            .await?;
+                    }
+                    Some(Ok(LlmEvent::Done(r))) => break r,
+                    Some(Err(e)) => {
+                        ctx.events
+                            .emit(
+                                "error",
+                                json!({"code": "llm_failed", "message": e.to_string()}),
+                            )
+                            .await?;
+                        return Ok(());
+                    }
+                    None => {
+                        ctx.events.emit("error", json!({"code": "llm_failed", "message": "the model stream ended without an answer"})).await?;
+                        return Ok(());
+                    }
+                }
+            };
+            let mut stored = message(MessageRole::Assistant, &response.content);
+            stored.id = message_id.clone();
+            stored.tool_calls = response
+                .tool_calls
+                .iter()
+                .map(|c| MessageToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                })
+                .collect();
+            self.store.append_message(&ctx.id, &stored).await?;
+            if !response.content.is_empty() || response.tool_calls.is_empty() {
+                ctx.events.emit("message.completed", json!({"messageId": message_id, "role": "assistant", "content": response.content})).await?;
+            }
+            if response.tool_calls.is_empty() {
+                return Ok(());
+            }
+            if let Some(interrupt) = self
+                .run_calls(ctx, cancel, &response.tool_calls, &specs)
+                .await?
+            {
+                if interrupt == Interrupt::Skip {
+                    ctx.events
+                        .emit("turn.skipped", json!({"turnId": turn_id}))
+                        .await?;
+                }
+                return Ok(());
+            }
+        }
+        ctx.events.emit("error", json!({"code": "step_limit", "message": format!("the turn stopped after {} model calls", self.config.max_steps_per_turn)})).await?;
+        Ok(())
+    }
+
+    /// Run the calls of one model answer concurrently, recording each
+    /// result as it arrives; on cancellation, record the rest as cancelled.
+    async fn run_calls(
+        &self,
+        ctx: &SessionCtx,
+        cancel: &CancellationToken,
+        calls: &[ToolCall],
+        specs: &[(rtc_core::llm::ToolSpec, rtc_core::model_tools::ToolTarget)],
+    ) -> Result<Option<Interrupt>, RuntimeError> {
+        for c in calls {
+            ctx.events
+                .emit(
+                    "tool.called",
+                    json!({"callId": c.id, "name": c.name, "arguments": c.arguments}),
+                )
+                .await?;
+        }
+        let mut running: FuturesUnordered<_> = calls
+            .iter()
+            .map(|c| {
+                let target = specs
+                    .iter()
+                    .find(|(s, _)| s.name == c.name)
+                    .map(|(_, t)| *t);
+                async move { (c, self.execute_call(ctx, c, target).await) }
+            })
+            .collect();
+        let mut pending: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        let mut interrupt = None;
+        loop {
+            let next = tokio::select! {
+                () = cancel.cancelled() => break,
+                next = running.next() => next,
+            };
+            let Some((call, outcome)) = next else { break };
+            let outcome = outcome?;
+            pending.retain(|id| *id != call.id);
+            let mut m = message(MessageRole::Tool, &outcome.content);
+            m.tool_call_id = Some(call.id.clone());
+            m.name = Some(call.name.clone());
+            self.store.append_message(&ctx.id, &m).await?;
+            ctx.events.emit("tool.completed", json!({"callId": call.id, "name": call.name, "isError": outcome.is_error, "result": outcome.shown})).await?;
+            interrupt = interrupt.or(outcome.interrupt);
+        }
+        drop(running);
+        for id in pending {
+            let call = calls.iter().find(|c| c.id == id);
+            let mut m = message(MessageRole::Tool, CANCELLED);
+            m.tool_call_id = Some(id.to_owned());
+            m.name = call.map(|c| c.name.clone());
+            self.store.append_message(&ctx.id, &m).await?;
+            ctx.events
+                .emit(
+                    "tool.completed",
+                    json!({"callId": id, "name": m.name, "isError": true, "cancelled": true}),
+                )
+                .await?;
+        }
+        Ok(interrupt)
+    }
+}

@@ -1,0 +1,162 @@
+//! Dynamic variables of a session (R-DV-1..4): initial values, the
+//! platform's `system__*` values, and typed updates that emit
+//! `state.updated`.
+
+use std::collections::BTreeMap;
+
+use rtc_core::ValidationError;
+use rtc_core::names::SYSTEM_PREFIX;
+use rtc_core::time::rfc3339_from_millis;
+use rtc_expr::value_fits;
+use rtc_protocol::{Assistant, RunMode};
+use rtc_store::now_millis;
+use serde_json::{Map, Value, json};
+
+use crate::RuntimeError;
+use crate::session::SessionCtx;
+
+/// Identity of a new session, for its `system__*` variables.
+pub(crate) struct SystemInfo<'a> {
+    pub session_id: &'a str,
+    pub root_id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub assistant_id: &'a str,
+    pub user_id: Option<&'a str>,
+    pub run_mode: RunMode,
+}
+
+/// Declared defaults, overridden by the values given at start, plus the
+/// system variables.
+pub(crate) fn initial_variables(
+    assistant: &Assistant,
+    given: &BTreeMap<String, Value>,
+    sys: &SystemInfo<'_>,
+) -> Result<Map<String, Value>, ValidationError> {
+    let mut vars = Map::new();
+    for v in &assistant.dynamic_variables {
+        vars.insert(v.name.clone(), v.default.clone().unwrap_or(Value::Null));
+    }
+    for (name, value) in given {
+        let field = format!("dynamicVariables.{name}");
+        if name.starts_with(SYSTEM_PREFIX) {
+            return Err(ValidationError::new(
+                "read_only_variable",
+                field,
+                format!("`{name}` is a platform variable and cannot be set"),
+            ));
+        }
+        let Some(declared) = assistant.dynamic_variables.iter().find(|v| &v.name == name) else {
+            return Err(ValidationError::new(
+                "unknown_variable",
+                field,
+                format!("the assistant declares no variable `{name}`"),
+            ));
+        };
+        if !value_fits(value, declared.value_type) {
+            return Err(ValidationError::new(
+                "invalid_value",
+                field,
+                format!("`{name}` must be a {}", declared.value_type),
+            ));
+        }
+        vars.insert(name.clone(), value.clone());
+    }
+    vars.insert("system__session_id".into(), json!(sys.session_id));
+    vars.insert("system__root_session_id".into(), json!(sys.root_id));
+    vars.insert(
+        "system__parent_session_id".into(),
+        sys.parent_id.map_or(Value::Null, |p| json!(p)),
+    );
+    vars.insert("system__assistant_id".into(), json!(sys.assistant_id));
+    vars.insert(
+        "system__user_id".into(),
+        sys.user_id.map_or(Value::Null, |u| json!(u)),
+    );
+    vars.insert(
+        "system__time_utc".into(),
+        json!(rfc3339_from_millis(now_millis())),
+    );
+    vars.insert("system__turn_count".into(), json!(0));
+    vars.insert("system__run_mode".into(), json!(sys.run_mode.as_str()));
+    Ok(vars)
+}
+
+/// Apply changes to declared variables, persist them and emit one
+/// `state.updated`. Values of the wrong type are skipped and reported.
+/// Returns the applied changes and the problems.
+pub(crate) async fn apply(
+    ctx: &SessionCtx,
+    store: &rtc_store::Store,
+    changes: Vec<(String, Value)>,
+    source: &str,
+) -> Result<(Map<String, Value>, Vec<String>), RuntimeError> {
+    let mut applied = Map::new();
+    let mut problems = Vec::new();
+    let snapshot = {
+        let mut state = ctx.state.lock().await;
+        for (name, value) in changes {
+            let declared = ctx
+                .config
+                .assistant
+                .dynamic_variables
+                .iter()
+                .find(|v| v.name == name);
+            match declared {
+                Some(d) if value_fits(&value, d.value_type) => {
+                    if state.variables.get(&name) != Some(&value) {
+                        state.variables.insert(name.clone(), value.clone());
+                        applied.insert(name, value);
+                    }
+                }
+                Some(d) => {
+                    problems.push(format!("`{name}` must be a {}, got {value}", d.value_type))
+                }
+                None => problems.push(format!("`{name}` is not a declared variable")),
+            }
+        }
+        state.variables.clone()
+    };
+    if !applied.is_empty() {
+        store.set_session_variables(&ctx.id, &snapshot).await?;
+        ctx.events
+            .emit(
+                "state.updated",
+                json!({"changes": applied, "variables": snapshot, "source": source}),
+            )
+            .await?;
+    }
+    Ok((applied, problems))
+}
+
+/// Update the platform's own variables at the start of a turn.
+pub(crate) async fn begin_turn(
+    ctx: &SessionCtx,
+    store: &rtc_store::Store,
+) -> Result<Map<String, Value>, RuntimeError> {
+    let snapshot = {
+        let mut state = ctx.state.lock().await;
+        let count = state
+            .variables
+            .get("system__turn_count")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            + 1;
+        state
+            .variables
+            .insert("system__turn_count".into(), json!(count));
+        state.variables.insert(
+            "system__time_utc".into(),
+            json!(rfc3339_from_millis(now_millis())),
+        );
+        state.variables.clone()
+    };
+    store.set_session_variables(&ctx.id, &snapshot).await?;
+    let changes = json!({"system__turn_count": snapshot["system__turn_count"], "system__time_utc": snapshot["system__time_utc"]});
+    ctx.events
+        .emit(
+            "state.updated",
+            json!({"changes": changes, "variables": snapshot, "source": "system"}),
+        )
+        .await?;
+    Ok(snapshot)
+}
