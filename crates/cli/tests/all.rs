@@ -7,6 +7,7 @@ mod harness;
 
 mod assistants;
 mod auth;
+mod builtins;
 mod conversation;
 mod errors;
 mod mcp;

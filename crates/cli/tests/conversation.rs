@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::harness::{Api, Server, start};
 
 /// A server whose default provider is `mock`, allowed to reach loopback tools.
-async fn server(engine: Engine, mock: &MockLlm) -> anyhow::Result<Option<Server>> {
+pub async fn server(engine: Engine, mock: &MockLlm) -> anyhow::Result<Option<Server>> {
     let env = HashMap::from([
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
@@ -62,22 +62,22 @@ pub async fn events_until(
     }
 }
 
-fn kinds(events: &[Value]) -> Vec<&str> {
+pub fn kinds(events: &[Value]) -> Vec<&str> {
     events.iter().filter_map(|e| e["type"].as_str()).collect()
 }
 
-fn turn_done(ev: &Value) -> bool {
+pub fn turn_done(ev: &Value) -> bool {
     ev["type"] == "turn.completed"
 }
 
-async fn assistant(ws: &Api, body: Value) -> anyhow::Result<String> {
+pub async fn assistant(ws: &Api, body: Value) -> anyhow::Result<String> {
     Ok(ws.create("/v1/assistants", body).await?["id"]
         .as_str()
         .unwrap()
         .to_owned())
 }
 
-async fn open(ws: &Api, body: Value) -> anyhow::Result<(String, String)> {
+pub async fn open(ws: &Api, body: Value) -> anyhow::Result<(String, String)> {
     let s = ws.create("/v1/sessions", body).await?;
     Ok((
         s["id"].as_str().unwrap().to_owned(),
