@@ -346,6 +346,8 @@ async fn client_tools_over_websocket(engine: Engine) -> anyhow::Result<()> {
         MockReply::text("Done."),
         MockReply::call("get_location", json!({})),
         MockReply::text("I cannot read your location."),
+        MockReply::call("vibrate", json!({})),
+        MockReply::text("Your app is outdated."),
     ])
     .await?;
     let Some(srv) = server(engine, &mock).await? else {
@@ -356,8 +358,9 @@ async fn client_tools_over_websocket(engine: Engine) -> anyhow::Result<()> {
         "parameters": {"type": "object", "properties": {"visible": {"type": "boolean"}}, "required": ["visible"]},
         "client": {"functionName": "setPhotoButtonVisible", "waitForResponse": true, "timeoutMs": 5000}})).await?;
     ws.create("/v1/tools", json!({"id": "loc", "name": "get_location", "type": "client", "client": {"functionName": "getLocation"}})).await?;
+    ws.create("/v1/tools", json!({"id": "vib", "name": "vibrate", "type": "client", "client": {"functionName": "vibrate"}})).await?;
     let id = assistant(&ws, json!({"name": "UI", "toolBindings": [
-        {"toolId": "photo", "argumentBindings": {"visible": {"source": "model"}}}, {"toolId": "loc"}]})).await?;
+        {"toolId": "photo", "argumentBindings": {"visible": {"source": "model"}}}, {"toolId": "loc"}, {"toolId": "vib"}]})).await?;
     let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
     let url = format!(
         "{}/v1/sessions/{sid}/ws?token={token}",
@@ -365,7 +368,9 @@ async fn client_tools_over_websocket(engine: Engine) -> anyhow::Result<()> {
     );
     let (mut sock, _) = tokio_tungstenite::connect_async(url).await?;
     sock.send(tokio_tungstenite::tungstenite::Message::Text(
-        json!({"type": "client.hello", "clientTools": ["setPhotoButtonVisible"]})
+        json!({"type": "client.hello", "clientTools": [
+        {"name": "setPhotoButtonVisible", "schemaHash": rtc_runtime::schema_hash(&json!({"type": "object", "properties": {"visible": {"type": "boolean"}}, "required": ["visible"]}))},
+        {"name": "vibrate", "schemaHash": "0000"}]})
             .to_string()
             .into(),
     ))
@@ -379,7 +384,8 @@ async fn client_tools_over_websocket(engine: Engine) -> anyhow::Result<()> {
     let mut saw_call = false;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut turns = 0;
-    while turns < 2 {
+    let mut mismatch = false;
+    while turns < 3 {
         let msg = tokio::time::timeout_at(deadline, sock.next())
             .await?
             .expect("socket open")?;
@@ -408,6 +414,22 @@ async fn client_tools_over_websocket(engine: Engine) -> anyhow::Result<()> {
                 ))
                 .await?;
             }
+            if turns == 2 {
+                // A declared function whose schema hash differs fails at once (R-BX-9).
+                let frame = json!({"type": "user.message", "text": "vibrate"}).to_string();
+                sock.send(tokio_tungstenite::tungstenite::Message::Text(frame.into()))
+                    .await?;
+            }
+        }
+        if ev["type"] == "tool.completed" && ev["name"] == "vibrate" {
+            assert!(
+                ev["result"]["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("another parameter schema"),
+                "{ev}"
+            );
+            mismatch = true;
         }
         if ev["type"] == "tool.completed" && ev["name"] == "get_location" {
             assert_eq!(ev["isError"], true);
@@ -420,7 +442,7 @@ async fn client_tools_over_websocket(engine: Engine) -> anyhow::Result<()> {
             );
         }
     }
-    assert!(saw_call);
+    assert!(saw_call && mismatch);
     let reqs = mock.requests();
     let tool_result = reqs[1]["messages"]
         .as_array()

@@ -1,7 +1,7 @@
 //! The client-tool broker (R-CT-1..4): which connected clients support
 //! which functions, and the calls waiting for their results.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -21,8 +21,44 @@ struct Pending {
 #[derive(Default)]
 pub(crate) struct Broker {
     next_id: AtomicU64,
-    clients: Mutex<HashMap<u64, HashSet<String>>>,
+    clients: Mutex<HashMap<u64, HashMap<String, Option<String>>>>,
     pending: Mutex<HashMap<String, Pending>>,
+}
+
+/// One call of a client function (R-CT-3, R-BX-9).
+pub(crate) struct ClientCall<'a> {
+    pub call_id: &'a str,
+    pub function: &'a str,
+    pub arguments: Value,
+    pub wait: bool,
+    pub timeout: Duration,
+    /// Hash of the tool's parameter schema, compared with the client's.
+    pub schema_hash: &'a str,
+}
+
+/// The hash a client declares for a function (R-BX-9): SHA-256, hex, of
+/// the parameter schema as compact JSON with object keys sorted.
+pub fn schema_hash(schema: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    fn canonical(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), canonical(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+            other => other.clone(),
+        }
+    }
+    Sha256::digest(canonical(schema).to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// How a client call ended.
@@ -36,13 +72,14 @@ impl Broker {
     pub fn connect(&self) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         if let Ok(mut c) = self.clients.lock() {
-            c.insert(id, HashSet::new());
+            c.insert(id, HashMap::new());
         }
         id
     }
 
-    /// The functions a connection supports (replaces earlier declarations).
-    pub fn declare(&self, connection: u64, functions: Vec<String>) {
+    /// The functions a connection supports, each with an optional schema
+    /// hash (replaces earlier declarations).
+    pub fn declare(&self, connection: u64, functions: Vec<(String, Option<String>)>) {
         if let Ok(mut c) = self.clients.lock() {
             c.insert(connection, functions.into_iter().collect());
         }
@@ -80,31 +117,36 @@ impl Broker {
         }
     }
 
-    fn connection_for(&self, function: &str) -> Option<u64> {
+    /// The first connection declaring `function`, with the hash it declared.
+    fn connection_for(&self, function: &str) -> Option<(u64, Option<String>)> {
         let clients = self.clients.lock().ok()?;
         clients
             .iter()
-            .filter(|(_, f)| f.contains(function))
-            .map(|(id, _)| *id)
-            .min()
+            .filter_map(|(id, f)| f.get(function).map(|h| (*id, h.clone())))
+            .min_by_key(|(id, _)| *id)
     }
 
     /// Ask a connected client to run `function`. Fails at once when no
     /// connected client declared it (R-CT-2).
-    pub async fn call(
-        &self,
-        events: &EventLog,
-        call_id: &str,
-        function: &str,
-        arguments: Value,
-        wait: bool,
-        timeout: Duration,
-    ) -> ClientOutcome {
-        let Some(connection) = self.connection_for(function) else {
+    pub async fn call(&self, events: &EventLog, call: ClientCall<'_>) -> ClientOutcome {
+        let ClientCall {
+            call_id,
+            function,
+            arguments,
+            wait,
+            timeout,
+            schema_hash,
+        } = call;
+        let Some((connection, declared)) = self.connection_for(function) else {
             return ClientOutcome::Error(format!(
                 "no connected client supports `{function}`; the user's app cannot do this right now"
             ));
         };
+        if let Some(declared) = declared.filter(|d| d != schema_hash) {
+            return ClientOutcome::Error(format!(
+                "the connected client implements `{function}` with another parameter schema (hash {declared}, expected {schema_hash}); update the app or the tool"
+            ));
+        }
         let rx = if wait {
             let (tx, rx) = oneshot::channel();
             if let Ok(mut p) = self.pending.lock() {
@@ -155,8 +197,9 @@ pub struct ClientConnection {
 }
 
 impl ClientConnection {
-    /// `client.hello`: the functions this client runs.
-    pub fn declare(&self, functions: Vec<String>) {
+    /// `client.hello`: the functions this client runs, each with an
+    /// optional schema hash (see [`schema_hash`]).
+    pub fn declare(&self, functions: Vec<(String, Option<String>)>) {
         self.ctx.broker.declare(self.id, functions);
     }
 

@@ -20,7 +20,7 @@ use rtc_tools::http_exec::CallSecrets;
 use rtc_tools::mcp::{McpCall, ResolvedHeaders};
 use serde_json::{Map, Value, json};
 
-use crate::broker::ClientOutcome;
+use crate::broker::{ClientCall, ClientOutcome};
 use crate::llm_leaf::SmallModelLeaf;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError, variables};
@@ -368,19 +368,17 @@ impl Inner {
         let Some(client) = &tool.client else {
             return Err("the tool has no client configuration".into());
         };
-        let timeout = Duration::from_millis(client.timeout_ms);
-        match ctx
-            .broker
-            .call(
-                &ctx.events,
-                call_id,
-                &client.function_name,
-                Value::Object(args),
-                client.wait_for_response,
-                timeout,
-            )
-            .await
-        {
+        let fallback = Value::Object(Map::new());
+        let hash = crate::broker::schema_hash(tool.parameters.as_ref().unwrap_or(&fallback));
+        let call = ClientCall {
+            call_id,
+            function: &client.function_name,
+            arguments: Value::Object(args),
+            wait: client.wait_for_response,
+            timeout: Duration::from_millis(client.timeout_ms),
+            schema_hash: &hash,
+        };
+        match ctx.broker.call(&ctx.events, call).await {
             ClientOutcome::Result(v) => Ok(v),
             ClientOutcome::Error(e) => Err(e),
         }

@@ -27,7 +27,7 @@ use rtc_tools::http_exec::HttpExecutor;
 use rtc_tools::mcp::{McpConnector, McpPool};
 use tokio_util::task::TaskTracker;
 
-pub use broker::ClientConnection;
+pub use broker::{ClientConnection, schema_hash};
 pub use error::RuntimeError;
 pub use session::SessionConfig;
 pub use start::{assistant_context, find_interface};

@@ -137,6 +137,23 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
     }
 }
 
+/// One entry of `clientTools`: a name, or `{name, schemaHash}`.
+fn declared_tool(t: &Value) -> Option<(String, Option<String>)> {
+    match t {
+        Value::String(name) => Some((name.clone(), None)),
+        Value::Object(o) => {
+            let name = o.get("name")?.as_str()?.to_owned();
+            Some((
+                name,
+                o.get("schemaHash")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// One client frame; returns an error frame to send back, if any.
 async fn handle_frame(
     s: &AppState,
@@ -148,14 +165,11 @@ async fn handle_frame(
     let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
     match kind {
         "client.hello" => {
+            // `clientTools`: names, or `{name, schemaHash}` objects (R-BX-9).
             let tools = v
                 .get("clientTools")
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|t| t.as_str().map(str::to_owned))
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(declared_tool).collect())
                 .unwrap_or_default();
             conn.declare(tools);
             None
