@@ -135,7 +135,7 @@ fn build_runtime(
         providers,
         small_model: settings.small_model.clone(),
         max_steps_per_turn: settings.max_steps_per_turn,
-        http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES),
+        http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES)?,
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
     };

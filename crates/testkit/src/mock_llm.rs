@@ -52,6 +52,8 @@ struct Shared {
     inner: Arc<Mutex<Inner>>,
     responder: Option<Responder>,
     record: bool,
+    /// Answer with a whole JSON completion even to streaming requests.
+    whole: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The running mock; stops when dropped.
@@ -78,6 +80,7 @@ impl MockLlm {
             })),
             responder: None,
             record: true,
+            whole: Arc::default(),
         })
         .await
     }
@@ -90,6 +93,7 @@ impl MockLlm {
             inner: Arc::default(),
             responder: Some(Arc::new(f)),
             record: false,
+            whole: Arc::default(),
         })
         .await
     }
@@ -108,6 +112,13 @@ impl MockLlm {
             shared,
             task,
         })
+    }
+
+    /// Answer streaming requests with whole (non-streamed) completions.
+    pub fn set_whole_answers(&self, whole: bool) {
+        self.shared
+            .whole
+            .store(whole, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Append replies to the script.

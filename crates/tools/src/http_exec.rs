@@ -12,6 +12,9 @@ use serde_json::{Map, Value};
 
 use crate::net_guard::{AddressPolicy, check_url, guarded_client};
 
+/// Upper bound of any HTTP tool call (tools set their own, lower, limit).
+const MAX_TIMEOUT_SECS: u64 = 300;
+
 /// Largest response body read from an HTTP tool by default.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 
@@ -49,14 +52,23 @@ pub enum HttpToolError {
 pub struct HttpExecutor {
     policy: AddressPolicy,
     max_response_bytes: usize,
+    /// One guarded client for every call (connection reuse); each request
+    /// carries its own timeout.
+    client: reqwest::Client,
 }
 
 impl HttpExecutor {
-    pub fn new(policy: AddressPolicy, max_response_bytes: usize) -> Self {
-        Self {
+    pub fn new(policy: AddressPolicy, max_response_bytes: usize) -> Result<Self, HttpToolError> {
+        let client = guarded_client(
+            policy,
+            Duration::from_secs(crate::http_exec::MAX_TIMEOUT_SECS),
+        )
+        .map_err(|e| HttpToolError::Build(e.to_string()))?;
+        Ok(Self {
             policy,
             max_response_bytes,
-        }
+            client,
+        })
     }
 
     /// Run one call. `args` are the complete arguments, `inputs` the
@@ -73,8 +85,6 @@ impl HttpExecutor {
         let parsed =
             url::Url::parse(&url).map_err(|e| HttpToolError::Build(format!("invalid URL: {e}")))?;
         check_url(&parsed, self.policy).map_err(|e| HttpToolError::Blocked(e.to_string()))?;
-        let client = guarded_client(self.policy, timeout)
-            .map_err(|e| HttpToolError::Build(e.to_string()))?;
         let method = match config.method {
             HttpMethod::Get => reqwest::Method::GET,
             HttpMethod::Post => reqwest::Method::POST,
@@ -82,7 +92,7 @@ impl HttpExecutor {
             HttpMethod::Patch => reqwest::Method::PATCH,
             HttpMethod::Delete => reqwest::Method::DELETE,
         };
-        let mut req = client.request(method, parsed);
+        let mut req = self.client.request(method, parsed).timeout(timeout);
         for (name, template) in &config.headers {
             let value = render(template, |n| lookup(n, args, inputs, Some(secrets), false));
             let n = HeaderName::try_from(name.as_str())

@@ -120,7 +120,7 @@ mod http_exec {
                 .route("/ok", get(|| async { axum::Json(json!({"status": "ok"})) })),
         )
         .await;
-        let open = HttpExecutor::new(AddressPolicy::AllowPrivate, 1_000);
+        let open = HttpExecutor::new(AddressPolicy::AllowPrivate, 1_000).unwrap();
         let none = (Map::new(), BTreeMap::new(), CallSecrets::default());
         let run = |exec: &HttpExecutor, path: &str, timeout: u64| {
             let exec = exec.clone();
@@ -147,7 +147,7 @@ mod http_exec {
                 body: "no such order".into()
             }
         );
-        let guarded = HttpExecutor::new(AddressPolicy::PublicOnly, 1_000);
+        let guarded = HttpExecutor::new(AddressPolicy::PublicOnly, 1_000).unwrap();
         assert!(
             matches!(
                 run(&guarded, "/ok", 2_000).await.unwrap_err(),

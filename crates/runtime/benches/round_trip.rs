@@ -1,0 +1,292 @@
+//! R-PF-1: the runtime's own overhead per tool round trip (model tool call
+//! → tool executed → next model request sent), persistence included, on
+//! loopback with the scripted mock LLM answering instantly.
+//!
+//! `cargo bench -p rtc-runtime --bench round_trip` prints, for K = 1, 5, 20
+//! tool round trips per turn, streaming and whole answers: the overhead per
+//! round trip (turn time minus what the mock and a bare HTTP client need for
+//! the same K+1 model calls and K tool calls), p50 and p99, and CPU time per
+//! round trip; then turns/s with 100 concurrent sessions.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    reason = "a benchmark binary"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rtc_llm::{OpenAiClient, ProviderConfig};
+use rtc_protocol::{Assistant, CreateSessionParams, Tool};
+use rtc_runtime::{Provider, Runtime, RuntimeConfig};
+use rtc_store::{MasterKey, SecretBox, Store};
+use rtc_testkit::{MockLlm, MockReply};
+use rtc_tools::http_exec::HttpExecutor;
+use rtc_tools::mcp::McpConnector;
+use rtc_tools::net_guard::AddressPolicy;
+use serde_json::{Value, json};
+
+const RUNS: usize = 40;
+
+/// CPU time (user + system) of this process so far.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    Duration::from_micros(ticks * 10_000) // USER_HZ = 100
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn tool_server() -> String {
+    let app = axum::Router::new().route(
+        "/tool",
+        axum::routing::post(|body: axum::Json<Value>| async move {
+            axum::Json(json!({"ok": true, "echo": body.0}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/tool")
+}
+
+/// The mock calls `bench_tool` until the request holds `k` tool results
+/// (k is read from the user message), then answers with text.
+fn responder(req: &Value) -> MockReply {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let k: usize = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(1);
+    let done = messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] != "user")
+        .filter(|m| m["role"] == "tool")
+        .count();
+    if done < k {
+        MockReply::call("bench_tool", json!({"q": format!("step {done}")}))
+    } else {
+        MockReply::text("All done, here is the answer.")
+    }
+}
+
+struct Setup {
+    runtime: Runtime,
+    mock: MockLlm,
+    tool_url: String,
+    workspace: String,
+    assistant: String,
+    _dir: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    rtc_testkit::init_tls();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    store
+        .create_workspace("ws_bench", "bench", "key")
+        .await
+        .unwrap();
+    let tool_url = tool_server().await;
+    let tool: Tool = serde_json::from_value(json!({"name": "bench_tool", "type": "http",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        "http": {"method": "POST", "url": tool_url, "body": {"q": "{{q}}"}}})).unwrap();
+    store
+        .insert("ws_bench", Some("bench_tool".into()), tool)
+        .await
+        .unwrap();
+    let assistant: Assistant = serde_json::from_value(json!({"name": "bench", "systemPrompt": "Benchmark.",
+        "toolBindings": [{"toolId": "bench_tool", "argumentBindings": {"q": {"source": "model"}}}]})).unwrap();
+    store
+        .insert("ws_bench", Some("asst_bench".into()), assistant)
+        .await
+        .unwrap();
+    let mock = MockLlm::with_responder(responder).await.unwrap();
+    let mut cfg = ProviderConfig::new(&mock.base_url, None);
+    cfg.max_retries = 0;
+    let client = OpenAiClient::new(cfg, reqwest::Client::new());
+    let config = RuntimeConfig {
+        default_provider: Provider {
+            client: Arc::new(client),
+            default_model: "mock".into(),
+        },
+        providers: BTreeMap::new(),
+        small_model: "mock".into(),
+        max_steps_per_turn: 64,
+        http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
+        mcp: McpConnector {
+            policy: AddressPolicy::AllowPrivate,
+            timeout: Duration::from_secs(10),
+        },
+        mcp_call_timeout: Duration::from_secs(10),
+    };
+    let runtime = Runtime::new(store, config);
+    Setup {
+        runtime,
+        mock,
+        tool_url,
+        workspace: "ws_bench".into(),
+        assistant: "asst_bench".into(),
+        _dir: dir,
+    }
+}
+
+async fn new_session(s: &Setup) -> String {
+    let params = CreateSessionParams {
+        assistant_id: Some(s.assistant.clone()),
+        ..Default::default()
+    };
+    s.runtime
+        .create_session(&s.workspace, params)
+        .await
+        .unwrap()
+        .id
+}
+
+async fn one_turn(s: &Setup, session: &str, k: usize) -> Duration {
+    let start = Instant::now();
+    s.runtime
+        .send_user_message(&s.workspace, session, &k.to_string())
+        .await
+        .unwrap();
+    s.runtime.idle(&s.workspace, session).await.unwrap();
+    start.elapsed()
+}
+
+/// What the same K+1 model calls and K tool calls cost with a bare client.
+async fn baseline(
+    s: &Setup,
+    client: &reqwest::Client,
+    k: usize,
+    stream: bool,
+) -> (Duration, Duration) {
+    let cpu = cpu_time();
+    let start = Instant::now();
+    for i in 0..=k {
+        let body = json!({"model": "mock", "stream": stream, "messages": [{"role": "user", "content": k.to_string()}]});
+        let resp = client
+            .post(format!("{}/chat/completions", s.mock.base_url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let _ = resp.bytes().await.unwrap();
+        if i < k {
+            let resp = client
+                .post(&s.tool_url)
+                .json(&json!({"q": "step"}))
+                .send()
+                .await
+                .unwrap();
+            let _ = resp.bytes().await.unwrap();
+        }
+    }
+    (start.elapsed(), cpu_time().saturating_sub(cpu))
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let s = setup().await;
+    let bare = reqwest::Client::new();
+    println!(
+        "rtc-agent runtime overhead per tool round trip (R-PF-1 target: p50 <= 200 us), {RUNS} turns each"
+    );
+    println!(
+        "{:<10} {:>3} {:>12} {:>12} {:>14} {:>14}",
+        "mode", "K", "p50 (us)", "p99 (us)", "cpu/rt (us)", "turn p50 (ms)"
+    );
+    for stream in [true, false] {
+        s.mock.set_whole_answers(!stream);
+        for k in [1usize, 5, 20] {
+            let session = new_session(&s).await;
+            let _ = one_turn(&s, &session, k).await; // warm up
+            let mut base: Vec<f64> = Vec::new();
+            let mut base_cpu = Duration::ZERO;
+            for _ in 0..RUNS {
+                let (t, c) = baseline(&s, &bare, k, stream).await;
+                base.push(t.as_secs_f64());
+                base_cpu += c;
+            }
+            base.sort_by(f64::total_cmp);
+            let base_p50 = percentile(&base, 0.5);
+            let mut overhead = Vec::new();
+            let mut turns = Vec::new();
+            let cpu = cpu_time();
+            for _ in 0..RUNS {
+                let session = new_session(&s).await;
+                let t = one_turn(&s, &session, k).await.as_secs_f64();
+                turns.push(t);
+                overhead.push(((t - base_p50) / k as f64).max(0.0) * 1e6);
+            }
+            let cpu_per_rt =
+                (cpu_time().saturating_sub(cpu).saturating_sub(base_cpu)).as_secs_f64() * 1e6
+                    / (RUNS * k) as f64;
+            overhead.sort_by(f64::total_cmp);
+            turns.sort_by(f64::total_cmp);
+            println!(
+                "{:<10} {:>3} {:>12.0} {:>12.0} {:>14.0} {:>14.2}",
+                if stream { "streaming" } else { "whole" },
+                k,
+                percentile(&overhead, 0.5),
+                percentile(&overhead, 0.99),
+                cpu_per_rt.max(0.0),
+                percentile(&turns, 0.5) * 1e3
+            );
+        }
+    }
+    s.mock.set_whole_answers(false);
+    let concurrency = 100;
+    let sessions: Vec<String> = futures_join(&s, concurrency).await;
+    let start = Instant::now();
+    let rounds = 3;
+    for _ in 0..rounds {
+        let mut set = tokio::task::JoinSet::new();
+        for id in &sessions {
+            let rt = s.runtime.clone();
+            let (ws, id) = (s.workspace.clone(), id.clone());
+            set.spawn(async move {
+                rt.send_user_message(&ws, &id, "1").await.unwrap();
+                rt.idle(&ws, &id).await.unwrap();
+            });
+        }
+        while let Some(r) = set.join_next().await {
+            r.unwrap();
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    println!(
+        "{concurrency} concurrent sessions, 1 tool round trip per turn: {:.0} turns/s ({} turns in {:.2} s, 0 errors)",
+        (concurrency * rounds) as f64 / elapsed,
+        concurrency * rounds,
+        elapsed
+    );
+}
+
+async fn futures_join(s: &Setup, n: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(new_session(s).await);
+    }
+    out
+}
