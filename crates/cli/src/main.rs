@@ -1,6 +1,7 @@
 //! The `rtc-agent` binary: configuration, logging, and the `serve` and
 //! `migrate` commands.
 
+mod chat;
 mod config;
 mod serve;
 
@@ -30,6 +31,8 @@ enum Command {
     Serve(Overrides),
     /// Apply database migrations and exit.
     Migrate(Overrides),
+    /// Talk to an assistant in the terminal through a running server.
+    Chat(chat::ChatArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -37,6 +40,13 @@ fn main() -> anyhow::Result<()> {
     let (overrides, serve) = match cli.command {
         Command::Serve(o) => (o, true),
         Command::Migrate(o) => (o, false),
+        Command::Chat(args) => {
+            rtc_tools::init_tls();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            return runtime.block_on(chat::run(args));
+        }
     };
     let settings = Settings::load(cli.config.as_deref(), overrides)?;
     config::init_tracing(&settings);

@@ -8,6 +8,7 @@ mod harness;
 mod assistants;
 mod auth;
 mod builtins;
+mod chat;
 mod conversation;
 mod errors;
 mod mcp;

@@ -142,6 +142,9 @@ impl Inner {
             let _ = ctx.events.emit("error", json!({"code": "turn_failed", "message": "the turn failed; see the server log"})).await;
         }
         let _ = self.store.set_turn_running(&ctx.id, false).await;
+        if let Err(e) = self.finish_ending(&ctx).await {
+            tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
+        }
         let interrupted = cancel.is_cancelled();
         let _ = ctx
             .events
@@ -150,9 +153,6 @@ impl Inner {
                 json!({"turnId": turn_id, "interrupted": interrupted}),
             )
             .await;
-        if let Err(e) = self.finish_ending(&ctx).await {
-            tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
-        }
     }
 
     /// End the session if `endConversation` asked for it.
