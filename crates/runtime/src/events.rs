@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use futures::Stream;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::SessionEvent;
+use rtc_protocol::{Message, SessionEvent};
 use rtc_store::{Store, StoreError, now_millis};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
@@ -35,25 +35,46 @@ impl EventLog {
         }
     }
 
-    /// Store and broadcast an event; `data` must be a JSON object.
+    /// Store and broadcast an event; `data` should be a JSON object.
     pub async fn emit(&self, kind: &str, data: Value) -> Result<SessionEvent, StoreError> {
-        let data = match data {
-            Value::Object(m) => m,
-            other => Map::from_iter([("value".to_owned(), other)]),
-        };
+        let mut events = self.record(None, vec![(kind, data)]).await?;
+        events
+            .pop()
+            .ok_or_else(|| StoreError::Corrupt("no event recorded".into()))
+    }
+
+    /// Store a message (if any) with events in one transaction, then
+    /// broadcast the events.
+    pub async fn record(
+        &self,
+        message: Option<&Message>,
+        items: Vec<(&str, Value)>,
+    ) -> Result<Vec<SessionEvent>, StoreError> {
         let mut seq = self.last_seq.lock().await;
         let now = now_millis();
-        let event = SessionEvent {
-            kind: kind.to_owned(),
-            session_id: self.session_id.clone(),
-            seq: *seq + 1,
-            timestamp: rfc3339_from_millis(now),
-            data,
-        };
-        self.store.append_event(&event, now).await?;
-        *seq += 1;
-        let _ = self.live.send(event.clone());
-        Ok(event)
+        let timestamp = rfc3339_from_millis(now);
+        let events: Vec<SessionEvent> = items
+            .into_iter()
+            .zip(1..)
+            .map(|((kind, data), n)| SessionEvent {
+                kind: kind.to_owned(),
+                session_id: self.session_id.clone(),
+                seq: *seq + n,
+                timestamp: timestamp.clone(),
+                data: match data {
+                    Value::Object(m) => m,
+                    other => Map::from_iter([("value".to_owned(), other)]),
+                },
+            })
+            .collect();
+        self.store
+            .append_records(&self.session_id, message, &events, now)
+            .await?;
+        *seq += events.len() as i64;
+        for e in &events {
+            let _ = self.live.send(e.clone());
+        }
+        Ok(events)
     }
 
     /// Events after `after`: the stored ones, then live ones as they come.

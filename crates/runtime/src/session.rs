@@ -44,6 +44,9 @@ pub(crate) struct SessionCtx {
     pub events: EventLog,
     pub broker: Broker,
     pub turn: tokio::sync::Mutex<Option<RunningTurn>>,
+    /// The message history, loaded on first use and appended in step
+    /// with the store.
+    pub history: tokio::sync::Mutex<Option<Vec<rtc_protocol::Message>>>,
 }
 
 impl SessionCtx {
@@ -92,6 +95,7 @@ impl Inner {
             events: EventLog::new(id, self.store.clone(), last_seq),
             broker: Broker::default(),
             turn: tokio::sync::Mutex::new(None),
+            history: tokio::sync::Mutex::new(None),
         });
         let mut map = self
             .sessions

@@ -233,12 +233,9 @@ impl Runtime {
             });
         }
         let m = user_message(text);
-        inner.store.append_message(id, &m).await?;
-        ctx.events
-            .emit(
-                "message.completed",
-                json!({"messageId": m.id, "role": "user", "content": text}),
-            )
+        let event = json!({"messageId": m.id, "role": "user", "content": text});
+        inner
+            .append(&ctx, m.clone(), vec![("message.completed", event)])
             .await?;
         if status == SessionStatus::Handoff {
             return Ok(m);
@@ -297,12 +294,9 @@ impl Runtime {
         }
         let mut m = user_message(text);
         m.role = MessageRole::HumanAgent;
-        self.inner.store.append_message(id, &m).await?;
-        ctx.events
-            .emit(
-                "message.completed",
-                json!({"messageId": m.id, "role": "human_agent", "content": text}),
-            )
+        let event = json!({"messageId": m.id, "role": "human_agent", "content": text});
+        self.inner
+            .append(&ctx, m.clone(), vec![("message.completed", event)])
             .await?;
         Ok(m)
     }

@@ -100,22 +100,42 @@ impl Inner {
             .unwrap_or(&self.config.default_provider)
     }
 
+    /// Store a message with its events (one transaction) and keep the
+    /// in-memory history in step.
+    pub(crate) async fn append(
+        &self,
+        ctx: &SessionCtx,
+        m: Message,
+        events: Vec<(&str, serde_json::Value)>,
+    ) -> Result<(), RuntimeError> {
+        let mut history = ctx.history.lock().await;
+        ctx.events.record(Some(&m), events).await?;
+        if let Some(h) = history.as_mut() {
+            h.push(m);
+        }
+        Ok(())
+    }
+
+    /// The session's history, from memory after the first read.
+    pub(crate) async fn history(&self, ctx: &SessionCtx) -> Result<Vec<Message>, RuntimeError> {
+        let mut history = ctx.history.lock().await;
+        if history.is_none() {
+            *history = Some(self.store.messages(&ctx.id).await?);
+        }
+        Ok(history.clone().unwrap_or_default())
+    }
+
     /// The assistant says `text` outside the model (first message, custom goodbye).
     pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
         let m = message(MessageRole::Assistant, text);
-        self.store.append_message(&ctx.id, &m).await?;
-        ctx.events
-            .emit(
-                "message.completed",
-                json!({"messageId": m.id, "role": "assistant", "content": text}),
-            )
-            .await?;
-        Ok(())
+        let event = json!({"messageId": m.id, "role": "assistant", "content": text});
+        self.append(ctx, m, vec![("message.completed", event)])
+            .await
     }
 
     /// The recent conversation as text, for extraction and judges.
     pub(crate) async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
-        let history = self.store.messages(&ctx.id).await?;
+        let history = self.history(ctx).await?;
         let recent = history
             .iter()
             .rev()
@@ -206,7 +226,7 @@ impl Inner {
                 return Ok(());
             }
             let vars = ctx.state.lock().await.variables.clone();
-            let history = self.store.messages(&ctx.id).await?;
+            let history = self.history(ctx).await?;
             let request = ChatRequest {
                 model: model.clone(),
                 messages: chat_history(render_variables(&assistant.system_prompt, &vars), &history),
@@ -258,10 +278,17 @@ impl Inner {
                     arguments: c.arguments.clone(),
                 })
                 .collect();
-            self.store.append_message(&ctx.id, &stored).await?;
+            let mut events = Vec::new();
             if !response.content.is_empty() || response.tool_calls.is_empty() {
-                ctx.events.emit("message.completed", json!({"messageId": message_id, "role": "assistant", "content": response.content})).await?;
+                events.push(("message.completed", json!({"messageId": message_id, "role": "assistant", "content": response.content})));
             }
+            for c in &response.tool_calls {
+                events.push((
+                    "tool.called",
+                    json!({"callId": c.id, "name": c.name, "arguments": c.arguments}),
+                ));
+            }
+            self.append(ctx, stored, events).await?;
             if response.tool_calls.is_empty() {
                 return Ok(());
             }
@@ -290,14 +317,6 @@ impl Inner {
         calls: &[ToolCall],
         specs: &[(rtc_core::llm::ToolSpec, rtc_core::model_tools::ToolTarget)],
     ) -> Result<Option<Interrupt>, RuntimeError> {
-        for c in calls {
-            ctx.events
-                .emit(
-                    "tool.called",
-                    json!({"callId": c.id, "name": c.name, "arguments": c.arguments}),
-                )
-                .await?;
-        }
         let mut running: FuturesUnordered<_> = calls
             .iter()
             .map(|c| {
@@ -321,8 +340,8 @@ impl Inner {
             let mut m = message(MessageRole::Tool, &outcome.content);
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
-            self.store.append_message(&ctx.id, &m).await?;
-            ctx.events.emit("tool.completed", json!({"callId": call.id, "name": call.name, "isError": outcome.is_error, "result": outcome.shown})).await?;
+            let event = json!({"callId": call.id, "name": call.name, "isError": outcome.is_error, "result": outcome.shown});
+            self.append(ctx, m, vec![("tool.completed", event)]).await?;
             interrupt = interrupt.or(outcome.interrupt);
         }
         drop(running);
@@ -331,13 +350,8 @@ impl Inner {
             let mut m = message(MessageRole::Tool, CANCELLED);
             m.tool_call_id = Some(id.to_owned());
             m.name = call.map(|c| c.name.clone());
-            self.store.append_message(&ctx.id, &m).await?;
-            ctx.events
-                .emit(
-                    "tool.completed",
-                    json!({"callId": id, "name": m.name, "isError": true, "cancelled": true}),
-                )
-                .await?;
+            let event = json!({"callId": id, "name": m.name, "isError": true, "cancelled": true});
+            self.append(ctx, m, vec![("tool.completed", event)]).await?;
         }
         Ok(interrupt)
     }

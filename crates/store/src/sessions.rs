@@ -211,20 +211,28 @@ impl Store {
         session: &str,
         message: &Message,
     ) -> Result<i64, StoreError> {
-        let body =
-            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let row = sqlx::query(
-            "INSERT INTO messages (session_id, seq, id, role, body, created_at) \
-             VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5) RETURNING seq",
-        )
-        .bind(session)
-        .bind(&message.id)
-        .bind(message.role.as_str())
-        .bind(body)
-        .bind(now_millis())
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(row.try_get("seq")?)
+        let mut conn = self.pool.acquire().await?;
+        insert_message(&mut conn, session, message).await
+    }
+
+    /// Store a message (if any) and events in one transaction, so a tool
+    /// result and its event are durable together.
+    pub async fn append_records(
+        &self,
+        session: &str,
+        message: Option<&Message>,
+        events: &[SessionEvent],
+        at_millis: i64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        if let Some(m) = message {
+            insert_message(&mut tx, session, m).await?;
+        }
+        for e in events {
+            insert_event(&mut tx, e, at_millis).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     /// A session's history, oldest first.
@@ -242,15 +250,8 @@ impl Store {
         event: &SessionEvent,
         at_millis: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ($1, $2, $3, $4, $5)")
-            .bind(&event.session_id)
-            .bind(event.seq)
-            .bind(&event.kind)
-            .bind(Value::Object(event.data.clone()).to_string())
-            .bind(at_millis)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        insert_event(&mut conn, event, at_millis).await
     }
 
     /// Events after `after` (exclusive), oldest first, at most `limit`.
@@ -288,4 +289,40 @@ impl Store {
                 .await?;
         Ok(row.try_get("seq")?)
     }
+}
+
+async fn insert_message(
+    conn: &mut sqlx::AnyConnection,
+    session: &str,
+    message: &Message,
+) -> Result<i64, StoreError> {
+    let body = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let row = sqlx::query(
+        "INSERT INTO messages (session_id, seq, id, role, body, created_at) \
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5) RETURNING seq",
+    )
+    .bind(session)
+    .bind(&message.id)
+    .bind(message.role.as_str())
+    .bind(body)
+    .bind(now_millis())
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(row.try_get("seq")?)
+}
+
+async fn insert_event(
+    conn: &mut sqlx::AnyConnection,
+    event: &SessionEvent,
+    at_millis: i64,
+) -> Result<(), StoreError> {
+    sqlx::query("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(&event.session_id)
+        .bind(event.seq)
+        .bind(&event.kind)
+        .bind(Value::Object(event.data.clone()).to_string())
+        .bind(at_millis)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
