@@ -464,3 +464,54 @@ async fn client_tools_over_websocket_sqlite() -> anyhow::Result<()> {
 async fn client_tools_over_websocket_postgres() -> anyhow::Result<()> {
     client_tools_over_websocket(Engine::Postgres).await
 }
+
+/// Named providers from the config file, chosen per assistant (R-API-7).
+#[tokio::test]
+async fn named_providers_from_the_config_file() -> anyhow::Result<()> {
+    let default = MockLlm::start(vec![MockReply::text("from the default provider")]).await?;
+    let alt = MockLlm::start(vec![MockReply::text("from the alt provider")]).await?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("rtc-agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[providers.alt]\nbase_url = \"{}\"\napi_key = \"sk-alt\"\nmodel = \"alt-model\"\n",
+            alt.base_url
+        ),
+    )?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), default.base_url.clone()),
+        ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
+        ("RTC_CONFIG".to_owned(), config.display().to_string()),
+    ]);
+    let srv = start(Engine::Sqlite, env).await?.unwrap();
+    let (_, ws) = srv.workspace("A").await?;
+    let on_alt = assistant(
+        &ws,
+        json!({"name": "alt", "llm": {"provider": "alt", "temperature": 0.1}}),
+    )
+    .await?;
+    let on_default = assistant(&ws, json!({"name": "default"})).await?;
+    for (id, text) in [
+        (on_alt, "from the alt provider"),
+        (on_default, "from the default provider"),
+    ] {
+        let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
+        ws.post(
+            &format!("/v1/sessions/{sid}/messages"),
+            json!({"text": "hi"}),
+        )
+        .await?
+        .assert_status(202);
+        let ev = events_until(&srv, &token, &sid, 0, turn_done).await?;
+        assert!(
+            ev.iter()
+                .any(|e| e["type"] == "message.completed" && e["content"] == text),
+            "{ev:#?}"
+        );
+    }
+    assert_eq!(alt.requests()[0]["model"], "alt-model");
+    assert_eq!(alt.requests()[0]["temperature"], 0.1);
+    assert_eq!(default.requests()[0]["model"], "mock-model");
+    Ok(())
+}

@@ -137,3 +137,63 @@ struct Subscription {
     replay: VecDeque<SessionEvent>,
     replaying: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use rtc_store::{MasterKey, NewSession, SecretBox};
+    use serde_json::json;
+
+    use super::*;
+
+    /// A subscriber that does not read while far more events than the live
+    /// buffer are emitted still gets every event, in order (R-RN-5), and the
+    /// emitter never waits for it.
+    #[tokio::test]
+    async fn lagging_subscribers_resume_from_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        store.create_workspace("ws", "w", "k").await.unwrap();
+        let vars = Map::new();
+        store
+            .create_session(NewSession {
+                id: "s",
+                workspace_id: "ws",
+                assistant_id: "a",
+                parent_id: None,
+                root_id: "s",
+                user_id: None,
+                title: None,
+                variables: &vars,
+                config: &json!({}),
+                client_token: "t",
+            })
+            .await
+            .unwrap();
+        let log = EventLog::new("s", store, 0);
+        let mut early = Box::pin(log.subscribe(0));
+        let total = LIVE_BUFFER as i64 * 3;
+        for i in 1..=total {
+            log.emit("test", json!({"i": i})).await.unwrap();
+        }
+        let mut late = Box::pin(log.subscribe(total - 5));
+        for want in 1..=total {
+            let ev = early.next().await.unwrap();
+            assert_eq!(ev.seq, want);
+            assert_eq!(ev.data["i"], want);
+        }
+        for want in total - 4..=total {
+            assert_eq!(late.next().await.unwrap().seq, want);
+        }
+        log.emit("test", json!({"i": total + 1})).await.unwrap();
+        assert_eq!(
+            early.next().await.unwrap().seq,
+            total + 1,
+            "then live again"
+        );
+    }
+}

@@ -23,6 +23,35 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 #[derive(Default)]
 pub struct CallSecrets(pub BTreeMap<String, String>);
 
+impl CallSecrets {
+    /// Replace any secret value a service echoed back, so it cannot reach
+    /// the model, an event or a log.
+    pub fn scrub_text(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for v in self.0.values().filter(|v| v.len() >= 4) {
+            out = out.replace(v.as_str(), "[redacted]");
+        }
+        out
+    }
+
+    /// [`Self::scrub_text`] over every string of a JSON value.
+    pub fn scrub(&self, value: Value) -> Value {
+        if self.0.is_empty() {
+            return value;
+        }
+        match value {
+            Value::String(s) => Value::String(self.scrub_text(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|v| self.scrub(v)).collect()),
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (self.scrub_text(&k), self.scrub(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
 impl std::fmt::Debug for CallSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.0.keys()).finish()
@@ -119,13 +148,13 @@ impl HttpExecutor {
         let value =
             serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text.to_string()));
         if !status.is_success() {
-            let body: String = text.chars().take(1_000).collect();
+            let body: String = secrets.scrub_text(&text).chars().take(1_000).collect();
             return Err(HttpToolError::Status {
                 status: status.as_u16(),
                 body,
             });
         }
-        Ok(value)
+        Ok(secrets.scrub(value))
     }
 }
 

@@ -43,3 +43,17 @@ fn url_values_are_encoded_and_secrets_only_in_headers() {
     );
     assert_eq!(format!("{secrets:?}"), "[\"secret__k\"]");
 }
+
+#[test]
+fn echoed_secrets_are_scrubbed() {
+    let secrets = CallSecrets(BTreeMap::from([(
+        "secret__k".to_owned(),
+        "sk-live-123".to_owned(),
+    )]));
+    let echoed = json!({"headers": {"authorization": "Bearer sk-live-123"}, "list": ["sk-live-123"], "n": 1});
+    assert_eq!(
+        secrets.scrub(echoed),
+        json!({"headers": {"authorization": "Bearer [redacted]"}, "list": ["[redacted]"], "n": 1})
+    );
+    assert_eq!(secrets.scrub_text("x sk-live-123 y"), "x [redacted] y");
+}
