@@ -104,6 +104,14 @@ impl Inner {
         Ok(map.entry(id.to_owned()).or_insert(ctx).clone())
     }
 
+    /// Drop the in-memory context of an ended session; it is loaded again
+    /// from the store if needed.
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut m) = self.sessions.lock() {
+            m.remove(id);
+        }
+    }
+
     /// A session of `workspace` (404 for another workspace's).
     pub async fn session_in(
         &self,

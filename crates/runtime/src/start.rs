@@ -275,6 +275,7 @@ impl Runtime {
                 json!({"reason": reason, "endedBy": "host"}),
             )
             .await?;
+        self.inner.forget(id);
         Ok(())
     }
 

@@ -173,6 +173,9 @@ impl Inner {
                 json!({"turnId": turn_id, "interrupted": interrupted}),
             )
             .await;
+        if ctx.state.lock().await.status == SessionStatus::Ended {
+            self.forget(&ctx.id);
+        }
     }
 
     /// End the session if `endConversation` asked for it.

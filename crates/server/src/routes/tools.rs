@@ -91,9 +91,9 @@ pub async fn read(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<Tool>> {
-    let tool = s.store.get(&scope.workspace, &id).await?;
-    tool.map(Json)
-        .ok_or_else(|| ApiError::not_found("tool", &id))
+    super::load::<Tool>(&s, &scope.workspace, &id)
+        .await
+        .map(Json)
 }
 
 /// Replace a tool. Refused (409) when an assistant's bindings would no
