@@ -40,9 +40,13 @@ pub struct McpHttpServer {
 
 impl McpHttpServer {
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_on(free_port()?).await
+    }
+
+    /// Start on a given port (e.g. to restart a server where it was).
+    pub async fn start_on(port: u16) -> anyhow::Result<Self> {
         let (node, mut args) = everything_stdio_command()?;
         args[1] = "streamableHttp".to_owned();
-        let port = free_port()?;
         let child = Command::new(node)
             .args(&args)
             .env("PORT", port.to_string())
@@ -67,5 +71,13 @@ impl McpHttpServer {
 
     pub async fn stop(mut self) {
         let _ = self.child.kill().await;
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        url::Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.port())
+            .unwrap_or(0)
     }
 }

@@ -138,7 +138,8 @@ impl McpConnector {
                     custom.insert(n, v);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(custom);
+                    .custom_headers(custom)
+                    .reinit_on_expired_session(true);
                 let transport = StreamableHttpClientTransport::with_client(client, config);
                 client_config()
                     .serve(transport)
@@ -242,7 +243,13 @@ impl McpPool {
             let params = rmcp::model::CallToolRequestParams::new(call.tool.to_owned())
                 .with_arguments(call.arguments.clone());
             match tokio::time::timeout(call.timeout, conn.service.call_tool(params)).await {
-                Err(_) => return Err(McpError::Timeout(call.timeout)),
+                Err(_) => {
+                    // The connection may be dead (e.g. the server restarted):
+                    // the next call opens a new one. This call is not retried,
+                    // as the tool may have run.
+                    self.connections.lock().await.remove(call.key);
+                    return Err(McpError::Timeout(call.timeout));
+                }
                 Ok(Ok(result)) => return tool_result(&result),
                 Ok(Err(e)) if !fresh && is_transport_failure(&e) => {
                     tracing::warn!(error = %e, "MCP connection failed; reconnecting");

@@ -224,3 +224,75 @@ mod mcp_calls {
         Ok(())
     }
 }
+
+mod mcp_reconnect {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use rtc_protocol::McpTransport;
+    use rtc_testkit::McpHttpServer;
+    use rtc_tools::mcp::{McpCall, McpConnector, McpError, McpPool, ResolvedHeaders};
+    use rtc_tools::net_guard::AddressPolicy;
+    use serde_json::{Map, json};
+
+    /// A pooled connection whose server went away and came back is
+    /// reconnected once, transparently.
+    #[tokio::test]
+    async fn a_restarted_server_is_reconnected() -> anyhow::Result<()> {
+        let server = McpHttpServer::start().await?;
+        let port = server.port();
+        let transport = McpTransport::StreamableHttp {
+            url: server.url.clone(),
+            headers: BTreeMap::new(),
+        };
+        let connector = McpConnector {
+            policy: AddressPolicy::AllowPrivate,
+            timeout: Duration::from_secs(20),
+        };
+        let headers = ResolvedHeaders(BTreeMap::new());
+        let schema = connector
+            .list_tools(&transport, &headers)
+            .await?
+            .into_iter()
+            .find(|t| t.name == "echo")
+            .unwrap()
+            .input_schema;
+        let pool = McpPool::default();
+        let call = |text: &'static str| {
+            let arguments: Map<String, serde_json::Value> =
+                json!({"message": text}).as_object().unwrap().clone();
+            let (transport, schema, pool, connector) = (&transport, &schema, &pool, &connector);
+            async move {
+                let headers = ResolvedHeaders(BTreeMap::new());
+                pool.call(
+                    connector,
+                    McpCall {
+                        key: "k",
+                        transport,
+                        headers: &headers,
+                        tool: "echo",
+                        pinned_schema: schema,
+                        arguments,
+                        timeout: Duration::from_secs(2),
+                    },
+                )
+                .await
+            }
+        };
+        assert!(call("one").await?.to_string().contains("one"));
+        server.stop().await;
+        let _again = McpHttpServer::start_on(port).await?;
+        // The first call on the stale connection either reconnects at once
+        // (closed transport) or times out and drops it; the next one works.
+        let result = match call("two").await {
+            Ok(r) => r,
+            Err(McpError::Timeout(_)) => call("three").await?,
+            Err(e) => return Err(e.into()),
+        };
+        assert!(
+            result.to_string().contains("two") || result.to_string().contains("three"),
+            "{result}"
+        );
+        Ok(())
+    }
+}
