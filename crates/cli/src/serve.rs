@@ -1,7 +1,7 @@
 //! `rtc-agent serve`: open the store, settle the admin token, serve HTTP
 //! until SIGINT/SIGTERM, then drain.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -84,13 +84,6 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let state = AppState {
         store: store.clone(),
         auth,
-        mcp,
-        providers: Arc::new(
-            runtime
-                .provider_names()
-                .into_iter()
-                .collect::<BTreeSet<_>>(),
-        ),
         limits,
         runtime: runtime.clone(),
     };

@@ -84,7 +84,7 @@ impl Runtime {
     }
 
     /// Names of the configured providers.
-    pub fn provider_names(&self) -> Vec<String> {
+    pub fn provider_names(&self) -> std::collections::BTreeSet<String> {
         self.inner.config.providers.keys().cloned().collect()
     }
 

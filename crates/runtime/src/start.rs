@@ -8,15 +8,16 @@ use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_ass
 use rtc_core::model_tools::render_variables;
 use rtc_core::realtime::shipped_interfaces;
 use rtc_protocol::{
-    Assistant, CreateSessionParams, CreateSessionResponse, Message, MessageRole, RealtimeInterface,
-    SessionEvent, SessionStatus, Tool,
+    Assistant, CreateSessionParams, CreateSessionResponse, McpServer, McpToolInfo, Message,
+    MessageRole, RealtimeInterface, SessionEvent, SessionStatus, Tool,
 };
-use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token, now_millis};
+use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::ClientConnection;
 use crate::session::{RunningTurn, SessionConfig, SessionCtx};
+use crate::turn::message;
 use crate::variables::{SystemInfo, initial_variables};
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -58,20 +59,56 @@ pub async fn assistant_context(
     Ok((tools, iface))
 }
 
-/// A stored message for an API answer.
-fn user_message(text: &str) -> Message {
-    Message {
-        id: new_id("msg"),
-        role: MessageRole::User,
-        content: text.to_owned(),
-        tool_calls: vec![],
-        tool_call_id: None,
-        name: None,
-        created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
-    }
-}
-
 impl Runtime {
+    fn check_assistant(
+        &self,
+        assistant: &Assistant,
+        tools: &BTreeMap<String, Tool>,
+        iface: Option<&RealtimeInterface>,
+    ) -> Result<(), RuntimeError> {
+        let providers = self.provider_names();
+        let ctx = AssistantContext {
+            tools,
+            realtime_interface: iface,
+            providers: &providers,
+        };
+        Ok(validate_assistant(assistant, &ctx)?)
+    }
+
+    /// Validate an assistant against its workspace (its tools, realtime
+    /// interface and the configured providers), with `replacement` standing
+    /// in for the stored version of one of its tools.
+    pub async fn validate_assistant(
+        &self,
+        workspace: &str,
+        assistant: &Assistant,
+        replacement: Option<&Tool>,
+    ) -> Result<(), RuntimeError> {
+        let (tools, iface) =
+            assistant_context(&self.inner.store, workspace, assistant, replacement).await?;
+        self.check_assistant(assistant, &tools, iface.as_ref())
+    }
+
+    /// The tools an MCP server offers; the inner error is safe to show
+    /// (it never holds a secret value).
+    pub async fn mcp_server_tools(
+        &self,
+        workspace: &str,
+        server: &McpServer,
+    ) -> Result<Result<Vec<McpToolInfo>, String>, RuntimeError> {
+        let headers = match self.inner.mcp_headers(workspace, &server.transport).await? {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(self
+            .inner
+            .config
+            .mcp
+            .list_tools(&server.transport, &headers)
+            .await
+            .map_err(|e| e.to_string()))
+    }
+
     /// Open a session on an assistant: validate again (R-RT-5), set the
     /// variables, run the startup actions, say the first message.
     pub async fn create_session(
@@ -109,15 +146,7 @@ impl Runtime {
                     ))
                 })?;
         let (tools, iface) = assistant_context(&inner.store, workspace, &assistant, None).await?;
-        let providers = inner.config.providers.keys().cloned().collect();
-        validate_assistant(
-            &assistant,
-            &AssistantContext {
-                tools: &tools,
-                realtime_interface: iface.as_ref(),
-                providers: &providers,
-            },
-        )?;
+        self.check_assistant(&assistant, &tools, iface.as_ref())?;
         if let Some(user) = &params.user_id {
             rtc_core::names::check_max_chars(user, "userId", 256)?;
         }
@@ -232,7 +261,7 @@ impl Runtime {
                 message: "the session has ended".into(),
             });
         }
-        let m = user_message(text);
+        let m = message(MessageRole::User, text);
         let event = json!({"messageId": m.id, "role": "user", "content": text});
         inner
             .append(&ctx, m.clone(), vec![("message.completed", event)])
@@ -293,7 +322,7 @@ impl Runtime {
                 message: "the session is not handed off to a human".into(),
             });
         }
-        let mut m = user_message(text);
+        let mut m = message(MessageRole::User, text);
         m.role = MessageRole::HumanAgent;
         let event = json!({"messageId": m.id, "role": "human_agent", "content": text});
         self.inner

@@ -21,7 +21,8 @@ use crate::{Inner, Provider, RuntimeError, variables};
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
 
-fn message(role: MessageRole, content: &str) -> Message {
+/// A new message of `role`, stamped now.
+pub(crate) fn message(role: MessageRole, content: &str) -> Message {
     Message {
         id: new_id("msg"),
         role,

@@ -10,13 +10,11 @@ mod observe;
 mod openapi;
 mod routes;
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use rtc_store::Store;
-use rtc_tools::mcp::McpConnector;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
@@ -48,9 +46,6 @@ impl Default for Limits {
 pub struct AppState {
     pub store: Store,
     pub auth: AdminAuth,
-    pub mcp: McpConnector,
-    /// Names of the configured LLM providers.
-    pub providers: std::sync::Arc<BTreeSet<String>>,
     pub limits: Limits,
     pub runtime: rtc_runtime::Runtime,
 }

@@ -6,7 +6,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rtc_core::assistant_rules::{AssistantContext, validate_assistant};
 use rtc_core::realtime::{cleanup as remove_items, compatibility};
 use rtc_protocol::{
     Assistant, CleanupParams, CleanupResponse, CompatibilityIssue, CompatibilityReport,
@@ -32,14 +31,9 @@ pub(crate) async fn validate(
     assistant: &Assistant,
     replacement: Option<&Tool>,
 ) -> ApiResult<()> {
-    let (tools, iface) =
-        rtc_runtime::assistant_context(&s.store, workspace, assistant, replacement).await?;
-    let ctx = AssistantContext {
-        tools: &tools,
-        realtime_interface: iface.as_ref(),
-        providers: &s.providers,
-    };
-    Ok(validate_assistant(assistant, &ctx)?)
+    Ok(s.runtime
+        .validate_assistant(workspace, assistant, replacement)
+        .await?)
 }
 
 async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<Assistant> {

@@ -1,15 +1,11 @@
 //! MCP server resources (R-TR-2, R-SEC-4) and tool discovery.
 
-use std::collections::BTreeMap;
-
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::mcp_rules::{Caller, validate_mcp_server};
-use rtc_core::placeholders;
 use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTransport};
-use rtc_tools::mcp::ResolvedHeaders;
 
 use super::{chosen_id, delete_doc, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope};
@@ -115,7 +111,7 @@ pub async fn discover(
 ) -> ApiResult<Json<ListResponse<McpToolInfo>>> {
     let server = load(&s, &scope.workspace, &id).await?;
     let tools = list_remote_tools(&s, &scope.workspace, &server)
-        .await
+        .await?
         .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "mcp_unavailable", e))?;
     Ok(Json(ListResponse::new(tools)))
 }
@@ -129,48 +125,6 @@ pub(crate) async fn list_remote_tools(
     s: &AppState,
     workspace: &str,
     server: &McpServer,
-) -> ApiResult<Vec<McpToolInfo>, String> {
-    let headers = resolve_headers(s, workspace, &server.transport)
-        .await
-        .map_err(|e| e.message)?;
-    s.mcp
-        .list_tools(&server.transport, &headers)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// Fill `{{secret__…}}` in a streamable-HTTP server's headers.
-async fn resolve_headers(
-    s: &AppState,
-    workspace: &str,
-    transport: &McpTransport,
-) -> ApiResult<ResolvedHeaders> {
-    let McpTransport::StreamableHttp { headers, .. } = transport else {
-        return Ok(ResolvedHeaders(BTreeMap::new()));
-    };
-    let mut out = BTreeMap::new();
-    for (name, template) in headers {
-        let mut values = BTreeMap::new();
-        for p in placeholders::parse(template, name)? {
-            if let placeholders::Placeholder::Secret(secret) = p {
-                let v = s
-                    .store
-                    .reveal_secret(workspace, secret)
-                    .await?
-                    .ok_or_else(|| {
-                        ApiError::unprocessable(
-                            "unknown_secret",
-                            format!("transport.headers.{name}"),
-                            format!("secret `{secret}` does not exist"),
-                        )
-                    })?;
-                values.insert(secret.to_owned(), v);
-            }
-        }
-        out.insert(
-            name.clone(),
-            placeholders::render(template, |n| values.get(n).map(|v| v.expose().to_owned())),
-        );
-    }
-    Ok(ResolvedHeaders(out))
+) -> ApiResult<Result<Vec<McpToolInfo>, String>> {
+    Ok(s.runtime.mcp_server_tools(workspace, server).await?)
 }

@@ -39,7 +39,7 @@ async fn check(s: &AppState, workspace: &str, tool: Tool) -> ApiResult<Tool> {
                     )
                 })?;
             let tools = mcp_servers::list_remote_tools(s, workspace, &server)
-                .await
+                .await?
                 .map_err(|e| {
                     ApiError::unprocessable(
                         "mcp_unreachable",
