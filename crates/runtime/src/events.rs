@@ -1,5 +1,5 @@
 //! The event log of a session (R-API-6): each event gets the next `seq`, is
-//! stored, then broadcast to live subscribers. Subscribers replay from the
+//! stored through the [`Journal`], then broadcast to live subscribers. Subscribers replay from the
 //! store and fall back to it when they lag (R-RN-5), so a slow consumer
 //! never blocks the session.
 
@@ -8,9 +8,12 @@ use std::collections::VecDeque;
 use futures::Stream;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Message, SessionEvent};
-use rtc_store::{Store, StoreError, now_millis};
+use rtc_store::{SessionUpdate, Store, now_millis};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
+
+use crate::RuntimeError;
+use crate::journal::{Entry, Journal};
 
 /// How many live events a subscriber may fall behind before it re-reads
 /// from the store.
@@ -20,36 +23,62 @@ const REPLAY_PAGE: i64 = 500;
 pub(crate) struct EventLog {
     session_id: String,
     store: Store,
+    journal: Journal,
     last_seq: tokio::sync::Mutex<i64>,
     live: broadcast::Sender<SessionEvent>,
 }
 
+/// Whether [`EventLog::record`] waits for the commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Go on at once; the journal commits soon, in order.
+    Queued,
+    /// Return only once the records are committed (acknowledged input).
+    Committed,
+}
+
 impl EventLog {
-    pub fn new(session_id: &str, store: Store, last_seq: i64) -> Self {
+    pub fn new(session_id: &str, store: Store, journal: Journal, last_seq: i64) -> Self {
         let (live, _) = broadcast::channel(LIVE_BUFFER);
         Self {
             session_id: session_id.to_owned(),
             store,
+            journal,
             last_seq: tokio::sync::Mutex::new(last_seq),
             live,
         }
     }
 
-    /// Store and broadcast an event; `data` should be a JSON object.
-    pub async fn emit(&self, kind: &str, data: Value) -> Result<SessionEvent, StoreError> {
-        let mut events = self.record(None, vec![(kind, data)]).await?;
-        events
-            .pop()
-            .ok_or_else(|| StoreError::Corrupt("no event recorded".into()))
+    /// Record and broadcast an event; `data` should be a JSON object.
+    pub async fn emit(&self, kind: &str, data: Value) -> Result<(), RuntimeError> {
+        self.record(
+            None,
+            vec![(kind, data)],
+            SessionUpdate::default(),
+            Durability::Queued,
+        )
+        .await
+    }
+
+    /// Record events together with a change of the session row.
+    pub async fn emit_with(
+        &self,
+        items: Vec<(&str, Value)>,
+        update: SessionUpdate,
+    ) -> Result<(), RuntimeError> {
+        self.record(None, items, update, Durability::Queued).await
     }
 
     /// Store a message (if any) with events in one transaction, then
-    /// broadcast the events.
+    /// broadcast the events. Sequence numbers are given here, under the
+    /// log's lock, and the journal keeps their order.
     pub async fn record(
         &self,
-        message: Option<&Message>,
+        message: Option<Message>,
         items: Vec<(&str, Value)>,
-    ) -> Result<Vec<SessionEvent>, StoreError> {
+        update: SessionUpdate,
+        durability: Durability,
+    ) -> Result<(), RuntimeError> {
         let mut seq = self.last_seq.lock().await;
         let now = now_millis();
         let timestamp = rfc3339_from_millis(now);
@@ -67,14 +96,23 @@ impl EventLog {
                 },
             })
             .collect();
-        self.store
-            .append_records(&self.session_id, message, &events, now)
-            .await?;
         *seq += events.len() as i64;
-        for e in &events {
-            let _ = self.live.send(e.clone());
+        let entry = Entry {
+            session: self.session_id.clone(),
+            message,
+            events,
+            update,
+            at_millis: now,
+            live: self.live.clone(),
+        };
+        match durability {
+            Durability::Queued => self.journal.write(entry).await,
+            Durability::Committed => {
+                let commit = self.journal.write_awaitable(entry).await?;
+                drop(seq);
+                commit.wait().await
+            }
         }
-        Ok(events)
     }
 
     /// Events after `after`: the stored ones, then live ones as they come.
@@ -174,7 +212,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let log = EventLog::new("s", store, 0);
+        let log = EventLog::new("s", store.clone(), Journal::start(store), 0);
         let mut early = Box::pin(log.subscribe(0));
         let total = LIVE_BUFFER as i64 * 3;
         for i in 1..=total {

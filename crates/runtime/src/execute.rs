@@ -200,8 +200,7 @@ impl Inner {
                 Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
             }
         }
-        let (applied, problems) =
-            variables::apply(ctx, &self.store, changes, "updateState").await?;
+        let (applied, problems) = variables::apply(ctx, changes, "updateState").await?;
         errors.extend(problems);
         if !errors.is_empty() {
             ctx.events
@@ -242,7 +241,7 @@ impl Inner {
         let changes = result_assignments(binding, &value);
         if !changes.is_empty() {
             let (_, problems) =
-                variables::apply(ctx, &self.store, changes, &format!("tool:{}", tool.name)).await?;
+                variables::apply(ctx, changes, &format!("tool:{}", tool.name)).await?;
             if !problems.is_empty() {
                 ctx.events
                     .emit(

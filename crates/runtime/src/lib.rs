@@ -11,6 +11,7 @@ mod broker;
 mod error;
 mod events;
 mod execute;
+mod journal;
 mod llm_leaf;
 mod session;
 mod start;
@@ -58,6 +59,7 @@ pub struct RuntimeConfig {
 
 pub(crate) struct Inner {
     pub store: Store,
+    pub journal: journal::Journal,
     pub config: RuntimeConfig,
     pub mcp_pool: McpPool,
     pub sessions: Mutex<HashMap<String, Arc<session::SessionCtx>>>,
@@ -71,9 +73,11 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Must be called inside a Tokio runtime: it starts the journal writer.
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
         Self {
             inner: Arc::new(Inner {
+                journal: journal::Journal::start(store.clone()),
                 store,
                 config,
                 mcp_pool: McpPool::default(),
@@ -94,10 +98,14 @@ impl Runtime {
         let ids = self.inner.store.sessions_with_running_turn().await?;
         for id in &ids {
             let ctx = self.inner.session(id).await?;
+            let event = serde_json::json!({"interrupted": true, "reason": "the server restarted during the turn"});
+            let update = rtc_store::SessionUpdate {
+                turn_running: Some(false),
+                ..Default::default()
+            };
             ctx.events
-                .emit("turn.completed", serde_json::json!({"interrupted": true, "reason": "the server restarted during the turn"}))
+                .emit_with(vec![("turn.completed", event)], update)
                 .await?;
-            self.inner.store.set_turn_running(id, false).await?;
         }
         Ok(ids.len())
     }
@@ -115,5 +123,6 @@ impl Runtime {
         }
         self.inner.tasks.close();
         let _ = tokio::time::timeout(grace, self.inner.tasks.wait()).await;
+        self.inner.journal.flush().await;
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::ClientConnection;
+use crate::events::Durability;
 use crate::session::{RunningTurn, SessionConfig, SessionCtx};
 use crate::turn::message;
 use crate::variables::{SystemInfo, initial_variables};
@@ -191,6 +192,8 @@ impl Runtime {
             let vars = ctx.state.lock().await.variables.clone();
             inner.say(&ctx, &render_variables(first, &vars)).await?;
         }
+        // What creation did is durable before it is acknowledged.
+        inner.journal.flush().await;
         Ok(CreateSessionResponse {
             id: id.clone(),
             client_token,
@@ -199,8 +202,10 @@ impl Runtime {
         })
     }
 
-    /// The stored session of a workspace.
+    /// The stored session of a workspace, with every record queued so far
+    /// (read your writes).
     pub async fn session(&self, workspace: &str, id: &str) -> Result<SessionRecord, RuntimeError> {
+        self.inner.journal.flush().await;
         self.inner
             .store
             .session(workspace, id)
@@ -264,7 +269,12 @@ impl Runtime {
         let m = message(MessageRole::User, text);
         let event = json!({"messageId": m.id, "role": "user", "content": text});
         inner
-            .append(&ctx, m.clone(), vec![("message.completed", event)])
+            .append(
+                &ctx,
+                m.clone(),
+                vec![("message.completed", event)],
+                Durability::Committed,
+            )
             .await?;
         if status == SessionStatus::Handoff {
             return Ok(m);
@@ -326,7 +336,12 @@ impl Runtime {
         m.role = MessageRole::HumanAgent;
         let event = json!({"messageId": m.id, "role": "human_agent", "content": text});
         self.inner
-            .append(&ctx, m.clone(), vec![("message.completed", event)])
+            .append(
+                &ctx,
+                m.clone(),
+                vec![("message.completed", event)],
+                Durability::Committed,
+            )
             .await?;
         Ok(m)
     }
@@ -374,10 +389,12 @@ impl Runtime {
         Ok(ClientConnection { ctx, id: conn })
     }
 
-    /// Wait until the session's running turn (if any) has finished.
+    /// Wait until the session's running turn (if any) has finished and
+    /// everything it recorded is committed.
     pub async fn idle(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
         ctx.wait_turn().await;
+        self.inner.journal.flush().await;
         Ok(())
     }
 }

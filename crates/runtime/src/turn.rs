@@ -10,10 +10,11 @@ use futures::stream::FuturesUnordered;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall};
 use rtc_core::model_tools::{model_tools, render_variables};
 use rtc_protocol::{Assistant, Message, MessageRole, MessageToolCall, SessionStatus};
-use rtc_store::{new_id, now_millis};
+use rtc_store::{SessionUpdate, new_id, now_millis};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::events::Durability;
 use crate::execute::Interrupt;
 use crate::session::SessionCtx;
 use crate::{Inner, Provider, RuntimeError, variables};
@@ -101,17 +102,21 @@ impl Inner {
             .unwrap_or(&self.config.default_provider)
     }
 
-    /// Store a message with its events (one transaction) and keep the
+    /// Record a message with its events (one transaction) and keep the
     /// in-memory history in step.
     pub(crate) async fn append(
         &self,
         ctx: &SessionCtx,
         m: Message,
         events: Vec<(&str, serde_json::Value)>,
+        durability: Durability,
     ) -> Result<(), RuntimeError> {
         let mut history = ctx.history.lock().await;
-        ctx.events.record(Some(&m), events).await?;
-        if let Some(h) = history.as_mut() {
+        let kept = history.is_some().then(|| m.clone());
+        ctx.events
+            .record(Some(m), events, SessionUpdate::default(), durability)
+            .await?;
+        if let (Some(h), Some(m)) = (history.as_mut(), kept) {
             h.push(m);
         }
         Ok(())
@@ -121,6 +126,7 @@ impl Inner {
     pub(crate) async fn history(&self, ctx: &SessionCtx) -> Result<Vec<Message>, RuntimeError> {
         let mut history = ctx.history.lock().await;
         if history.is_none() {
+            self.journal.flush().await;
             *history = Some(self.store.messages(&ctx.id).await?);
         }
         Ok(history.clone().unwrap_or_default())
@@ -130,8 +136,13 @@ impl Inner {
     pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
         let m = message(MessageRole::Assistant, text);
         let event = json!({"messageId": m.id, "role": "assistant", "content": text});
-        self.append(ctx, m, vec![("message.completed", event)])
-            .await
+        self.append(
+            ctx,
+            m,
+            vec![("message.completed", event)],
+            Durability::Queued,
+        )
+        .await
     }
 
     /// The recent conversation as text, for extraction and judges.
@@ -162,18 +173,22 @@ impl Inner {
             tracing::error!(session = %ctx.id, error = %e, "turn failed");
             let _ = ctx.events.emit("error", json!({"code": "turn_failed", "message": "the turn failed; see the server log"})).await;
         }
-        let _ = self.store.set_turn_running(&ctx.id, false).await;
         if let Err(e) = self.finish_ending(&ctx).await {
             tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
         }
         let interrupted = cancel.is_cancelled();
-        let _ = ctx
+        let completed = json!({"turnId": turn_id, "interrupted": interrupted});
+        let not_running = SessionUpdate {
+            turn_running: Some(false),
+            ..SessionUpdate::default()
+        };
+        if let Err(e) = ctx
             .events
-            .emit(
-                "turn.completed",
-                json!({"turnId": turn_id, "interrupted": interrupted}),
-            )
-            .await;
+            .emit_with(vec![("turn.completed", completed)], not_running)
+            .await
+        {
+            tracing::error!(session = %ctx.id, error = %e, "recording the end of a turn failed");
+        }
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
         }
@@ -212,11 +227,21 @@ impl Inner {
         cancel: &CancellationToken,
         turn_id: &str,
     ) -> Result<(), RuntimeError> {
-        self.store.set_turn_running(&ctx.id, true).await?;
+        let (variables, changes) = variables::begin_turn(ctx).await;
+        let state = json!({"changes": changes, "variables": variables, "source": "system"});
+        let update = SessionUpdate {
+            variables: Some(variables),
+            turn_running: Some(true),
+        };
         ctx.events
-            .emit("turn.started", json!({"turnId": turn_id}))
+            .emit_with(
+                vec![
+                    ("turn.started", json!({"turnId": turn_id})),
+                    ("state.updated", state),
+                ],
+                update,
+            )
             .await?;
-        variables::begin_turn(ctx, &self.store).await?;
         let assistant = &ctx.config.assistant;
         let provider = self.provider_for(assistant);
         let model = assistant
@@ -292,7 +317,7 @@ impl Inner {
                     json!({"callId": c.id, "name": c.name, "arguments": c.arguments}),
                 ));
             }
-            self.append(ctx, stored, events).await?;
+            self.append(ctx, stored, events, Durability::Queued).await?;
             if response.tool_calls.is_empty() {
                 return Ok(());
             }
@@ -345,7 +370,8 @@ impl Inner {
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
             let event = json!({"callId": call.id, "name": call.name, "isError": outcome.is_error, "result": outcome.shown});
-            self.append(ctx, m, vec![("tool.completed", event)]).await?;
+            self.append(ctx, m, vec![("tool.completed", event)], Durability::Queued)
+                .await?;
             interrupt = interrupt.or(outcome.interrupt);
         }
         drop(running);
@@ -355,7 +381,8 @@ impl Inner {
             m.tool_call_id = Some(id.to_owned());
             m.name = call.map(|c| c.name.clone());
             let event = json!({"callId": id, "name": m.name, "isError": true, "cancelled": true});
-            self.append(ctx, m, vec![("tool.completed", event)]).await?;
+            self.append(ctx, m, vec![("tool.completed", event)], Durability::Queued)
+                .await?;
         }
         Ok(interrupt)
     }

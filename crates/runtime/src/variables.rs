@@ -9,7 +9,7 @@ use rtc_core::names::SYSTEM_PREFIX;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_expr::value_fits;
 use rtc_protocol::{Assistant, RunMode};
-use rtc_store::now_millis;
+use rtc_store::{SessionUpdate, now_millis};
 use serde_json::{Map, Value, json};
 
 use crate::RuntimeError;
@@ -81,12 +81,11 @@ pub(crate) fn initial_variables(
     Ok(vars)
 }
 
-/// Apply changes to declared variables, persist them and emit one
+/// Apply changes to declared variables, record them with one
 /// `state.updated`. Values of the wrong type are skipped and reported.
 /// Returns the applied changes and the problems.
 pub(crate) async fn apply(
     ctx: &SessionCtx,
-    store: &rtc_store::Store,
     changes: Vec<(String, Value)>,
     source: &str,
 ) -> Result<(Map<String, Value>, Vec<String>), RuntimeError> {
@@ -117,22 +116,21 @@ pub(crate) async fn apply(
         state.variables.clone()
     };
     if !applied.is_empty() {
-        store.set_session_variables(&ctx.id, &snapshot).await?;
+        let event = json!({"changes": applied, "variables": snapshot, "source": source});
+        let update = SessionUpdate {
+            variables: Some(snapshot),
+            turn_running: None,
+        };
         ctx.events
-            .emit(
-                "state.updated",
-                json!({"changes": applied, "variables": snapshot, "source": source}),
-            )
+            .emit_with(vec![("state.updated", event)], update)
             .await?;
     }
     Ok((applied, problems))
 }
 
-/// Update the platform's own variables at the start of a turn.
-pub(crate) async fn begin_turn(
-    ctx: &SessionCtx,
-    store: &rtc_store::Store,
-) -> Result<Map<String, Value>, RuntimeError> {
+/// Update the platform's own variables at the start of a turn; returns
+/// all values and the changed ones, for the caller to record.
+pub(crate) async fn begin_turn(ctx: &SessionCtx) -> (Map<String, Value>, Value) {
     let snapshot = {
         let mut state = ctx.state.lock().await;
         let count = state
@@ -150,13 +148,6 @@ pub(crate) async fn begin_turn(
         );
         state.variables.clone()
     };
-    store.set_session_variables(&ctx.id, &snapshot).await?;
     let changes = json!({"system__turn_count": snapshot["system__turn_count"], "system__time_utc": snapshot["system__time_utc"]});
-    ctx.events
-        .emit(
-            "state.updated",
-            json!({"changes": changes, "variables": snapshot, "source": "system"}),
-        )
-        .await?;
-    Ok(snapshot)
+    (snapshot, changes)
 }

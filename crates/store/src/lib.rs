@@ -24,7 +24,7 @@ pub use error::StoreError;
 pub use ids::{hash_token, new_id, new_token};
 pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;
-pub use sessions::{NewSession, SessionRecord};
+pub use sessions::{NewSession, SessionRecord, SessionRecords, SessionUpdate};
 pub use workspaces::WorkspaceRecord;
 
 /// Milliseconds since the Unix epoch, now.

@@ -22,6 +22,31 @@ pub struct NewSession<'a> {
     pub client_token: &'a str,
 }
 
+/// A message (if any), the events recorded with it and changes of the
+/// session row, for [`Store::append_batch`].
+pub struct SessionRecords<'a> {
+    pub session: &'a str,
+    pub message: Option<&'a Message>,
+    pub events: &'a [SessionEvent],
+    pub update: &'a SessionUpdate,
+    pub at_millis: i64,
+}
+
+/// Changes of a session row written with its records.
+#[derive(Debug, Clone, Default)]
+pub struct SessionUpdate {
+    /// All current variable values.
+    pub variables: Option<Map<String, Value>>,
+    /// Whether a turn is running (for recovery after a crash).
+    pub turn_running: Option<bool>,
+}
+
+impl SessionUpdate {
+    fn is_empty(&self) -> bool {
+        self.variables.is_none() && self.turn_running.is_none()
+    }
+}
+
 /// A stored session.
 #[derive(Debug, Clone)]
 pub struct SessionRecord {
@@ -224,12 +249,35 @@ impl Store {
         events: &[SessionEvent],
         at_millis: i64,
     ) -> Result<(), StoreError> {
+        self.append_batch(&[SessionRecords {
+            session,
+            message,
+            events,
+            update: &SessionUpdate::default(),
+            at_millis,
+        }])
+        .await
+    }
+
+    /// Store several sessions' records in one transaction (group commit):
+    /// messages and session changes in order, then all events in
+    /// multi-row inserts.
+    pub async fn append_batch(&self, batch: &[SessionRecords<'_>]) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        if let Some(m) = message {
-            insert_message(&mut tx, session, m).await?;
+        for r in batch {
+            if let Some(m) = r.message {
+                insert_message(&mut tx, r.session, m).await?;
+            }
+            if !r.update.is_empty() {
+                update_session(&mut tx, r.session, r.update, r.at_millis).await?;
+            }
         }
-        for e in events {
-            insert_event(&mut tx, e, at_millis).await?;
+        let events: Vec<(&SessionEvent, i64)> = batch
+            .iter()
+            .flat_map(|r| r.events.iter().map(|e| (e, r.at_millis)))
+            .collect();
+        for chunk in events.chunks(EVENTS_PER_INSERT) {
+            insert_events(&mut tx, chunk).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -251,7 +299,7 @@ impl Store {
         at_millis: i64,
     ) -> Result<(), StoreError> {
         let mut conn = self.pool.acquire().await?;
-        insert_event(&mut conn, event, at_millis).await
+        insert_events(&mut conn, &[(event, at_millis)]).await
     }
 
     /// Events after `after` (exclusive), oldest first, at most `limit`.
@@ -311,18 +359,55 @@ async fn insert_message(
     Ok(row.try_get("seq")?)
 }
 
-async fn insert_event(
+async fn update_session(
     conn: &mut sqlx::AnyConnection,
-    event: &SessionEvent,
+    session: &str,
+    update: &SessionUpdate,
     at_millis: i64,
 ) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ($1, $2, $3, $4, $5)")
-        .bind(&event.session_id)
-        .bind(event.seq)
-        .bind(&event.kind)
-        .bind(Value::Object(event.data.clone()).to_string())
+    sqlx::query("UPDATE sessions SET variables = COALESCE($1, variables), turn_running = COALESCE($2, turn_running), updated_at = $3 WHERE id = $4")
+        .bind(update.variables.as_ref().map(|v| Value::Object(v.clone()).to_string()))
+        .bind(update.turn_running.map(i32::from))
         .bind(at_millis)
+        .bind(session)
         .execute(&mut *conn)
         .await?;
+    Ok(())
+}
+
+/// Rows per multi-row event insert (5 parameters each; far below the
+/// engines' parameter limits).
+const EVENTS_PER_INSERT: usize = 200;
+
+async fn insert_events(
+    conn: &mut sqlx::AnyConnection,
+    events: &[(&SessionEvent, i64)],
+) -> Result<(), StoreError> {
+    let mut sql =
+        String::from("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ");
+    for i in 0..events.len() {
+        let b = i * 5;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${})",
+            b + 1,
+            b + 2,
+            b + 3,
+            b + 4,
+            b + 5
+        ));
+    }
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (event, at_millis) in events {
+        query = query
+            .bind(event.session_id.as_str())
+            .bind(event.seq)
+            .bind(event.kind.as_str())
+            .bind(Value::Object(event.data.clone()).to_string())
+            .bind(*at_millis);
+    }
+    query.execute(&mut *conn).await?;
     Ok(())
 }

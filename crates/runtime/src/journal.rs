@@ -1,0 +1,167 @@
+//! The journal: one writer task that commits session records (a message,
+//! its events, changes of the session row) in arrival order, many at a time in one transaction
+//! (group commit), and broadcasts each event only after it is committed.
+//!
+//! A turn does not wait for its records to reach the disk (R-PF-1): it
+//! goes on while the writer commits. Whoever must know a record is durable
+//! — a user message before it is acknowledged (R-ST-3) — waits for it with
+//! [`Journal::write_awaitable`]; [`Journal::flush`] waits until everything
+//! queued so far is committed (before reading the store back). A crash can
+//! lose only records of a running turn, which recovery marks interrupted;
+//! a tool call left without its result is shown to the model as cancelled.
+
+use rtc_protocol::{Message, SessionEvent};
+use rtc_store::{SessionRecords, SessionUpdate, Store};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::RuntimeError;
+
+/// Records waiting for the writer before `write` waits for room
+/// (backpressure instead of unbounded memory).
+const QUEUE: usize = 8192;
+/// Most records committed in one transaction.
+const BATCH: usize = 512;
+
+/// What one write stores and whom it tells.
+pub(crate) struct Entry {
+    pub session: String,
+    pub message: Option<Message>,
+    pub events: Vec<SessionEvent>,
+    pub update: SessionUpdate,
+    pub at_millis: i64,
+    /// Live subscribers of the session, told after the commit.
+    pub live: broadcast::Sender<SessionEvent>,
+}
+
+/// Told when a write is committed (or why it failed).
+type Done = oneshot::Sender<Result<(), String>>;
+
+#[allow(
+    clippy::large_enum_variant,
+    reason = "writes are the common job; boxing them would allocate per write"
+)]
+enum Job {
+    Write(Entry, Option<Done>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// Handle to the writer task; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Journal {
+    tx: mpsc::Sender<Job>,
+}
+
+impl Journal {
+    /// Start the writer task; it ends when the last handle is dropped,
+    /// after committing what was queued.
+    pub fn start(store: Store) -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        tokio::spawn(run(store, rx));
+        Self { tx }
+    }
+
+    /// Queue records; they are committed and broadcast soon, in order.
+    pub async fn write(&self, entry: Entry) -> Result<(), RuntimeError> {
+        self.tx
+            .send(Job::Write(entry, None))
+            .await
+            .map_err(|_| stopped())
+    }
+
+    /// Queue records and get a handle that tells when they are committed.
+    pub async fn write_awaitable(&self, entry: Entry) -> Result<Commit, RuntimeError> {
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(Job::Write(entry, Some(done)))
+            .await
+            .map_err(|_| stopped())?;
+        Ok(Commit(wait))
+    }
+
+    /// Wait until every record queued before this call is committed.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Job::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+}
+
+/// The commit of queued records, to wait for.
+pub(crate) struct Commit(oneshot::Receiver<Result<(), String>>);
+
+impl Commit {
+    /// Wait until the records are committed.
+    pub async fn wait(self) -> Result<(), RuntimeError> {
+        self.0
+            .await
+            .map_err(|_| stopped())?
+            .map_err(RuntimeError::Internal)
+    }
+}
+
+fn stopped() -> RuntimeError {
+    RuntimeError::Internal("the journal writer has stopped".into())
+}
+
+async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
+    let mut jobs = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut jobs, BATCH).await > 0 {
+        let mut writes = Vec::new();
+        for job in jobs.drain(..) {
+            match job {
+                Job::Write(entry, done) => writes.push((entry, done)),
+                Job::Flush(done) => {
+                    commit(&store, std::mem::take(&mut writes)).await;
+                    let _ = done.send(());
+                }
+            }
+        }
+        commit(&store, writes).await;
+    }
+}
+
+/// Commit a batch; if the batch fails, each write on its own, so one bad
+/// record cannot lose the others. Events are broadcast after their commit.
+async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>) {
+    if writes.is_empty() {
+        return;
+    }
+    let batch: Vec<SessionRecords<'_>> = writes.iter().map(|(e, _)| records(e)).collect();
+    let outcome = store.append_batch(&batch).await;
+    drop(batch);
+    if outcome.is_ok() {
+        for (entry, done) in writes {
+            publish(entry, done, Ok(()));
+        }
+        return;
+    }
+    for (entry, done) in writes {
+        let outcome = store.append_batch(&[records(&entry)]).await;
+        if let Err(e) = &outcome {
+            tracing::error!(session = %entry.session, error = %e, "recording session events failed");
+        }
+        publish(entry, done, outcome.map_err(|e| e.to_string()));
+    }
+}
+
+fn records(e: &Entry) -> SessionRecords<'_> {
+    SessionRecords {
+        session: &e.session,
+        message: e.message.as_ref(),
+        events: &e.events,
+        update: &e.update,
+        at_millis: e.at_millis,
+    }
+}
+
+fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
+    if outcome.is_ok() {
+        for event in entry.events {
+            let _ = entry.live.send(event);
+        }
+    }
+    if let Some(done) = done {
+        let _ = done.send(outcome);
+    }
+}
