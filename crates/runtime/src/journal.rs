@@ -165,3 +165,101 @@ fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
         let _ = done.send(outcome);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rtc_store::{MasterKey, NewSession, SecretBox};
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    async fn store_with_session(dir: &tempfile::TempDir) -> Store {
+        let url = format!("sqlite://{}", dir.path().join("j.db").display());
+        let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        store.create_workspace("ws", "w", "k").await.unwrap();
+        store
+            .create_session(NewSession {
+                id: "s",
+                workspace_id: "ws",
+                assistant_id: "a",
+                parent_id: None,
+                root_id: "s",
+                user_id: None,
+                title: None,
+                variables: &Map::new(),
+                config: &json!({}),
+                client_token: "t",
+            })
+            .await
+            .unwrap();
+        store
+    }
+
+    fn entry(seq: i64, live: &broadcast::Sender<SessionEvent>) -> Entry {
+        Entry {
+            session: "s".into(),
+            message: None,
+            events: vec![SessionEvent {
+                kind: "test".into(),
+                session_id: "s".into(),
+                seq,
+                timestamp: String::new(),
+                data: Map::new(),
+            }],
+            update: SessionUpdate::default(),
+            at_millis: 0,
+            live: live.clone(),
+        }
+    }
+
+    /// Records queued back to back are committed in order; a record the
+    /// database refuses (a duplicate seq) fails alone, is not broadcast,
+    /// and does not take the rest of its batch with it.
+    #[tokio::test]
+    async fn a_refused_record_fails_alone_and_order_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_session(&dir).await;
+        let journal = Journal::start(store.clone());
+        let (live, mut rx) = broadcast::channel(64);
+        let mut commits = Vec::new();
+        for seq in [1, 2, 2, 3] {
+            commits.push(journal.write_awaitable(entry(seq, &live)).await.unwrap());
+        }
+        let outcomes: Vec<bool> = futures::future::join_all(commits.into_iter().map(Commit::wait))
+            .await
+            .iter()
+            .map(Result::is_ok)
+            .collect();
+        assert_eq!(outcomes, [true, true, false, true]);
+        let stored: Vec<i64> = store
+            .events_after("s", 0, 10)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(stored, [1, 2, 3]);
+        let mut told = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            told.push(e.seq);
+        }
+        assert_eq!(told, [1, 2, 3], "broadcast only what was committed, in order");
+    }
+
+    /// After `flush`, everything queued before it is readable.
+    #[tokio::test]
+    async fn flush_makes_queued_records_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_with_session(&dir).await;
+        let journal = Journal::start(store.clone());
+        let (live, _rx) = broadcast::channel(1024);
+        for seq in 1..=300 {
+            journal.write(entry(seq, &live)).await.unwrap();
+        }
+        journal.flush().await;
+        assert_eq!(store.last_event_seq("s").await.unwrap(), 300);
+    }
+}
