@@ -42,6 +42,7 @@ struct FileConfig {
     llm_model: Option<String>,
     small_model: Option<String>,
     max_steps_per_turn: Option<usize>,
+    idle_session_secs: Option<u64>,
     #[serde(default)]
     providers: BTreeMap<String, ProviderSettings>,
 }
@@ -80,6 +81,9 @@ pub struct Settings {
     pub llm: ProviderSettings,
     pub small_model: String,
     pub max_steps_per_turn: usize,
+    /// How long an unused session stays in memory (it is reloaded from the
+    /// store when used again).
+    pub idle_session_secs: u64,
     pub providers: BTreeMap<String, ProviderSettings>,
 }
 
@@ -152,6 +156,12 @@ impl Settings {
                     .parse()
                     .context("RTC_MAX_STEPS_PER_TURN must be a number")?,
                 None => file.max_steps_per_turn.unwrap_or(16),
+            },
+            idle_session_secs: match env("RTC_IDLE_SESSION_SECS") {
+                Some(v) => v
+                    .parse()
+                    .context("RTC_IDLE_SESSION_SECS must be a number of seconds")?,
+                None => file.idle_session_secs.unwrap_or(300),
             },
             providers: file.providers,
         })

@@ -131,6 +131,7 @@ fn build_runtime(
         http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES)?,
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
+        idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
     };
     Ok(Runtime::new(store, config))
 }

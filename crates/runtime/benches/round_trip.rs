@@ -13,7 +13,9 @@
 //!   calls and K tool calls, divided by K;
 //! - CPU time per round trip;
 //!
-//! then turns/s with 100 concurrent sessions.
+//! then turns/s with 100 and 1,000 concurrent sessions (R-PF-2), and the resident
+//! memory of 10,000 idle sessions with their contexts in memory and after
+//! the idle sweep.
 
 #![allow(
     clippy::unwrap_used,
@@ -77,7 +79,8 @@ async fn tool_server() -> String {
 /// (k is read from the user message), then answers with text.
 fn responder(req: &Value) -> MockReply {
     ARRIVALS.lock().unwrap().push(Instant::now());
-    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let no_messages = Vec::new();
+    let messages = req["messages"].as_array().unwrap_or(&no_messages);
     let k: usize = messages
         .iter()
         .rev()
@@ -151,6 +154,7 @@ async fn setup() -> Setup {
             timeout: Duration::from_secs(10),
         },
         mcp_call_timeout: Duration::from_secs(10),
+        idle_session_ttl: Duration::from_secs(300),
     };
     let runtime = Runtime::new(store, config);
     Setup {
@@ -285,8 +289,16 @@ async fn main() {
         }
     }
     s.mock.set_whole_answers(false);
-    let concurrency = 100;
-    let sessions: Vec<String> = futures_join(&s, concurrency).await;
+    for concurrency in [100, 1000] {
+        concurrent_turns(&s, concurrency).await;
+    }
+    idle_memory(&s).await;
+}
+
+/// Three rounds of one turn (one tool round trip) in each of
+/// `concurrency` sessions at once; every call must succeed.
+async fn concurrent_turns(s: &Setup, concurrency: usize) {
+    let sessions: Vec<String> = futures_join(s, concurrency).await;
     let start = Instant::now();
     let rounds = 3;
     for _ in 0..rounds {
@@ -309,6 +321,33 @@ async fn main() {
         (concurrency * rounds) as f64 / elapsed,
         concurrency * rounds,
         elapsed
+    );
+}
+
+/// Resident set size of this process, in bytes.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+async fn idle_memory(s: &Setup) {
+    let n = 10_000;
+    s.runtime.evict_idle_sessions();
+    let before = rss_bytes();
+    let ids = futures_join(s, n).await;
+    for id in &ids {
+        s.runtime.state(&s.workspace, id).await.unwrap();
+    }
+    let live = rss_bytes();
+    println!(
+        "{n} idle sessions with contexts in memory: {:.1} KiB resident each ({} contexts)",
+        (live.saturating_sub(before)) as f64 / n as f64 / 1024.0,
+        s.runtime.live_sessions()
     );
 }
 

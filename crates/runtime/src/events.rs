@@ -4,6 +4,7 @@
 //! never blocks the session.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use futures::Stream;
 use rtc_core::time::rfc3339_from_millis;
@@ -25,7 +26,42 @@ pub(crate) struct EventLog {
     store: Store,
     journal: Journal,
     last_seq: tokio::sync::Mutex<i64>,
-    live: broadcast::Sender<SessionEvent>,
+    live: Arc<Live>,
+}
+
+/// The live side of a session's events: a broadcast channel created when
+/// the first subscriber comes (an idle session pays nothing for it), told
+/// by the journal after each commit.
+#[derive(Default)]
+pub(crate) struct Live(Mutex<Option<broadcast::Sender<SessionEvent>>>);
+
+impl Live {
+    /// Tell the subscribers, if any.
+    pub fn send(&self, event: SessionEvent) {
+        if let Ok(slot) = self.0.lock()
+            && let Some(tx) = slot.as_ref()
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(event);
+        }
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
+        match self.0.lock() {
+            Ok(mut slot) => slot
+                .get_or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
+                .subscribe(),
+            Err(_) => broadcast::channel(1).1,
+        }
+    }
+
+    fn receivers(&self) -> usize {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|slot| slot.as_ref().map(broadcast::Sender::receiver_count))
+            .unwrap_or(0)
+    }
 }
 
 /// Whether [`EventLog::record`] waits for the commit.
@@ -39,14 +75,18 @@ pub(crate) enum Durability {
 
 impl EventLog {
     pub fn new(session_id: &str, store: Store, journal: Journal, last_seq: i64) -> Self {
-        let (live, _) = broadcast::channel(LIVE_BUFFER);
         Self {
             session_id: session_id.to_owned(),
             store,
             journal,
             last_seq: tokio::sync::Mutex::new(last_seq),
-            live,
+            live: Arc::default(),
         }
+    }
+
+    /// How many live subscribers are attached.
+    pub fn subscribers(&self) -> usize {
+        self.live.receivers()
     }
 
     /// Record and broadcast an event; `data` should be a JSON object.

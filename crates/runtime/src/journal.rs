@@ -12,9 +12,12 @@
 
 use rtc_protocol::{Message, SessionEvent};
 use rtc_store::{SessionRecords, SessionUpdate, Store};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
 
 use crate::RuntimeError;
+use crate::events::Live;
 
 /// Records waiting for the writer before `write` waits for room
 /// (backpressure instead of unbounded memory).
@@ -30,7 +33,7 @@ pub(crate) struct Entry {
     pub update: SessionUpdate,
     pub at_millis: i64,
     /// Live subscribers of the session, told after the commit.
-    pub live: broadcast::Sender<SessionEvent>,
+    pub live: Arc<Live>,
 }
 
 /// Told when a write is committed (or why it failed).
@@ -158,7 +161,7 @@ fn records(e: &Entry) -> SessionRecords<'_> {
 fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
     if outcome.is_ok() {
         for event in entry.events {
-            let _ = entry.live.send(event);
+            entry.live.send(event);
         }
     }
     if let Some(done) = done {
@@ -198,7 +201,7 @@ mod tests {
         store
     }
 
-    fn entry(seq: i64, live: &broadcast::Sender<SessionEvent>) -> Entry {
+    fn entry(seq: i64, live: &Arc<Live>) -> Entry {
         Entry {
             session: "s".into(),
             message: None,
@@ -223,7 +226,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_session(&dir).await;
         let journal = Journal::start(store.clone());
-        let (live, mut rx) = broadcast::channel(64);
+        let live = Arc::new(Live::default());
+        let mut rx = live.subscribe();
         let mut commits = Vec::new();
         for seq in [1, 2, 2, 3] {
             commits.push(journal.write_awaitable(entry(seq, &live)).await.unwrap());
@@ -246,7 +250,11 @@ mod tests {
         while let Ok(e) = rx.try_recv() {
             told.push(e.seq);
         }
-        assert_eq!(told, [1, 2, 3], "broadcast only what was committed, in order");
+        assert_eq!(
+            told,
+            [1, 2, 3],
+            "broadcast only what was committed, in order"
+        );
     }
 
     /// After `flush`, everything queued before it is readable.
@@ -255,7 +263,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_session(&dir).await;
         let journal = Journal::start(store.clone());
-        let (live, _rx) = broadcast::channel(1024);
+        let live = Arc::new(Live::default());
         for seq in 1..=300 {
             journal.write(entry(seq, &live)).await.unwrap();
         }

@@ -55,6 +55,9 @@ pub struct RuntimeConfig {
     pub mcp: McpConnector,
     /// Time limit of one MCP tool call.
     pub mcp_call_timeout: Duration,
+    /// How long an unused session context stays in memory (R-PF-2); it is
+    /// loaded again from the store when the session is used.
+    pub idle_session_ttl: Duration,
 }
 
 pub(crate) struct Inner {
@@ -73,9 +76,10 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Must be called inside a Tokio runtime: it starts the journal writer.
+    /// Must be called inside a Tokio runtime: it starts the journal writer
+    /// and the sweeper of idle sessions.
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
-        Self {
+        let runtime = Self {
             inner: Arc::new(Inner {
                 journal: journal::Journal::start(store.clone()),
                 store,
@@ -84,7 +88,20 @@ impl Runtime {
                 sessions: Mutex::default(),
                 tasks: TaskTracker::new(),
             }),
-        }
+        };
+        session::spawn_sweeper(&runtime.inner);
+        runtime
+    }
+
+    /// Drop the in-memory contexts of sessions unused for the idle TTL;
+    /// returns how many were dropped. Also runs periodically by itself.
+    pub fn evict_idle_sessions(&self) -> usize {
+        self.inner.evict_idle(rtc_store::now_millis())
+    }
+
+    /// How many session contexts are in memory.
+    pub fn live_sessions(&self) -> usize {
+        self.inner.sessions.lock().map(|m| m.len()).unwrap_or(0)
     }
 
     /// Names of the configured providers.

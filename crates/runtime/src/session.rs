@@ -2,9 +2,12 @@
 //! variables and status, event log, client broker and running turn.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use rtc_protocol::{Assistant, SessionStatus, Tool};
+use rtc_store::now_millis;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
@@ -47,6 +50,8 @@ pub(crate) struct SessionCtx {
     /// The message history, loaded on first use and appended in step
     /// with the store.
     pub history: tokio::sync::Mutex<Option<Vec<rtc_protocol::Message>>>,
+    /// When the context was last looked up (epoch ms), for eviction.
+    pub last_used: AtomicI64,
 }
 
 impl SessionCtx {
@@ -73,6 +78,7 @@ impl Inner {
     /// The live context of a session, loaded from the store on first use.
     pub async fn session(&self, id: &str) -> Result<Arc<SessionCtx>, RuntimeError> {
         if let Some(ctx) = self.sessions.lock().ok().and_then(|m| m.get(id).cloned()) {
+            ctx.last_used.store(now_millis(), Ordering::Relaxed);
             return Ok(ctx);
         }
         let record = self
@@ -98,6 +104,7 @@ impl Inner {
             broker: Broker::default(),
             turn: tokio::sync::Mutex::new(None),
             history: tokio::sync::Mutex::new(None),
+            last_used: AtomicI64::new(now_millis()),
         });
         let mut map = self
             .sessions
@@ -114,6 +121,23 @@ impl Inner {
         }
     }
 
+    /// Drop contexts unused since `now - ttl` that nothing holds: no
+    /// running turn, no client connection, no request in flight (only the
+    /// map holds the `Arc`; new holders need the map's lock) and no live
+    /// subscriber (it would miss the events of a reloaded context).
+    pub fn evict_idle(&self, now: i64) -> usize {
+        let ttl = i64::try_from(self.config.idle_session_ttl.as_millis()).unwrap_or(i64::MAX);
+        let Ok(mut map) = self.sessions.lock() else {
+            return 0;
+        };
+        let before = map.len();
+        map.retain(|_, ctx| {
+            let idle = now.saturating_sub(ctx.last_used.load(Ordering::Relaxed)) >= ttl;
+            !(idle && Arc::strong_count(ctx) == 1 && ctx.events.subscribers() == 0)
+        });
+        before - map.len()
+    }
+
     /// A session of `workspace` (404 for another workspace's).
     pub async fn session_in(
         &self,
@@ -127,4 +151,23 @@ impl Inner {
             Err(RuntimeError::not_found("session", id))
         }
     }
+}
+
+/// Evict idle contexts every so often, until the runtime is dropped.
+pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
+    let period =
+        (inner.config.idle_session_ttl / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            let dropped = inner.evict_idle(now_millis());
+            if dropped > 0 {
+                tracing::debug!(dropped, "evicted idle session contexts");
+            }
+        }
+    });
 }

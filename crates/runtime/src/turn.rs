@@ -122,14 +122,19 @@ impl Inner {
         Ok(())
     }
 
-    /// The session's history, from memory after the first read.
-    pub(crate) async fn history(&self, ctx: &SessionCtx) -> Result<Vec<Message>, RuntimeError> {
+    /// Run `f` over the session's history, from memory after the first
+    /// read (no copy of the whole history per model call).
+    pub(crate) async fn with_history<T>(
+        &self,
+        ctx: &SessionCtx,
+        f: impl FnOnce(&[Message]) -> T,
+    ) -> Result<T, RuntimeError> {
         let mut history = ctx.history.lock().await;
         if history.is_none() {
             self.journal.flush().await;
             *history = Some(self.store.messages(&ctx.id).await?);
         }
-        Ok(history.clone().unwrap_or_default())
+        Ok(f(history.as_deref().unwrap_or_default()))
     }
 
     /// The assistant says `text` outside the model (first message, custom goodbye).
@@ -147,22 +152,24 @@ impl Inner {
 
     /// The recent conversation as text, for extraction and judges.
     pub(crate) async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
-        let history = self.history(ctx).await?;
-        let recent = history
-            .iter()
-            .rev()
-            .filter(|m| {
-                matches!(
-                    m.role,
-                    MessageRole::User | MessageRole::Assistant | MessageRole::HumanAgent
-                ) && !m.content.is_empty()
-            })
-            .take(20);
-        let mut lines: Vec<String> = recent
-            .map(|m| format!("{}: {}", m.role.as_str(), m.content))
-            .collect();
-        lines.reverse();
-        Ok(lines.join("\n"))
+        self.with_history(ctx, |history| {
+            let recent = history
+                .iter()
+                .rev()
+                .filter(|m| {
+                    matches!(
+                        m.role,
+                        MessageRole::User | MessageRole::Assistant | MessageRole::HumanAgent
+                    ) && !m.content.is_empty()
+                })
+                .take(20);
+            let mut lines: Vec<String> = recent
+                .map(|m| format!("{}: {}", m.role.as_str(), m.content))
+                .collect();
+            lines.reverse();
+            lines.join("\n")
+        })
+        .await
     }
 
     /// Run one turn to its end. Errors are reported as `error` events; the
@@ -255,10 +262,10 @@ impl Inner {
                 return Ok(());
             }
             let vars = ctx.state.lock().await.variables.clone();
-            let history = self.history(ctx).await?;
+            let system = render_variables(&assistant.system_prompt, &vars);
             let request = ChatRequest {
                 model: model.clone(),
-                messages: chat_history(render_variables(&assistant.system_prompt, &vars), &history),
+                messages: self.with_history(ctx, |h| chat_history(system, h)).await?,
                 tools: specs.iter().map(|(s, _)| s.clone()).collect(),
                 temperature: assistant.llm.temperature,
                 max_tokens: assistant.llm.max_tokens,
