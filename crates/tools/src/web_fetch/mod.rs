@@ -1,0 +1,2 @@
+//! webFetch (R-WFF).
+pub mod markdown;
