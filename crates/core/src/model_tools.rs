@@ -104,6 +104,27 @@ fn spec(name: &str, description: &str, default: &str, parameters: Value) -> Tool
     }
 }
 
+/// What is wrong with `value` under `schema` (at most five problems, each
+/// with the path of the offending value); empty when it conforms. An
+/// invalid schema (refused when tools are saved) reports nothing.
+pub fn schema_problems(schema: &Value, value: &Value) -> Vec<String> {
+    let Ok(validator) = jsonschema::validator_for(schema) else {
+        return Vec::new();
+    };
+    validator
+        .iter_errors(value)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() {
+                e.to_string()
+            } else {
+                format!("{at}: {e}")
+            }
+        })
+        .take(5)
+        .collect()
+}
+
 /// The tool's schema reduced to the arguments the model fills.
 pub fn model_schema(tool: &Tool, binding: &ToolBinding) -> Value {
     let fallback = empty_parameters();
@@ -159,28 +180,14 @@ pub fn complete_arguments(
         )
     });
     let schema = model_schema(tool, binding);
-    if let Ok(validator) = jsonschema::validator_for(&schema) {
-        let value = Value::Object(args);
-        let problems: Vec<String> = validator
-            .iter_errors(&value)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .take(5)
-            .collect();
-        if !problems.is_empty() {
-            return Err(ArgumentError::Schema(problems.join("; ")));
-        }
-        let Value::Object(a) = value else {
-            return Err(ArgumentError::NotJson("expected an object".into()));
-        };
-        args = a;
+    let value = Value::Object(args);
+    let problems = schema_problems(&schema, &value);
+    if !problems.is_empty() {
+        return Err(ArgumentError::Schema(problems.join("; ")));
     }
+    let Value::Object(mut args) = value else {
+        return Err(ArgumentError::NotJson("expected an object".into()));
+    };
     for (name, source) in &binding.argument_bindings {
         if let Some(v) = bound_value(source, variables) {
             args.insert(name.clone(), v);

@@ -124,15 +124,47 @@ impl Resolve for GuardedResolver {
 }
 
 /// An HTTP client whose every connection and redirect honours `policy`.
-/// Redirects are followed only to the same host, at most 5 times.
+/// Redirects are followed (at most 5), each target checked.
 pub fn guarded_client(
     policy: AddressPolicy,
     timeout: Duration,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded(policy, timeout, Redirects::Follow)
+}
+
+/// Like [`guarded_client`], but a redirect to another host is not followed:
+/// the 3xx response comes back to the caller (R-WFF-4). Redirects within
+/// the host are followed, each target checked.
+pub fn guarded_client_same_host(
+    policy: AddressPolicy,
+    timeout: Duration,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded(policy, timeout, Redirects::SameHostOnly)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Redirects {
+    Follow,
+    SameHostOnly,
+}
+
+fn build_guarded(
+    policy: AddressPolicy,
+    timeout: Duration,
+    redirects: Redirects,
 ) -> reqwest::Result<reqwest::Client> {
     crate::init_tls();
     let redirect = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() >= 5 {
             return attempt.error("too many redirects");
+        }
+        let first_host = attempt
+            .previous()
+            .first()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        if redirects == Redirects::SameHostOnly && attempt.url().host_str() != first_host.as_deref()
+        {
+            return attempt.stop();
         }
         if let Err(e) = check_url(attempt.url(), policy) {
             return attempt.error(e.to_string());

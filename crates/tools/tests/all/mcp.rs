@@ -1,7 +1,4 @@
 //! The MCP client against the real `@modelcontextprotocol/server-everything`.
-
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -1,0 +1,7 @@
+//! Integration tests of the outbound executors against real local servers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+mod mcp;
+mod web_fetch;
+mod web_search;
