@@ -1,4 +1,5 @@
 //! The MCP client against the real `@modelcontextprotocol/server-everything`.
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
