@@ -1,9 +1,11 @@
-//! Executors that reach outside the process. For now: the outbound-address
-//! guard every HTTP client of the platform is built with (R-SEC-2), and the
-//! MCP client used to discover a server's tools (R-TR-2). The tool registry,
-//! the HTTP and client-tool executors and the LLM's built-in tools join it
-//! with the conversation runtime.
+//! Everything that reaches outside the process: the outbound-address guard
+//! every HTTP client of the platform is built with (R-SEC-2), the HTTP tool
+//! executor, the MCP client and connection pool (R-TR-2), and the web
+//! built-ins: webSearch over four engines and webFetch with Markdown
+//! conversion (R-WS, R-WFF). `builtin` holds the model-facing side of those
+//! built-ins (names, descriptions, schemas, argument checks).
 
+pub mod builtin;
 pub mod http_exec;
 pub mod mcp;
 pub mod net_guard;
