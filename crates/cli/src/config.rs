@@ -11,6 +11,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::web_config::{WebFetchFile, WebSearchFile, WebSettings};
+
 /// Flags (each also read from its environment variable).
 #[derive(Debug, Default, Args)]
 pub struct Overrides {
@@ -43,6 +45,10 @@ struct FileConfig {
     small_model: Option<String>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
+    #[serde(default)]
+    web_search: WebSearchFile,
+    #[serde(default)]
+    web_fetch: WebFetchFile,
     #[serde(default)]
     providers: BTreeMap<String, ProviderSettings>,
 }
@@ -84,14 +90,15 @@ pub struct Settings {
     /// How long an unused session stays in memory (it is reloaded from the
     /// store when used again).
     pub idle_session_secs: u64,
+    pub web: WebSettings,
     pub providers: BTreeMap<String, ProviderSettings>,
 }
 
-fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-fn env_flag(name: &str) -> anyhow::Result<Option<bool>> {
+pub(crate) fn env_flag(name: &str) -> anyhow::Result<Option<bool>> {
     match env(name).as_deref() {
         None => Ok(None),
         Some("1" | "true" | "yes") => Ok(Some(true)),
@@ -163,6 +170,7 @@ impl Settings {
                     .context("RTC_IDLE_SESSION_SECS must be a number of seconds")?,
                 None => file.idle_session_secs.unwrap_or(300),
             },
+            web: WebSettings::load(file.web_search, file.web_fetch)?,
             providers: file.providers,
         })
     }

@@ -4,6 +4,7 @@
 mod chat;
 mod config;
 mod serve;
+mod web_config;
 
 use std::io::Write;
 

@@ -13,6 +13,8 @@ use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
 use rtc_tools::mcp::McpConnector;
 use rtc_tools::net_guard::AddressPolicy;
+use rtc_tools::web_fetch::WebFetcher;
+use rtc_tools::web_search::WebSearch;
 
 use crate::config::{ProviderSettings, Settings};
 
@@ -132,6 +134,20 @@ fn build_runtime(
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
+        web_search: match settings.web.search_engines.as_slice() {
+            [] => None,
+            engines => Some(Arc::new(WebSearch::new(
+                engines,
+                policy,
+                settings.web.search_timeout,
+            )?)),
+        },
+        web_fetch: settings
+            .web
+            .fetch
+            .clone()
+            .map(|c| WebFetcher::new(policy, c))
+            .transpose()?,
     };
     Ok(Runtime::new(store, config))
 }

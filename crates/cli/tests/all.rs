@@ -15,3 +15,4 @@ mod mcp;
 mod operations;
 mod secrets;
 mod tools;
+mod web;

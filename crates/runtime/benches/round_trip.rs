@@ -155,6 +155,8 @@ async fn setup() -> Setup {
         },
         mcp_call_timeout: Duration::from_secs(10),
         idle_session_ttl: Duration::from_secs(300),
+        web_search: None,
+        web_fetch: None,
     };
     let runtime = Runtime::new(store, config);
     Setup {

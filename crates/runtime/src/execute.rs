@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 use crate::broker::{ClientCall, ClientOutcome};
 use crate::llm_leaf::SmallModelLeaf;
 use crate::session::SessionCtx;
+use crate::web::WebTool;
 use crate::{Inner, RuntimeError, variables};
 
 /// A tool call that stops the turn.
@@ -42,8 +43,16 @@ pub(crate) struct CallOutcome {
     pub shown: Value,
 }
 
+/// What a model-visible function runs: a core target (platform built-in or
+/// binding) or a web built-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Model(ToolTarget),
+    Web(WebTool),
+}
+
 impl CallOutcome {
-    fn ok(shown: Value) -> Self {
+    pub(crate) fn ok(shown: Value) -> Self {
         let content = match &shown {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -56,7 +65,7 @@ impl CallOutcome {
         }
     }
 
-    fn error(message: impl Into<String>) -> Self {
+    pub(crate) fn error(message: impl Into<String>) -> Self {
         let message = message.into();
         Self {
             content: format!("Error: {message}"),
@@ -77,15 +86,16 @@ impl Inner {
         &self,
         ctx: &SessionCtx,
         call: &ToolCall,
-        target: Option<ToolTarget>,
+        target: Option<Target>,
     ) -> Result<CallOutcome, RuntimeError> {
         match target {
             None => Ok(CallOutcome::error(format!(
                 "there is no tool named `{}`",
                 call.name
             ))),
-            Some(ToolTarget::BuiltIn(name)) => self.built_in(ctx, call, name).await,
-            Some(ToolTarget::Binding(i)) => {
+            Some(Target::Web(tool)) => Ok(self.run_web_tool(tool, call).await),
+            Some(Target::Model(ToolTarget::BuiltIn(name))) => self.built_in(ctx, call, name).await,
+            Some(Target::Model(ToolTarget::Binding(i))) => {
                 let Some(binding) = ctx.config.assistant.tool_bindings.get(i) else {
                     return Ok(CallOutcome::error("the binding is gone"));
                 };

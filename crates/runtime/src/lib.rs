@@ -17,6 +17,7 @@ mod session;
 mod start;
 mod turn;
 mod variables;
+mod web;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,8 @@ use rtc_core::llm::LlmClient;
 use rtc_store::Store;
 use rtc_tools::http_exec::HttpExecutor;
 use rtc_tools::mcp::{McpConnector, McpPool};
+use rtc_tools::web_fetch::WebFetcher;
+use rtc_tools::web_search::WebSearch;
 use tokio_util::task::TaskTracker;
 
 pub use broker::{ClientConnection, schema_hash};
@@ -58,6 +61,10 @@ pub struct RuntimeConfig {
     /// How long an unused session context stays in memory (R-PF-2); it is
     /// loaded again from the store when the session is used.
     pub idle_session_ttl: Duration,
+    /// webSearch engines; the tool exists only when set (R-WS-2).
+    pub web_search: Option<Arc<WebSearch>>,
+    /// webFetch; the tool exists only when set (R-WFF-5).
+    pub web_fetch: Option<WebFetcher>,
 }
 
 pub(crate) struct Inner {

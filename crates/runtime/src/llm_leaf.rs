@@ -1,5 +1,6 @@
-//! `llm` expression leaves (R-EX-1): the small model extracts a typed value
-//! from the recent conversation with a JSON answer.
+//! The small model's one-shot answers: `llm` expression leaves (R-EX-1)
+//! extract a typed value from the recent conversation as JSON, and
+//! [`answer_text`] serves webFetch's reading of long pages.
 
 use futures::StreamExt;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent};
@@ -36,16 +37,7 @@ impl LlmLeafEvaluator for SmallModelLeaf<'_> {
             temperature: Some(0.0),
             ..ChatRequest::default()
         };
-        let mut stream = self.provider.client.stream(request);
-        let mut answer = None;
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(LlmEvent::Done(r)) => answer = Some(r.content),
-                Ok(LlmEvent::TextDelta(_)) => {}
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        let text = answer.ok_or("the model gave no answer")?;
+        let text = answer_text(self.provider, request).await?;
         let parsed: Value = serde_json::from_str(text.trim())
             .map_err(|_| format!("the model did not answer JSON: {text:.200}"))?;
         parsed
@@ -53,4 +45,21 @@ impl LlmLeafEvaluator for SmallModelLeaf<'_> {
             .cloned()
             .ok_or_else(|| "the model's answer has no `value`".to_owned())
     }
+}
+
+/// The text of the model's whole answer to `request`.
+pub(crate) async fn answer_text(
+    provider: &Provider,
+    request: ChatRequest,
+) -> Result<String, String> {
+    let mut stream = provider.client.stream(request);
+    let mut answer = None;
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(LlmEvent::Done(r)) => answer = Some(r.content),
+            Ok(LlmEvent::TextDelta(_)) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    answer.ok_or_else(|| "the model gave no answer".to_owned())
 }

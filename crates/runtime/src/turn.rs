@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall};
+use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall, ToolSpec};
 use rtc_core::model_tools::{model_tools, render_variables};
 use rtc_protocol::{Assistant, Message, MessageRole, MessageToolCall, SessionStatus};
 use rtc_store::{SessionUpdate, new_id, now_millis};
@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
-use crate::execute::Interrupt;
+use crate::execute::{Interrupt, Target};
 use crate::session::SessionCtx;
 use crate::{Inner, Provider, RuntimeError, variables};
 
@@ -256,7 +256,15 @@ impl Inner {
             .model
             .clone()
             .unwrap_or_else(|| provider.default_model.clone());
-        let specs = model_tools(assistant, &ctx.config.tools);
+        let specs: Vec<(ToolSpec, Target)> = model_tools(assistant, &ctx.config.tools)
+            .into_iter()
+            .map(|(s, t)| (s, Target::Model(t)))
+            .chain(
+                self.web_tools(assistant)
+                    .into_iter()
+                    .map(|(s, t)| (s, Target::Web(t))),
+            )
+            .collect();
         for _step in 0..self.config.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(());
@@ -351,7 +359,7 @@ impl Inner {
         ctx: &SessionCtx,
         cancel: &CancellationToken,
         calls: &[ToolCall],
-        specs: &[(rtc_core::llm::ToolSpec, rtc_core::model_tools::ToolTarget)],
+        specs: &[(ToolSpec, Target)],
     ) -> Result<Option<Interrupt>, RuntimeError> {
         let mut running: FuturesUnordered<_> = calls
             .iter()

@@ -53,6 +53,8 @@ async fn runtime(dir: &tempfile::TempDir, mock: &MockLlm, ttl: Duration) -> Runt
         },
         mcp_call_timeout: Duration::from_secs(5),
         idle_session_ttl: ttl,
+        web_search: None,
+        web_fetch: None,
     };
     Runtime::new(store, config)
 }

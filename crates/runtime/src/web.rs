@@ -1,0 +1,134 @@
+//! The web built-ins in a session (R-WS, R-WFF): offered to the model when
+//! the assistant's `features` enable them and the server has them
+//! configured; webFetch answers the model's prompt over a long page with
+//! the small model.
+
+use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec};
+use rtc_protocol::Assistant;
+use rtc_tools::builtin::{web_fetch, web_search};
+use rtc_tools::web_fetch::{Fetched, Page};
+use serde_json::json;
+
+use crate::Inner;
+use crate::execute::CallOutcome;
+use crate::llm_leaf::answer_text;
+
+/// Most page text handed to the small model (it reads a long page for the
+/// model's prompt).
+const EXTRACTION_INPUT_BYTES: usize = 400_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WebTool {
+    Search,
+    Fetch,
+}
+
+impl Inner {
+    /// The web tools this assistant may use on this server.
+    pub(crate) fn web_tools(&self, assistant: &Assistant) -> Vec<(ToolSpec, WebTool)> {
+        let mut out = Vec::new();
+        if assistant.features.web_search && self.config.web_search.is_some() {
+            out.push((web_search::spec(), WebTool::Search));
+        }
+        if assistant.features.web_fetch && self.config.web_fetch.is_some() {
+            out.push((web_fetch::spec(), WebTool::Fetch));
+        }
+        out
+    }
+
+    pub(crate) async fn run_web_tool(&self, tool: WebTool, call: &ToolCall) -> CallOutcome {
+        match tool {
+            WebTool::Search => self.web_search(call).await,
+            WebTool::Fetch => self.web_fetch(call).await,
+        }
+    }
+
+    async fn web_search(&self, call: &ToolCall) -> CallOutcome {
+        let Some(search) = &self.config.web_search else {
+            return CallOutcome::error("webSearch is not configured on this server");
+        };
+        let query = match web_search::parse(&call.arguments) {
+            Ok(q) => q,
+            Err(e) => return CallOutcome::error(e),
+        };
+        match search.search(&query).await {
+            Ok(outcome) => CallOutcome::ok(json!(outcome)),
+            Err(e) => {
+                CallOutcome::error(format!("{e}. Try again later or answer without searching."))
+            }
+        }
+    }
+
+    async fn web_fetch(&self, call: &ToolCall) -> CallOutcome {
+        let Some(fetcher) = &self.config.web_fetch else {
+            return CallOutcome::error("webFetch is not configured on this server");
+        };
+        let args = match web_fetch::parse(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return CallOutcome::error(e),
+        };
+        let (fetched, cached) = match fetcher.fetch(&args.url).await {
+            Ok(f) => f,
+            Err(e) => return CallOutcome::error(e.to_string()),
+        };
+        match fetched {
+            Fetched::Redirect { from, to, status } => CallOutcome::ok(json!({
+                "url": from,
+                "redirect_url": to,
+                "status": status,
+                "message": "The page redirects to a different host. Call webFetch again with redirect_url to read it."
+            })),
+            Fetched::Page(page) => {
+                let threshold = fetcher.config().extract_threshold_bytes;
+                if page.content.len() <= threshold {
+                    return CallOutcome::ok(page_result(&page, &page.content, cached, false));
+                }
+                match self.extract(&page, &args.prompt).await {
+                    Ok(answer) => CallOutcome::ok(page_result(&page, &answer, cached, true)),
+                    Err(e) => CallOutcome::error(format!(
+                        "the page is {} bytes of Markdown and reading it for your prompt failed: {e}",
+                        page.content.len()
+                    )),
+                }
+            }
+        }
+    }
+
+    /// The small model answers `prompt` from the page.
+    async fn extract(&self, page: &Page, prompt: &str) -> Result<String, String> {
+        let mut text = page.content.as_str();
+        if text.len() > EXTRACTION_INPUT_BYTES {
+            let mut cut = EXTRACTION_INPUT_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text = &text[..cut];
+        }
+        let system = "You read a web page for another assistant. Answer its request using only the page. Be concise and exact: keep figures, names, dates, versions and code as written, and include the links that matter. If the page does not contain the answer, say so plainly.";
+        let user = format!("Request: {prompt}\n\nPage: {}\n\n---\n{text}", page.url);
+        let request = ChatRequest {
+            model: self.config.small_model.clone(),
+            messages: vec![
+                ChatMessage::System {
+                    content: system.to_owned(),
+                },
+                ChatMessage::User { content: user },
+            ],
+            temperature: Some(0.0),
+            ..ChatRequest::default()
+        };
+        answer_text(&self.config.default_provider, request).await
+    }
+}
+
+fn page_result(page: &Page, content: &str, cached: bool, extracted: bool) -> serde_json::Value {
+    json!({
+        "url": page.url,
+        "title": page.title,
+        "content_type": page.content_type,
+        "content": content,
+        "extracted_for_prompt": extracted,
+        "truncated": page.truncated,
+        "from_cache": cached,
+    })
+}
