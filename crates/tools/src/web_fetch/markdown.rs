@@ -1,10 +1,11 @@
 //! HTML to Markdown for the model (R-WFF-1, R-PF-4). The page is parsed
-//! once (dom_query); its main content is the author's own landmark when there
-//! is exactly one (`<main>`, `role="main"`, or a single `<article>`), else
-//! what readability (dom_smoothie) finds, else the whole body. htmd turns
-//! it into Markdown (headings, links, lists, GFM tables, fenced code) with
-//! scripts, styles, embeds and page furniture (navigation, footers, asides,
-//! forms) dropped.
+//! once (dom_query); its main content is the author's own landmark when
+//! there is exactly one (`<main>`, `role="main"`, or a single `<article>`),
+//! else what readability (dom_smoothie) finds; either is written as
+//! Markdown (headings, links, lists, GFM tables, fenced code) straight from
+//! that parsed tree. When neither finds anything, htmd converts the whole
+//! page. Scripts, styles, embeds and page furniture (navigation, footers,
+//! asides, forms) are dropped throughout.
 
 use std::sync::LazyLock;
 
@@ -15,17 +16,18 @@ use htmd::HtmlToMarkdown;
 /// dropped wherever they are.
 const DROPPED: &[&str] = &[
     "script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed", "nav",
-    "footer", "aside", "form", "button", "menu", "dialog",
+    "footer", "aside", "form", "button", "menu", "dialog", "head", "meta", "link",
 ];
 
-static ARTICLE: LazyLock<HtmlToMarkdown> = LazyLock::new(|| converter(&[]));
-/// Without an article, the page's header (site banner, menus) goes too.
-static WHOLE_PAGE: LazyLock<HtmlToMarkdown> = LazyLock::new(|| converter(&["header"]));
+/// Page furniture as a selector, removed before readability scores.
+const FURNITURE: &str = "nav, footer, aside, form, button, menu, dialog";
 
-fn converter(more: &[&'static str]) -> HtmlToMarkdown {
-    let tags: Vec<&str> = DROPPED.iter().chain(more).copied().collect();
+/// The whole-page fallback; without an article, the page's header (site
+/// banner, menus) goes too.
+static WHOLE_PAGE: LazyLock<HtmlToMarkdown> = LazyLock::new(|| {
+    let tags: Vec<&str> = DROPPED.iter().chain(&["header"]).copied().collect();
     HtmlToMarkdown::builder().skip_tags(tags).build()
-}
+});
 
 /// How the main content was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +57,11 @@ pub fn html_to_markdown(html: &str, url: Option<&str>) -> Converted {
         if let Some(base) = &base {
             absolutize(&main, base);
         }
-        let markdown = convert(&ARTICLE, &main.html(), title.as_deref());
+        let markdown = main
+            .nodes()
+            .first()
+            .map(|node| finish(&node.md(Some(DROPPED)), title.as_deref()))
+            .unwrap_or_default();
         if !markdown.is_empty() {
             return Converted {
                 title,
@@ -64,15 +70,21 @@ pub fn html_to_markdown(html: &str, url: Option<&str>) -> Converted {
             };
         }
     }
-    let body = doc.select("body").html().to_string();
+    // Readability keeps what scores well; furniture must not get the chance.
+    doc.select(FURNITURE).remove();
     let readable = base.as_ref().map(url::Url::as_str);
-    if let Ok(mut readability) = dom_smoothie::Readability::with_document(doc, readable, None)
+    let config = dom_smoothie::Config {
+        text_mode: dom_smoothie::TextMode::Markdown,
+        ..Default::default()
+    };
+    if let Ok(mut readability) =
+        dom_smoothie::Readability::with_document(doc, readable, Some(config))
         && let Ok(article) = readability.parse()
     {
         let title = Some(article.title.trim().to_owned())
             .filter(|t| !t.is_empty())
             .or(title.clone());
-        let markdown = convert(&ARTICLE, &article.content, title.as_deref());
+        let markdown = finish(&article.text_content, title.as_deref());
         if !markdown.is_empty() {
             return Converted {
                 title,
@@ -82,7 +94,7 @@ pub fn html_to_markdown(html: &str, url: Option<&str>) -> Converted {
         }
     }
     Converted {
-        markdown: convert(&WHOLE_PAGE, &body, None),
+        markdown: finish(&WHOLE_PAGE.convert(html).unwrap_or_default(), None),
         title,
         extraction: Extraction::WholePage,
     }
@@ -109,9 +121,9 @@ fn absolutize(root: &Selection<'_>, base: &url::Url) {
     }
 }
 
-/// Markdown of `html`, tidied, with `# title` on top if it has no heading.
-fn convert(converter: &HtmlToMarkdown, html: &str, title: Option<&str>) -> String {
-    let markdown = tidy(&converter.convert(html).unwrap_or_default());
+/// Markdown tidied, with `# title` on top if it has no heading.
+fn finish(markdown: &str, title: Option<&str>) -> String {
+    let markdown = tidy(markdown);
     match title {
         Some(t) if !markdown.is_empty() && !markdown.starts_with('#') => {
             format!("# {t}\n\n{markdown}")
