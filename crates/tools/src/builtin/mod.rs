@@ -3,6 +3,8 @@
 //! with its name, its description and schema written for the model, and
 //! the checking of the model's arguments against that schema.
 
+pub mod ask_user;
+pub mod todo_write;
 pub mod web_fetch;
 pub mod web_search;
 

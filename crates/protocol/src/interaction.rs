@@ -1,0 +1,97 @@
+//! What the model's interaction built-ins put in front of the user: the
+//! todo list (R-TD) and askUser questions with their answers (R-AU). The
+//! model-facing fields keep the seed's names (`multiSelect`,
+//! `active_form`).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+/// One item of the model's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TodoItem {
+    /// What to do, in the imperative.
+    pub content: String,
+    pub status: TodoStatus,
+    /// Short present-continuous form for a status bar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskOption {
+    pub label: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskQuestion {
+    pub question: String,
+    pub header: String,
+    pub options: Vec<AskOption>,
+    #[serde(default, rename = "multiSelect")]
+    pub multi_select: bool,
+}
+
+/// The question a session waits on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingQuestion {
+    /// The model's askUser call; answers name it.
+    pub call_id: String,
+    pub questions: Vec<AskQuestion>,
+    pub asked_at: String,
+}
+
+/// One answer: an option's label, its number (`"1"`–`"4"`), or free text
+/// ("Other"); several of them for a multi-select question (a list, or one
+/// string separated by commas).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum AnswerValue {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// `POST /v1/sessions/{id}/answers`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AnswerParams {
+    /// The askUser call answered; defaults to the pending one.
+    #[serde(default)]
+    pub call_id: Option<String>,
+    /// One answer per question, in order.
+    pub answers: Vec<AnswerValue>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerResponse {
+    pub call_id: String,
+    /// The answers as the model reads them, one per question.
+    pub answers: Vec<String>,
+}
+
+/// `GET /v1/sessions/{id}/todos`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TodoList {
+    pub todos: Vec<TodoItem>,
+}
+
+/// `GET /v1/sessions/{id}/question`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QuestionState {
+    pub pending: Option<PendingQuestion>,
+}

@@ -1,0 +1,105 @@
+use serde_json::json;
+
+use super::*;
+
+fn call(questions: serde_json::Value) -> String {
+    json!({ "questions": questions }).to_string()
+}
+
+fn one() -> serde_json::Value {
+    json!({"question": "Which date library?", "header": "Date lib", "options": [
+        {"label": "date-fns", "description": "Light, tree-shakable"},
+        {"label": "dayjs", "description": "Moment-compatible, 2 KB", "preview": "dayjs().format()"}]})
+}
+
+#[test]
+fn valid_questions_pass() {
+    let qs = parse(&call(json!([one()]))).unwrap();
+    assert_eq!(qs[0].options[1].label, "dayjs");
+    let zh = json!({"question": "使用哪个日期格式化库？", "header": "日期库", "options": [
+        {"label": "date-fns", "description": "轻量级"}, {"label": "dayjs", "description": "2KB"}]});
+    assert!(
+        parse(&call(json!([zh]))).is_ok(),
+        "full-width question mark"
+    );
+}
+
+#[test]
+fn every_rule_is_named() {
+    let mut no_mark = one();
+    no_mark["question"] = json!("Which date library");
+    let mut long_header = one();
+    long_header["header"] = json!("Date library choice");
+    let mut wordy = one();
+    wordy["options"][0]["label"] = json!("the one that is light and fast");
+    let mut preview_multi = one();
+    preview_multi["multiSelect"] = json!(true);
+    let mut same_labels = one();
+    same_labels["options"][1]["label"] = json!("Date-FNS");
+    let mut one_option = one();
+    one_option["options"] = json!([{"label": "a", "description": "b"}]);
+    let mut no_description = one();
+    no_description["options"][0]["description"] = json!(" ");
+    for (questions, rule) in [
+        (json!([no_mark]), "question_mark"),
+        (json!([long_header]), "header_length"),
+        (json!([wordy]), "label_words"),
+        (json!([preview_multi]), "preview_single_select"),
+        (json!([same_labels]), "distinct_labels"),
+        (json!([one(), one()]), "distinct_questions"),
+        (json!([no_description]), "option_description"),
+        (json!([one_option]), "option_count"),
+        (json!([one(), one(), one(), one(), one()]), "question_count"),
+        (json!([]), "question_count"),
+    ] {
+        let err = parse(&call(questions)).unwrap_err();
+        assert!(err.contains(&format!("rule {rule}")), "{rule}: {err}");
+    }
+}
+
+#[test]
+fn answers_by_label_number_or_free_text() {
+    let mut multi = one();
+    multi["multiSelect"] = json!(true);
+    multi["question"] = json!("Which formats?");
+    multi["options"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("preview");
+    let qs = parse(&call(json!([one(), multi]))).unwrap();
+    let answers = |a: serde_json::Value| {
+        match_answers(&qs, &serde_json::from_value::<Vec<AnswerValue>>(a).unwrap())
+    };
+    assert_eq!(
+        answers(json!(["DAYJS", ["1", "dayjs"]])).unwrap(),
+        ["dayjs", "date-fns, dayjs"]
+    );
+    assert_eq!(
+        answers(json!(["2", "1, 2"])).unwrap(),
+        ["dayjs", "date-fns, dayjs"]
+    );
+    assert_eq!(
+        answers(json!(["Luxon, probably", "none of these, thanks"])).unwrap(),
+        ["Luxon, probably", "none of these, thanks"]
+    );
+    assert_eq!(
+        answers(json!(["5", "1"])).unwrap()[0],
+        "5",
+        "out of range is free text"
+    );
+    assert_eq!(answers(json!(["1"])).unwrap_err().index, None);
+    assert_eq!(answers(json!(["  ", "1"])).unwrap_err().index, Some(0));
+    assert_eq!(
+        answers(json!([["1", "2"], "1"])).unwrap_err().index,
+        Some(0)
+    );
+}
+
+#[test]
+fn the_result_text_is_exact() {
+    let qs = parse(&call(json!([one()]))).unwrap();
+    assert_eq!(
+        result_text(&qs, &["date-fns".to_owned()]),
+        "User has answered your questions: \"Which date library?\"=\"date-fns\". You can now continue with the user's answers in mind."
+    );
+}
