@@ -239,6 +239,7 @@ impl Inner {
         let update = SessionUpdate {
             variables: Some(variables),
             turn_running: Some(true),
+            ..SessionUpdate::default()
         };
         ctx.events
             .emit_with(

@@ -119,7 +119,7 @@ pub(crate) async fn apply(
         let event = json!({"changes": applied, "variables": snapshot, "source": source});
         let update = SessionUpdate {
             variables: Some(snapshot),
-            turn_running: None,
+            ..SessionUpdate::default()
         };
         ctx.events
             .emit_with(vec![("state.updated", event)], update)

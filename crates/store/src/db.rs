@@ -39,6 +39,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "sessions",
         include_str!("../migrations/sqlite/0002_sessions.sql"),
     ),
+    (
+        3,
+        "interaction",
+        include_str!("../migrations/sqlite/0003_interaction.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -50,6 +55,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         2,
         "sessions",
         include_str!("../migrations/postgres/0002_sessions.sql"),
+    ),
+    (
+        3,
+        "interaction",
+        include_str!("../migrations/postgres/0003_interaction.sql"),
     ),
 ];
 

@@ -1,7 +1,7 @@
 //! Sessions, their message history and their event log.
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Message, SessionEvent, SessionStatus};
+use rtc_protocol::{Message, PendingQuestion, SessionEvent, SessionStatus, TodoItem};
 use serde_json::{Map, Value};
 use sqlx::Row;
 
@@ -32,18 +32,25 @@ pub struct SessionRecords<'a> {
     pub at_millis: i64,
 }
 
-/// Changes of a session row written with its records.
+/// Changes of a session row written with its records (`None`: unchanged).
 #[derive(Debug, Clone, Default)]
 pub struct SessionUpdate {
     /// All current variable values.
     pub variables: Option<Map<String, Value>>,
     /// Whether a turn is running (for recovery after a crash).
     pub turn_running: Option<bool>,
+    /// The whole todo list.
+    pub todos: Option<Vec<TodoItem>>,
+    /// The question the session waits on; `Some(None)` clears it.
+    pub pending_question: Option<Option<PendingQuestion>>,
 }
 
 impl SessionUpdate {
     fn is_empty(&self) -> bool {
-        self.variables.is_none() && self.turn_running.is_none()
+        self.variables.is_none()
+            && self.turn_running.is_none()
+            && self.todos.is_none()
+            && self.pending_question.is_none()
     }
 }
 
@@ -63,11 +70,13 @@ pub struct SessionRecord {
     pub turn_running: bool,
     pub end_reason: Option<String>,
     pub ended_by: Option<String>,
+    pub todos: Vec<TodoItem>,
+    pub pending_question: Option<PendingQuestion>,
     pub created_at: i64,
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, created_at, updated_at";
+const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, todos, pending_question, created_at, updated_at";
 
 fn json_text<T: serde::de::DeserializeOwned>(
     row: &sqlx::any::AnyRow,
@@ -95,6 +104,12 @@ fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
         turn_running: running != 0,
         end_reason: row.try_get("end_reason")?,
         ended_by: row.try_get("ended_by")?,
+        todos: json_text(row, "todos")?,
+        pending_question: row
+            .try_get::<Option<String>, _>("pending_question")?
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("pending_question: {e}")))?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
@@ -104,7 +119,7 @@ impl Store {
     pub async fn create_session(&self, s: NewSession<'_>) -> Result<SessionRecord, StoreError> {
         let now = now_millis();
         let sql = format!(
-            "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, $11, $11, $12)"
+            "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $12)"
         );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(s.id)
@@ -365,14 +380,40 @@ async fn update_session(
     update: &SessionUpdate,
     at_millis: i64,
 ) -> Result<(), StoreError> {
-    sqlx::query("UPDATE sessions SET variables = COALESCE($1, variables), turn_running = COALESCE($2, turn_running), updated_at = $3 WHERE id = $4")
-        .bind(update.variables.as_ref().map(|v| Value::Object(v.clone()).to_string()))
-        .bind(update.turn_running.map(i32::from))
-        .bind(at_millis)
-        .bind(session)
-        .execute(&mut *conn)
-        .await?;
+    let mut sets: Vec<(&str, Option<String>)> = Vec::new();
+    if let Some(v) = &update.variables {
+        sets.push(("variables", Some(json(v)?)));
+    }
+    if let Some(t) = &update.todos {
+        sets.push(("todos", Some(json(t)?)));
+    }
+    if let Some(q) = &update.pending_question {
+        sets.push(("pending_question", q.as_ref().map(json).transpose()?));
+    }
+    let mut sql = String::from("UPDATE sessions SET updated_at = $1");
+    for (n, (column, _)) in sets.iter().enumerate() {
+        sql.push_str(&format!(", {column} = ${}", n + 2));
+    }
+    let running_at = sets.len() + 2;
+    if update.turn_running.is_some() {
+        sql.push_str(&format!(", turn_running = ${running_at}"));
+    }
+    let id_at = running_at + usize::from(update.turn_running.is_some());
+    sql.push_str(&format!(" WHERE id = ${id_at}"));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(at_millis);
+    for (_, value) in sets {
+        query = query.bind(value);
+    }
+    if let Some(running) = update.turn_running {
+        query = query.bind(i32::from(running));
+    }
+    query.bind(session).execute(&mut *conn).await?;
     Ok(())
+}
+
+/// A JSON column's text.
+fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 /// Rows per multi-row event insert (5 parameters each; far below the

@@ -2,8 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
-use rtc_protocol::{Assistant, McpServer, Tool};
-use rtc_store::{MasterKey, ResourceKind, SecretBox, Store, StoreError};
+use rtc_protocol::{Assistant, McpServer, PendingQuestion, TodoItem, Tool};
+use rtc_store::{
+    MasterKey, ResourceKind, SecretBox, SessionRecords, SessionUpdate, Store, StoreError,
+};
 use rtc_testkit::{Engine, TestDatabase};
 use serde_json::json;
 
@@ -292,5 +294,51 @@ on_both!(sessions_messages_and_events, |store| {
         (SessionStatus::Ended, Some("user said bye"), Some("model"))
     );
     assert_eq!(store.list_sessions("ws_a", 10).await?.len(), 1);
+
+    // Session-row changes written with records: todos, a pending question,
+    // then the question cleared and the turn flag set, in one batch each.
+    let todos: Vec<TodoItem> = serde_json::from_value(json!([
+        {"content": "Compare offers", "status": "in_progress", "active_form": "Comparing"},
+        {"content": "Book", "status": "pending"}]))?;
+    let question: PendingQuestion = serde_json::from_value(json!({"callId": "call_1",
+        "questions": [{"question": "Which?", "header": "Pick", "options": [
+            {"label": "A", "description": "a"}, {"label": "B", "description": "b"}]}],
+        "askedAt": "2026-11-30T00:00:00.000Z"}))?;
+    let update = SessionUpdate {
+        todos: Some(todos.clone()),
+        pending_question: Some(Some(question.clone())),
+        ..SessionUpdate::default()
+    };
+    let records = SessionRecords {
+        session: "sess_1",
+        message: None,
+        events: &[],
+        update: &update,
+        at_millis: 5_000,
+    };
+    store.append_batch(&[records]).await?;
+    let row = store.session_by_id("sess_1").await?.unwrap();
+    assert_eq!(
+        (row.todos, row.pending_question, row.updated_at),
+        (todos.clone(), Some(question), 5_000)
+    );
+    let update = SessionUpdate {
+        pending_question: Some(None),
+        turn_running: Some(true),
+        ..SessionUpdate::default()
+    };
+    let records = SessionRecords {
+        session: "sess_1",
+        message: None,
+        events: &[],
+        update: &update,
+        at_millis: 6_000,
+    };
+    store.append_batch(&[records]).await?;
+    let row = store.session_by_id("sess_1").await?.unwrap();
+    assert_eq!(
+        (row.todos, row.pending_question, row.turn_running),
+        (todos, None, true)
+    );
     Ok(())
 });
