@@ -11,6 +11,7 @@ mod builtins;
 mod chat;
 mod conversation;
 mod errors;
+mod interaction;
 mod mcp;
 mod operations;
 mod secrets;

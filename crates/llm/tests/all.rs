@@ -58,16 +58,18 @@ async fn streams_text_and_tool_calls() {
     assert_eq!(r.unwrap().content, "Hello there, how can I help you today?");
     let (_, r) = collect(&c).await;
     let r = r.unwrap();
+    let ids: Vec<String> = r.tool_calls.iter().map(|c| c.id.clone()).collect();
+    assert!(ids[0].starts_with("call_") && ids[0] != ids[1], "{ids:?}");
     assert_eq!(
         r.tool_calls,
         vec![
             ToolCall {
-                id: "call_0".into(),
+                id: ids[0].clone(),
                 name: "get_sum".into(),
                 arguments: r#"{"a":1,"b":2}"#.into()
             },
             ToolCall {
-                id: "call_1".into(),
+                id: ids[1].clone(),
                 name: "echo".into(),
                 arguments: r#"{"message":"hé"}"#.into()
             },

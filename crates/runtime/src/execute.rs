@@ -22,8 +22,8 @@ use serde_json::{Map, Value, json};
 
 use crate::broker::{ClientCall, ClientOutcome};
 use crate::llm_leaf::SmallModelLeaf;
+use crate::llm_tools::LlmTool;
 use crate::session::SessionCtx;
-use crate::web::WebTool;
 use crate::{Inner, RuntimeError, variables};
 
 /// A tool call that stops the turn.
@@ -32,6 +32,8 @@ pub(crate) enum Interrupt {
     End,
     Skip,
     Handoff,
+    /// askUser: the session waits for the user's answers.
+    Ask,
 }
 
 /// What the model is told, and whether the turn stops.
@@ -41,14 +43,16 @@ pub(crate) struct CallOutcome {
     pub interrupt: Option<Interrupt>,
     /// The result for the `tool.completed` event (already filtered).
     pub shown: Value,
+    /// No result now: it is recorded when it arrives (askUser's answers).
+    pub deferred: bool,
 }
 
 /// What a model-visible function runs: a core target (platform built-in or
-/// binding) or a web built-in.
+/// binding) or one of the LLM's built-ins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Target {
     Model(ToolTarget),
-    Web(WebTool),
+    Llm(LlmTool),
 }
 
 impl CallOutcome {
@@ -62,6 +66,7 @@ impl CallOutcome {
             is_error: false,
             interrupt: None,
             shown,
+            deferred: false,
         }
     }
 
@@ -72,10 +77,11 @@ impl CallOutcome {
             is_error: true,
             interrupt: None,
             shown: json!({"error": message}),
+            deferred: false,
         }
     }
 
-    fn interrupt(mut self, i: Interrupt) -> Self {
+    pub(crate) fn interrupt(mut self, i: Interrupt) -> Self {
         self.interrupt = Some(i);
         self
     }
@@ -93,7 +99,7 @@ impl Inner {
                 "there is no tool named `{}`",
                 call.name
             ))),
-            Some(Target::Web(tool)) => Ok(self.run_web_tool(tool, call).await),
+            Some(Target::Llm(tool)) => self.run_llm_tool(ctx, tool, call).await,
             Some(Target::Model(ToolTarget::BuiltIn(name))) => self.built_in(ctx, call, name).await,
             Some(Target::Model(ToolTarget::Binding(i))) => {
                 let Some(binding) = ctx.config.assistant.tool_bindings.get(i) else {

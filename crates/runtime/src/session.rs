@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rtc_protocol::{Assistant, SessionStatus, Tool};
+use rtc_protocol::{Assistant, PendingQuestion, SessionStatus, TodoItem, Tool};
 use rtc_store::now_millis;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -32,6 +32,10 @@ pub(crate) struct SessionState {
     /// Set by `endConversation`: `(reason, allow interruption)`; the
     /// session ends when the turn completes.
     pub ending: Option<(Option<String>, bool)>,
+    /// The model's todo list (R-TD).
+    pub todos: Vec<TodoItem>,
+    /// The askUser question the session waits on (R-AU-2).
+    pub pending_question: Option<PendingQuestion>,
 }
 
 pub(crate) struct RunningTurn {
@@ -99,6 +103,8 @@ impl Inner {
                 variables: record.variables.clone(),
                 status: record.status,
                 ending: None,
+                todos: record.todos.clone(),
+                pending_question: record.pending_question.clone(),
             }),
             events: EventLog::new(id, self.store.clone(), self.journal.clone(), last_seq),
             broker: Broker::default(),

@@ -266,6 +266,8 @@ impl Runtime {
                 message: "the session has ended".into(),
             });
         }
+        // Unanswered questions come first in the history, then this message.
+        inner.dismiss_question(&ctx).await?;
         let m = message(MessageRole::User, text);
         let event = json!({"messageId": m.id, "role": "user", "content": text});
         inner

@@ -111,10 +111,24 @@ impl Inner {
         events: Vec<(&str, serde_json::Value)>,
         durability: Durability,
     ) -> Result<(), RuntimeError> {
+        self.append_with(ctx, m, events, SessionUpdate::default(), durability)
+            .await
+    }
+
+    /// [`Self::append`] with a change of the session row in the same
+    /// transaction.
+    pub(crate) async fn append_with(
+        &self,
+        ctx: &SessionCtx,
+        m: Message,
+        events: Vec<(&str, serde_json::Value)>,
+        update: SessionUpdate,
+        durability: Durability,
+    ) -> Result<(), RuntimeError> {
         let mut history = ctx.history.lock().await;
         let kept = history.is_some().then(|| m.clone());
         ctx.events
-            .record(Some(m), events, SessionUpdate::default(), durability)
+            .record(Some(m), events, update, durability)
             .await?;
         if let (Some(h), Some(m)) = (history.as_mut(), kept) {
             h.push(m);
@@ -261,9 +275,9 @@ impl Inner {
             .into_iter()
             .map(|(s, t)| (s, Target::Model(t)))
             .chain(
-                self.web_tools(assistant)
+                self.llm_tools(assistant)
                     .into_iter()
-                    .map(|(s, t)| (s, Target::Web(t))),
+                    .map(|(s, t)| (s, Target::Llm(t))),
             )
             .collect();
         for _step in 0..self.config.max_steps_per_turn {
@@ -382,13 +396,16 @@ impl Inner {
             let Some((call, outcome)) = next else { break };
             let outcome = outcome?;
             pending.retain(|id| *id != call.id);
+            interrupt = interrupt.or(outcome.interrupt);
+            if outcome.deferred {
+                continue;
+            }
             let mut m = message(MessageRole::Tool, &outcome.content);
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
             let event = json!({"callId": call.id, "name": call.name, "isError": outcome.is_error, "result": outcome.shown});
             self.append(ctx, m, vec![("tool.completed", event)], Durability::Queued)
                 .await?;
-            interrupt = interrupt.or(outcome.interrupt);
         }
         drop(running);
         for id in pending {

@@ -1,10 +1,7 @@
-//! The web built-ins in a session (R-WS, R-WFF): offered to the model when
-//! the assistant's `features` enable them and the server has them
-//! configured; webFetch answers the model's prompt over a long page with
-//! the small model.
+//! The web built-ins in a session (R-WS, R-WFF); webFetch answers the
+//! model's prompt over a long page with the small model.
 
-use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec};
-use rtc_protocol::Assistant;
+use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
 use rtc_tools::builtin::{web_fetch, web_search};
 use rtc_tools::web_fetch::{Fetched, Page};
 use serde_json::json;
@@ -17,33 +14,8 @@ use crate::llm_leaf::answer_text;
 /// model's prompt).
 const EXTRACTION_INPUT_BYTES: usize = 400_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WebTool {
-    Search,
-    Fetch,
-}
-
 impl Inner {
-    /// The web tools this assistant may use on this server.
-    pub(crate) fn web_tools(&self, assistant: &Assistant) -> Vec<(ToolSpec, WebTool)> {
-        let mut out = Vec::new();
-        if assistant.features.web_search && self.config.web_search.is_some() {
-            out.push((web_search::spec(), WebTool::Search));
-        }
-        if assistant.features.web_fetch && self.config.web_fetch.is_some() {
-            out.push((web_fetch::spec(), WebTool::Fetch));
-        }
-        out
-    }
-
-    pub(crate) async fn run_web_tool(&self, tool: WebTool, call: &ToolCall) -> CallOutcome {
-        match tool {
-            WebTool::Search => self.web_search(call).await,
-            WebTool::Fetch => self.web_fetch(call).await,
-        }
-    }
-
-    async fn web_search(&self, call: &ToolCall) -> CallOutcome {
+    pub(crate) async fn web_search(&self, call: &ToolCall) -> CallOutcome {
         let Some(search) = &self.config.web_search else {
             return CallOutcome::error("webSearch is not configured on this server");
         };
@@ -59,7 +31,7 @@ impl Inner {
         }
     }
 
-    async fn web_fetch(&self, call: &ToolCall) -> CallOutcome {
+    pub(crate) async fn web_fetch(&self, call: &ToolCall) -> CallOutcome {
         let Some(fetcher) = &self.config.web_fetch else {
             return CallOutcome::error("webFetch is not configured on this server");
         };

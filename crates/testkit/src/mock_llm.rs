@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 pub enum MockReply {
     /// Plain assistant text.
     Text(String),
-    /// Tool calls `(name, arguments)`; ids are `call_<n>`.
+    /// Tool calls `(name, arguments)`; ids are `call_<n>`, unique in the process.
     ToolCalls(Vec<(String, Value)>),
     /// An HTTP error status with a message.
     Error(u16, String),
@@ -199,11 +199,19 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
     }
 }
 
+/// A call id unique in the process, as real providers give.
+fn next_call_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!(
+        "call_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 fn tool_calls(calls: &[(String, Value)]) -> Vec<Value> {
     calls
         .iter()
-        .enumerate()
-        .map(|(i, (name, args))| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
+        .map(|(name, args)| json!({"id": next_call_id(), "type": "function", "function": {"name": name, "arguments": args.to_string()}}))
         .collect()
 }
 
@@ -229,7 +237,7 @@ fn text_chunks(text: &str) -> Vec<Value> {
 fn call_chunks(calls: &[(String, Value)]) -> Vec<Value> {
     let mut out = Vec::new();
     for (i, (name, args)) in calls.iter().enumerate() {
-        out.push(chunk(json!({"tool_calls": [{"index": i, "id": format!("call_{i}"), "type": "function", "function": {"name": name, "arguments": ""}}]}), None));
+        out.push(chunk(json!({"tool_calls": [{"index": i, "id": next_call_id(), "type": "function", "function": {"name": name, "arguments": ""}}]}), None));
         let text = args.to_string();
         let mid = text
             .char_indices()

@@ -204,6 +204,22 @@ async fn handle_frame(
                 ))
             }
         }
+        "ask_user.answer" => {
+            let params = match serde_json::from_value::<rtc_protocol::AnswerParams>(
+                serde_json::json!({"callId": v.get("callId"), "answers": v.get("answers")}),
+            ) {
+                Ok(p) => p,
+                Err(e) => return Some(error_frame("invalid_frame", &format!("`answers`: {e}"))),
+            };
+            match s
+                .runtime
+                .answer(&access.workspace, &access.session, params)
+                .await
+            {
+                Ok(_) => None,
+                Err(e) => Some(error_frame("answer_rejected", &e.to_string())),
+            }
+        }
         "resume" => {
             let after = v.get("afterSeq").and_then(Value::as_i64).unwrap_or(0);
             match s

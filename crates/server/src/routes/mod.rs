@@ -2,6 +2,7 @@
 
 pub mod assistants;
 pub mod health;
+pub mod interaction;
 pub mod live;
 pub mod mcp_servers;
 pub mod realtime;

@@ -1,0 +1,203 @@
+//! askUser and todoWrite in a session (R-AU, R-TD, R-BX-5). A question
+//! stops the turn and is stored on the session, so it survives a restart;
+//! the answers (REST or WebSocket) become the call's result, in the exact
+//! words the model expects, and start the next turn. A user message sent
+//! instead of answers dismisses the question.
+
+use rtc_core::ValidationError;
+use rtc_core::llm::ToolCall;
+use rtc_protocol::{
+    AnswerParams, AnswerResponse, MessageRole, PendingQuestion, SessionStatus, TodoItem,
+};
+use rtc_store::{SessionUpdate, now_millis};
+use rtc_tools::builtin::{ask_user, todo_write};
+use serde_json::json;
+
+use crate::events::Durability;
+use crate::execute::{CallOutcome, Interrupt};
+use crate::session::SessionCtx;
+use crate::turn::message;
+use crate::{Inner, Runtime, RuntimeError};
+
+/// The result a dismissed question gets.
+const DISMISSED: &str =
+    "The user did not answer your questions and wrote a message instead; read it and go on.";
+
+impl Inner {
+    pub(crate) async fn ask_user(
+        &self,
+        ctx: &SessionCtx,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let questions = match ask_user::parse(&call.arguments) {
+            Ok(q) => q,
+            Err(e) => return Ok(CallOutcome::error(e)),
+        };
+        let pending = PendingQuestion {
+            call_id: call.id.clone(),
+            questions,
+            asked_at: rtc_core::time::rfc3339_from_millis(now_millis()),
+        };
+        {
+            let mut state = ctx.state.lock().await;
+            if state.pending_question.is_some() {
+                return Ok(CallOutcome::error(
+                    "a question is already waiting for the user; ask one set of questions at a time",
+                ));
+            }
+            state.pending_question = Some(pending.clone());
+        }
+        let event = json!({"callId": pending.call_id, "questions": pending.questions});
+        let update = SessionUpdate {
+            pending_question: Some(Some(pending)),
+            ..SessionUpdate::default()
+        };
+        ctx.events
+            .emit_with(vec![("ask_user.question", event)], update)
+            .await?;
+        let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
+        outcome.deferred = true;
+        Ok(outcome.interrupt(Interrupt::Ask))
+    }
+
+    pub(crate) async fn todo_write(
+        &self,
+        ctx: &SessionCtx,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let todos = match todo_write::parse(&call.arguments) {
+            Ok(t) => t,
+            Err(e) => return Ok(CallOutcome::error(e)),
+        };
+        ctx.state.lock().await.todos = todos.clone();
+        let summary = todo_write::summary(&todos);
+        let update = SessionUpdate {
+            todos: Some(todos.clone()),
+            ..SessionUpdate::default()
+        };
+        ctx.events
+            .emit_with(vec![("todo.updated", json!({"todos": todos}))], update)
+            .await?;
+        Ok(CallOutcome::ok(json!(summary)))
+    }
+
+    /// Resolve the pending question, if any, with `result`: the call's
+    /// result message and the cleared question are committed together.
+    async fn settle_question(
+        &self,
+        ctx: &SessionCtx,
+        pending: &PendingQuestion,
+        result: &str,
+        event: serde_json::Value,
+    ) -> Result<(), RuntimeError> {
+        let mut m = message(MessageRole::Tool, result);
+        m.tool_call_id = Some(pending.call_id.clone());
+        m.name = Some(ask_user::NAME.to_owned());
+        let completed = json!({"callId": pending.call_id, "name": ask_user::NAME, "isError": false, "result": result});
+        let update = SessionUpdate {
+            pending_question: Some(None),
+            ..SessionUpdate::default()
+        };
+        self.append_with(
+            ctx,
+            m,
+            vec![("ask_user.answered", event), ("tool.completed", completed)],
+            update,
+            Durability::Committed,
+        )
+        .await
+    }
+
+    /// A user message instead of answers: the question is dismissed.
+    pub(crate) async fn dismiss_question(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        let Some(pending) = ctx.state.lock().await.pending_question.take() else {
+            return Ok(());
+        };
+        let event = json!({"callId": pending.call_id, "dismissed": true});
+        self.settle_question(ctx, &pending, DISMISSED, event).await
+    }
+}
+
+impl Runtime {
+    /// The session's todo list.
+    pub async fn todos(&self, workspace: &str, id: &str) -> Result<Vec<TodoItem>, RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        Ok(ctx.state.lock().await.todos.clone())
+    }
+
+    /// The question the session waits on.
+    pub async fn pending_question(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<Option<PendingQuestion>, RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        Ok(ctx.state.lock().await.pending_question.clone())
+    }
+
+    /// The user's answers to the pending question (R-AU-2/3, R-BX-5):
+    /// matched to the options, committed as the call's result, then the
+    /// next turn starts.
+    pub async fn answer(
+        &self,
+        workspace: &str,
+        id: &str,
+        params: AnswerParams,
+    ) -> Result<AnswerResponse, RuntimeError> {
+        let inner = &self.inner;
+        let ctx = inner.session_in(workspace, id).await?;
+        let (pending, answers) = {
+            let mut state = ctx.state.lock().await;
+            if state.status == SessionStatus::Ended {
+                return Err(RuntimeError::Conflict {
+                    code: "session_ended",
+                    message: "the session has ended".into(),
+                });
+            }
+            let Some(pending) = state.pending_question.as_ref() else {
+                return Err(RuntimeError::Conflict {
+                    code: "no_pending_question",
+                    message: "the session is not waiting for answers".into(),
+                });
+            };
+            if params
+                .call_id
+                .as_ref()
+                .is_some_and(|c| *c != pending.call_id)
+            {
+                return Err(RuntimeError::Conflict {
+                    code: "stale_question",
+                    message: format!(
+                        "the session waits on question `{}`, not this one",
+                        pending.call_id
+                    ),
+                });
+            }
+            let answers =
+                ask_user::match_answers(&pending.questions, &params.answers).map_err(|e| {
+                    let field = e
+                        .index
+                        .map_or("answers".to_owned(), |i| format!("answers[{i}]"));
+                    ValidationError::new("invalid_answer", field, e.message)
+                })?;
+            let pending = state
+                .pending_question
+                .take()
+                .ok_or_else(|| RuntimeError::Internal("the pending question vanished".into()))?;
+            (pending, answers)
+        };
+        let result = ask_user::result_text(&pending.questions, &answers);
+        let event = json!({"callId": pending.call_id, "answers": answers});
+        inner
+            .settle_question(&ctx, &pending, &result, event)
+            .await?;
+        ctx.wait_turn().await;
+        if ctx.state.lock().await.status == SessionStatus::Active {
+            inner.start_turn(&ctx).await;
+        }
+        Ok(AnswerResponse {
+            call_id: pending.call_id,
+            answers,
+        })
+    }
+}

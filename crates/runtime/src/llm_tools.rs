@@ -1,0 +1,54 @@
+//! The LLM's built-in tools of seed 000 that a session offers: which ones
+//! the model sees (the assistant's `features`, and for the web tools the
+//! server's configuration), and where each call goes.
+
+use rtc_core::llm::{ToolCall, ToolSpec};
+use rtc_protocol::Assistant;
+use rtc_tools::builtin::{ask_user, todo_write, web_fetch, web_search};
+
+use crate::execute::CallOutcome;
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LlmTool {
+    AskUser,
+    TodoWrite,
+    WebSearch,
+    WebFetch,
+}
+
+impl Inner {
+    /// The built-ins this assistant's model may call on this server.
+    pub(crate) fn llm_tools(&self, assistant: &Assistant) -> Vec<(ToolSpec, LlmTool)> {
+        let f = &assistant.features;
+        let mut out = Vec::new();
+        if f.ask_user {
+            out.push((ask_user::spec(), LlmTool::AskUser));
+        }
+        if f.todo {
+            out.push((todo_write::spec(), LlmTool::TodoWrite));
+        }
+        if f.web_search && self.config.web_search.is_some() {
+            out.push((web_search::spec(), LlmTool::WebSearch));
+        }
+        if f.web_fetch && self.config.web_fetch.is_some() {
+            out.push((web_fetch::spec(), LlmTool::WebFetch));
+        }
+        out
+    }
+
+    pub(crate) async fn run_llm_tool(
+        &self,
+        ctx: &SessionCtx,
+        tool: LlmTool,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        Ok(match tool {
+            LlmTool::AskUser => self.ask_user(ctx, call).await?,
+            LlmTool::TodoWrite => self.todo_write(ctx, call).await?,
+            LlmTool::WebSearch => self.web_search(call).await,
+            LlmTool::WebFetch => self.web_fetch(call).await,
+        })
+    }
+}

@@ -1,0 +1,60 @@
+//! What the model's interaction built-ins show the host: the todo list
+//! (R-TD), the askUser question a session waits on, and the answers
+//! (R-AU-2, R-BX-5). The session's client token is enough for all three.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rtc_protocol::{AnswerParams, AnswerResponse, ErrorResponse, QuestionState, TodoList};
+
+use crate::extract::{ApiJson, SessionAccess};
+use crate::{ApiResult, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions/{id}/todos", get(todos))
+        .route("/v1/sessions/{id}/question", get(question))
+        .route("/v1/sessions/{id}/answers", post(answer))
+}
+
+/// The model's todo list, as last written.
+#[utoipa::path(get, path = "/v1/sessions/{id}/todos", tag = "sessions", security(("bearer" = [])),
+    responses((status = 200, body = TodoList), (status = 404, body = ErrorResponse)))]
+pub async fn todos(access: SessionAccess, State(s): State<AppState>) -> ApiResult<Json<TodoList>> {
+    let todos = s.runtime.todos(&access.workspace, &access.session).await?;
+    Ok(Json(TodoList { todos }))
+}
+
+/// The askUser question the session waits on (`pending: null` when none).
+#[utoipa::path(get, path = "/v1/sessions/{id}/question", tag = "sessions", security(("bearer" = [])),
+    responses((status = 200, body = QuestionState), (status = 404, body = ErrorResponse)))]
+pub async fn question(
+    access: SessionAccess,
+    State(s): State<AppState>,
+) -> ApiResult<Json<QuestionState>> {
+    let pending = s
+        .runtime
+        .pending_question(&access.workspace, &access.session)
+        .await?;
+    Ok(Json(QuestionState { pending }))
+}
+
+/// Answer the pending question: per question an option's label, its number
+/// (1–4) or free text ("Other"); a list (or comma-separated labels) for a
+/// multi-select question. The model's next turn starts.
+#[utoipa::path(post, path = "/v1/sessions/{id}/answers", tag = "sessions", request_body = AnswerParams, security(("bearer" = [])),
+    responses((status = 202, body = AnswerResponse), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse, description = "`no_pending_question`, `stale_question`, `session_ended`"),
+        (status = 422, body = ErrorResponse, description = "`invalid_answer` naming `answers[i]`")))]
+pub async fn answer(
+    access: SessionAccess,
+    State(s): State<AppState>,
+    ApiJson(p): ApiJson<AnswerParams>,
+) -> ApiResult<(StatusCode, Json<AnswerResponse>)> {
+    let answered = s
+        .runtime
+        .answer(&access.workspace, &access.session, p)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(answered)))
+}
