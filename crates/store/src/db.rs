@@ -44,6 +44,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "interaction",
         include_str!("../migrations/sqlite/0003_interaction.sql"),
     ),
+    (
+        4,
+        "memories",
+        include_str!("../migrations/sqlite/0004_memories.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -60,6 +65,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         3,
         "interaction",
         include_str!("../migrations/postgres/0003_interaction.sql"),
+    ),
+    (
+        4,
+        "memories",
+        include_str!("../migrations/postgres/0004_memories.sql"),
     ),
 ];
 

@@ -342,3 +342,82 @@ on_both!(sessions_messages_and_events, |store| {
     );
     Ok(())
 });
+
+on_both!(memories_per_user_ranked_by_relevance, |store| {
+    store.create_workspace("ws_m", "m", "key-m").await?;
+    store.create_workspace("ws_n", "n", "key-n").await?;
+    let ann = |c: &'static str| store.insert_memory("ws_m", "ann", c, &[]);
+    ann("Ann prefers oat milk in her coffee").await?;
+    let dog = ann("Ann's dog is called Biscuit; Biscuit is a beagle").await?;
+    ann("Ann lives in Lisbon and works remotely").await?;
+    store
+        .insert_memory("ws_m", "bob", "Bob's dog is a poodle", &["pets".to_owned()])
+        .await?;
+    store
+        .insert_memory("ws_n", "ann", "Another workspace's Ann has a dog too", &[])
+        .await?;
+
+    let found = store
+        .search_memories("ws_m", "ann", "what is the DOG's name? biscuit", 5)
+        .await?;
+    assert_eq!(found[0].0.id, dog.id, "{found:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "other users and workspaces stay out: {found:?}"
+    );
+    assert!(found[0].1 > 0.0);
+    let coffee = store
+        .search_memories("ws_m", "ann", "coffee or Lisbon", 5)
+        .await?;
+    assert_eq!(coffee.len(), 2);
+    assert!(
+        store
+            .search_memories("ws_m", "ann", "\"*)(", 5)
+            .await?
+            .is_empty(),
+        "syntax is not injected"
+    );
+    let tagged = store.search_memories("ws_m", "bob", "pets", 5).await?;
+    assert_eq!(tagged.len(), 1, "tags are searched");
+
+    let updated = store
+        .update_memory(
+            "ws_m",
+            "ann",
+            &dog.id,
+            Some("Ann's dog Biscuit died in 2026"),
+            None,
+        )
+        .await?
+        .unwrap();
+    assert_eq!(updated.content, "Ann's dog Biscuit died in 2026");
+    assert!(
+        store
+            .search_memories("ws_m", "ann", "beagle", 5)
+            .await?
+            .is_empty(),
+        "the index follows updates"
+    );
+    assert!(
+        store
+            .update_memory("ws_m", "bob", &dog.id, Some("x"), None)
+            .await?
+            .is_none(),
+        "not Bob's"
+    );
+
+    let (page, total) = store.list_memories("ws_m", "ann", 2, 0).await?;
+    assert_eq!((page.len(), total), (2, 3));
+    assert!(!store.delete_memory("ws_m", Some("bob"), &dog.id).await?);
+    assert!(store.delete_memory("ws_m", Some("ann"), &dog.id).await?);
+    assert!(
+        store
+            .search_memories("ws_m", "ann", "biscuit", 5)
+            .await?
+            .is_empty()
+    );
+    assert_eq!(store.delete_user_memories("ws_m", "ann").await?, 2);
+    assert_eq!(store.list_memories("ws_m", "bob", 10, 0).await?.1, 1);
+    Ok(())
+});
