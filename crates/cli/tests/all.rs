@@ -13,6 +13,7 @@ mod conversation;
 mod errors;
 mod interaction;
 mod mcp;
+mod memory;
 mod operations;
 mod secrets;
 mod tools;

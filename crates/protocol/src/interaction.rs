@@ -1,5 +1,6 @@
 //! What the model's interaction built-ins put in front of the user: the
-//! todo list (R-TD) and askUser questions with their answers (R-AU). The
+//! todo list (R-TD), askUser questions with their answers (R-AU), and the
+//! memories it keeps (R-MM). The
 //! model-facing fields keep the seed's names (`multiSelect`,
 //! `active_form`).
 
@@ -94,4 +95,24 @@ pub struct TodoList {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct QuestionState {
     pub pending: Option<PendingQuestion>,
+}
+
+/// A memory the model keeps about an end user (R-MM).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Memory {
+    pub id: String,
+    pub user_id: String,
+    pub content: String,
+    pub tags: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// `GET /v1/memories?userId=`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MemoryPage {
+    pub data: Vec<Memory>,
+    /// All memories of the user.
+    pub total: i64,
 }

@@ -15,6 +15,7 @@ mod interaction;
 mod journal;
 mod llm_leaf;
 mod llm_tools;
+mod memory;
 mod session;
 mod start;
 mod turn;

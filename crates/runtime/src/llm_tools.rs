@@ -4,9 +4,10 @@
 
 use rtc_core::llm::{ToolCall, ToolSpec};
 use rtc_protocol::Assistant;
-use rtc_tools::builtin::{ask_user, todo_write, web_fetch, web_search};
+use rtc_tools::builtin::{ask_user, memory, todo_write, web_fetch, web_search};
 
 use crate::execute::CallOutcome;
+use crate::memory::MemoryTool;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
 
@@ -16,6 +17,7 @@ pub(crate) enum LlmTool {
     TodoWrite,
     WebSearch,
     WebFetch,
+    Memory(MemoryTool),
 }
 
 impl Inner {
@@ -35,6 +37,15 @@ impl Inner {
         if f.web_fetch && self.config.web_fetch.is_some() {
             out.push((web_fetch::spec(), LlmTool::WebFetch));
         }
+        if f.memory {
+            out.extend([
+                (memory::save::spec(), LlmTool::Memory(MemoryTool::Save)),
+                (memory::update::spec(), LlmTool::Memory(MemoryTool::Update)),
+                (memory::delete::spec(), LlmTool::Memory(MemoryTool::Delete)),
+                (memory::list::spec(), LlmTool::Memory(MemoryTool::List)),
+                (memory::search::spec(), LlmTool::Memory(MemoryTool::Search)),
+            ]);
+        }
         out
     }
 
@@ -49,6 +60,7 @@ impl Inner {
             LlmTool::TodoWrite => self.todo_write(ctx, call).await?,
             LlmTool::WebSearch => self.web_search(call).await,
             LlmTool::WebFetch => self.web_fetch(call).await,
+            LlmTool::Memory(tool) => self.memory_tool(ctx, tool, call).await?,
         })
     }
 }

@@ -46,6 +46,8 @@ pub(crate) struct RunningTurn {
 pub(crate) struct SessionCtx {
     pub id: String,
     pub workspace: String,
+    /// The end user (`userId` at start), who owns memories (R-MM).
+    pub user_id: Option<String>,
     pub config: SessionConfig,
     pub state: tokio::sync::Mutex<SessionState>,
     pub events: EventLog,
@@ -98,6 +100,7 @@ impl Inner {
         let ctx = Arc::new(SessionCtx {
             id: record.id.clone(),
             workspace: record.workspace_id.clone(),
+            user_id: record.user_id.clone(),
             config,
             state: tokio::sync::Mutex::new(SessionState {
                 variables: record.variables.clone(),

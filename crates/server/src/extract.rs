@@ -57,6 +57,25 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     }
 }
 
+/// Query parameters, rejected with a JSON 400 (`invalid_query`) when they
+/// cannot be decoded (unknown names, wrong types).
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(Self(v)),
+            Err(e) => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                e.body_text(),
+            )),
+        }
+    }
+}
+
 /// Parse a JSON body with the header checks of [`ApiJson`].
 pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
     let content_type = headers

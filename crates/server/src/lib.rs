@@ -64,6 +64,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::assistants::router())
         .merge(routes::sessions::router())
         .merge(routes::interaction::router())
+        .merge(routes::memories::router())
         .merge(routes::live::router())
         .route_layer(axum::middleware::from_fn(observe::record_request))
         .fallback(routes::health::not_found)

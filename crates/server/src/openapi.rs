@@ -6,8 +6,8 @@ use utoipa::{Modify, OpenApi};
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::routes::{
-    assistants, health, interaction, live, mcp_servers, realtime, secrets, sessions, tools,
-    workspaces,
+    assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
+    tools, workspaces,
 };
 
 struct BearerAuth;
@@ -43,6 +43,7 @@ impl Modify for BearerAuth {
         sessions::create, sessions::list, sessions::read, sessions::messages, sessions::send, sessions::state, sessions::end,
         sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
         interaction::todos, interaction::question, interaction::answer,
+        memories::list, memories::forget_user, memories::forget,
     )
 )]
 struct ApiDoc;

@@ -5,6 +5,7 @@ pub mod health;
 pub mod interaction;
 pub mod live;
 pub mod mcp_servers;
+pub mod memories;
 pub mod realtime;
 pub mod secrets;
 pub mod sessions;

@@ -1,0 +1,189 @@
+//! The memory tools in a session (R-MM-1..2): stored per workspace and end
+//! user (the session's `userId`), so they persist across sessions and no
+//! other user sees them. Every change emits `memory.updated`.
+
+use rtc_core::llm::ToolCall;
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::Memory;
+use rtc_store::MemoryRecord;
+use rtc_tools::builtin::memory::{delete, list, save, search, update};
+use serde_json::{Value, json};
+
+use crate::execute::CallOutcome;
+use crate::session::SessionCtx;
+use crate::{Inner, Runtime, RuntimeError};
+
+/// Most memories one user may have in a workspace.
+pub const MAX_MEMORIES_PER_USER: i64 = 1_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MemoryTool {
+    Save,
+    Update,
+    Delete,
+    List,
+    Search,
+}
+
+/// A memory as the model reads it (the seed's snake_case).
+fn for_model(m: &MemoryRecord) -> Value {
+    json!({"memory_id": m.id, "content": m.content, "tags": m.tags, "updated_at": rfc3339_from_millis(m.updated_at)})
+}
+
+pub(crate) fn view(m: MemoryRecord) -> Memory {
+    Memory {
+        id: m.id,
+        user_id: m.user_id,
+        content: m.content,
+        tags: m.tags,
+        created_at: rfc3339_from_millis(m.created_at),
+        updated_at: rfc3339_from_millis(m.updated_at),
+    }
+}
+
+impl Inner {
+    pub(crate) async fn memory_tool(
+        &self,
+        ctx: &SessionCtx,
+        tool: MemoryTool,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let Some(user) = ctx.user_id.as_deref() else {
+            return Ok(CallOutcome::error(
+                "memory is kept per user and this session has no userId; answer without it",
+            ));
+        };
+        let ws = ctx.workspace.as_str();
+        let store = &self.store;
+        let outcome = match tool {
+            MemoryTool::Save => {
+                let args = match save::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                if store.list_memories(ws, user, 1, 0).await?.1 >= MAX_MEMORIES_PER_USER {
+                    return Ok(CallOutcome::error(format!(
+                        "this user already has {MAX_MEMORIES_PER_USER} memories; update or delete old ones first"
+                    )));
+                }
+                let m = store
+                    .insert_memory(ws, user, args.content.trim(), &args.tags)
+                    .await?;
+                self.memory_event(ctx, "saved", &m.id).await?;
+                CallOutcome::ok(json!({"memory_id": m.id, "saved": true}))
+            }
+            MemoryTool::Update => {
+                let args = match update::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                let content = args.content.as_deref().map(str::trim);
+                match store
+                    .update_memory(ws, user, &args.memory_id, content, args.tags.as_deref())
+                    .await?
+                {
+                    Some(m) => {
+                        self.memory_event(ctx, "updated", &m.id).await?;
+                        CallOutcome::ok(for_model(&m))
+                    }
+                    None => CallOutcome::error(format!("there is no memory `{}`", args.memory_id)),
+                }
+            }
+            MemoryTool::Delete => {
+                let args = match delete::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                if store.delete_memory(ws, Some(user), &args.memory_id).await? {
+                    self.memory_event(ctx, "deleted", &args.memory_id).await?;
+                    CallOutcome::ok(json!({"memory_id": args.memory_id, "deleted": true}))
+                } else {
+                    CallOutcome::error(format!("there is no memory `{}`", args.memory_id))
+                }
+            }
+            MemoryTool::List => {
+                let args = match list::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                let (page, total) = store
+                    .list_memories(ws, user, args.limit, args.offset)
+                    .await?;
+                let memories: Vec<Value> = page.iter().map(for_model).collect();
+                CallOutcome::ok(json!({"memories": memories, "total": total}))
+            }
+            MemoryTool::Search => {
+                let args = match search::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                let found = store
+                    .search_memories(ws, user, &args.query, args.limit)
+                    .await?;
+                let results: Vec<Value> = found
+                    .iter()
+                    .map(|(m, score)| {
+                        let mut v = for_model(m);
+                        v["score"] = json!((score * 1000.0).round() / 1000.0);
+                        v
+                    })
+                    .collect();
+                CallOutcome::ok(
+                    json!({"query": args.query, "result_count": results.len(), "results": results}),
+                )
+            }
+        };
+        Ok(outcome)
+    }
+
+    async fn memory_event(
+        &self,
+        ctx: &SessionCtx,
+        action: &str,
+        id: &str,
+    ) -> Result<(), RuntimeError> {
+        ctx.events
+            .emit("memory.updated", json!({"action": action, "memoryId": id}))
+            .await
+    }
+}
+
+impl Runtime {
+    /// A user's memories, newest first, and their total.
+    pub async fn memories(
+        &self,
+        workspace: &str,
+        user: &str,
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<Memory>, i64), RuntimeError> {
+        let (page, total) = self
+            .inner
+            .store
+            .list_memories(workspace, user, limit, offset)
+            .await?;
+        Ok((page.into_iter().map(view).collect(), total))
+    }
+
+    /// Forget one memory of the workspace.
+    pub async fn delete_memory(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
+        if self.inner.store.delete_memory(workspace, None, id).await? {
+            Ok(())
+        } else {
+            Err(RuntimeError::not_found("memory", id))
+        }
+    }
+
+    /// Forget everything about a user; how many memories there were.
+    pub async fn delete_user_memories(
+        &self,
+        workspace: &str,
+        user: &str,
+    ) -> Result<u64, RuntimeError> {
+        Ok(self
+            .inner
+            .store
+            .delete_user_memories(workspace, user)
+            .await?)
+    }
+}

@@ -1,0 +1,99 @@
+//! An end user's memories (R-MM): list and forget, per workspace. Workspace
+//! key or admin only; a session's client token cannot read them.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Json, Router};
+use rtc_core::ValidationError;
+use rtc_protocol::{ErrorResponse, MemoryPage};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::extract::{ApiPath, ApiQuery, Scope};
+use crate::{ApiError, ApiResult, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/memories", get(list).delete(forget_user))
+        .route("/v1/memories/{id}", delete(forget))
+}
+
+#[derive(Debug, Deserialize, IntoParams, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct MemoryQuery {
+    /// The end user (`userId` of their sessions).
+    pub user_id: Option<String>,
+    /// 1–200, default 50.
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+fn user(q: &MemoryQuery) -> Result<&str, ApiError> {
+    q.user_id
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+        .ok_or_else(|| {
+            ValidationError::new("missing_user", "userId", "`userId` names whose memories").into()
+        })
+}
+
+/// A user's memories, newest first.
+#[utoipa::path(get, path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
+    responses((status = 200, body = MemoryPage), (status = 422, body = ErrorResponse)))]
+pub async fn list(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<MemoryQuery>,
+) -> ApiResult<Json<MemoryPage>> {
+    let user = user(&q)?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(
+            ValidationError::new("invalid_limit", "limit", "`limit` must be 1 to 200").into(),
+        );
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ValidationError::new(
+            "invalid_offset",
+            "offset",
+            "`offset` must not be negative",
+        )
+        .into());
+    }
+    let (data, total) = s
+        .runtime
+        .memories(&scope.workspace, user, limit, offset)
+        .await?;
+    Ok(Json(MemoryPage { data, total }))
+}
+
+/// Forget everything about a user.
+#[utoipa::path(delete, path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
+    responses((status = 200, description = "`{\"deleted\": n}`"), (status = 422, body = ErrorResponse)))]
+pub async fn forget_user(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<MemoryQuery>,
+) -> ApiResult<Json<Value>> {
+    let deleted = s
+        .runtime
+        .delete_user_memories(&scope.workspace, user(&q)?)
+        .await?;
+    Ok(Json(json!({"deleted": deleted})))
+}
+
+/// Forget one memory.
+#[utoipa::path(delete, path = "/v1/memories/{id}", tag = "memories", security(("bearer" = [])),
+    responses((status = 204), (status = 404, body = ErrorResponse)))]
+pub async fn forget(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> ApiResult<StatusCode> {
+    s.runtime.delete_memory(&scope.workspace, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
