@@ -116,3 +116,70 @@ pub struct MemoryPage {
     /// All memories of the user.
     pub total: i64,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GoalStatus {
+    Active,
+    Completed,
+    Cancelled,
+    Exhausted,
+}
+
+impl GoalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Completed => "completed",
+            Self::Cancelled => "cancelled",
+            Self::Exhausted => "exhausted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Active,
+            Self::Completed,
+            Self::Cancelled,
+            Self::Exhausted,
+        ]
+        .into_iter()
+        .find(|g| g.as_str() == s)
+    }
+}
+
+/// A goal that drives a session until its condition holds (R-GL, R-BX-2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Goal {
+    pub id: String,
+    pub condition: String,
+    pub status: GoalStatus,
+    pub max_turns: i64,
+    pub completed_turns: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<i64>,
+    pub tokens_used: i64,
+    /// RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// Why it ended (the judge's reason, the limit reached, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// `POST /v1/sessions/{id}/goals/{goalId}/resume`: the host raises a limit
+/// of an exhausted (or active) goal; it becomes active again.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResumeGoalParams {
+    #[serde(default)]
+    pub max_turns: Option<i64>,
+    #[serde(default)]
+    pub token_budget: Option<i64>,
+    /// RFC 3339, in the future.
+    #[serde(default)]
+    pub deadline: Option<String>,
+}

@@ -49,6 +49,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "memories",
         include_str!("../migrations/sqlite/0004_memories.sql"),
     ),
+    (
+        5,
+        "goals",
+        include_str!("../migrations/sqlite/0005_goals.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -70,6 +75,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         4,
         "memories",
         include_str!("../migrations/postgres/0004_memories.sql"),
+    ),
+    (
+        5,
+        "goals",
+        include_str!("../migrations/postgres/0005_goals.sql"),
     ),
 ];
 

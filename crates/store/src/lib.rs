@@ -12,6 +12,7 @@
 mod db;
 mod documents;
 mod error;
+mod goals;
 mod ids;
 mod memories;
 mod secret_box;
@@ -22,6 +23,7 @@ mod workspaces;
 pub use db::{Dialect, Store, redact_url};
 pub use documents::{Document, Reference, ResourceKind};
 pub use error::StoreError;
+pub use goals::GoalRecord;
 pub use ids::{hash_token, new_id, new_token};
 pub use memories::MemoryRecord;
 pub use secret_box::{MasterKey, SecretBox};

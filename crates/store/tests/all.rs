@@ -421,3 +421,45 @@ on_both!(memories_per_user_ranked_by_relevance, |store| {
     assert_eq!(store.list_memories("ws_m", "bob", 10, 0).await?.1, 1);
     Ok(())
 });
+
+on_both!(goals_are_saved_and_rewritten, |store| {
+    store.create_workspace("ws_g", "g", "key-g").await?;
+    store
+        .create_session(rtc_store::NewSession {
+            id: "sess_g",
+            workspace_id: "ws_g",
+            assistant_id: "a",
+            parent_id: None,
+            root_id: "sess_g",
+            user_id: None,
+            title: None,
+            variables: &serde_json::Map::new(),
+            config: &json!({}),
+            client_token: "t",
+        })
+        .await?;
+    let mut goal = rtc_store::GoalRecord {
+        id: "goal_1".into(),
+        session_id: "sess_g".into(),
+        condition: "three options compared".into(),
+        status: rtc_protocol::GoalStatus::Active,
+        max_turns: 5,
+        completed_turns: 0,
+        token_budget: Some(10_000),
+        tokens_used: 0,
+        deadline: None,
+        reason: None,
+        created_at: 1,
+        updated_at: 1,
+    };
+    store.save_goal(&goal).await?;
+    goal.completed_turns = 5;
+    goal.tokens_used = 1_234;
+    goal.status = rtc_protocol::GoalStatus::Exhausted;
+    goal.reason = Some("max_turns reached".into());
+    goal.updated_at = 2;
+    store.save_goal(&goal).await?;
+    assert_eq!(store.goals("sess_g").await?, [goal]);
+    assert!(store.goals("sess_other").await?.is_empty());
+    Ok(())
+});
