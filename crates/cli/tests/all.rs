@@ -11,6 +11,7 @@ mod builtins;
 mod chat;
 mod conversation;
 mod errors;
+mod goals;
 mod interaction;
 mod mcp;
 mod memory;

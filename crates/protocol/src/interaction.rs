@@ -179,7 +179,7 @@ pub struct ResumeGoalParams {
     pub max_turns: Option<i64>,
     #[serde(default)]
     pub token_budget: Option<i64>,
-    /// RFC 3339, in the future.
+    /// A new deadline, this many minutes from now.
     #[serde(default)]
-    pub deadline: Option<String>,
+    pub deadline_minutes: Option<i64>,
 }

@@ -11,6 +11,7 @@ mod broker;
 mod error;
 mod events;
 mod execute;
+mod goals;
 mod interaction;
 mod journal;
 mod llm_leaf;

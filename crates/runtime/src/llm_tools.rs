@@ -4,9 +4,10 @@
 
 use rtc_core::llm::{ToolCall, ToolSpec};
 use rtc_protocol::Assistant;
-use rtc_tools::builtin::{ask_user, memory, todo_write, web_fetch, web_search};
+use rtc_tools::builtin::{ask_user, goals, memory, todo_write, web_fetch, web_search};
 
 use crate::execute::CallOutcome;
+use crate::goals::GoalTool;
 use crate::memory::MemoryTool;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -18,6 +19,7 @@ pub(crate) enum LlmTool {
     WebSearch,
     WebFetch,
     Memory(MemoryTool),
+    Goal(GoalTool),
 }
 
 impl Inner {
@@ -36,6 +38,13 @@ impl Inner {
         }
         if f.web_fetch && self.config.web_fetch.is_some() {
             out.push((web_fetch::spec(), LlmTool::WebFetch));
+        }
+        if f.goals {
+            out.extend([
+                (goals::create::spec(), LlmTool::Goal(GoalTool::Create)),
+                (goals::complete::spec(), LlmTool::Goal(GoalTool::Complete)),
+                (goals::cancel::spec(), LlmTool::Goal(GoalTool::Cancel)),
+            ]);
         }
         if f.memory {
             out.extend([
@@ -61,6 +70,7 @@ impl Inner {
             LlmTool::WebSearch => self.web_search(call).await,
             LlmTool::WebFetch => self.web_fetch(call).await,
             LlmTool::Memory(tool) => self.memory_tool(ctx, tool, call).await?,
+            LlmTool::Goal(tool) => self.goal_tool(ctx, tool, call).await?,
         })
     }
 }

@@ -58,15 +58,25 @@ pub(crate) struct SessionCtx {
     pub history: tokio::sync::Mutex<Option<Vec<rtc_protocol::Message>>>,
     /// When the context was last looked up (epoch ms), for eviction.
     pub last_used: AtomicI64,
+    /// Tokens the model used in the running turn (for goal budgets).
+    pub turn_tokens: AtomicI64,
 }
 
 impl SessionCtx {
     /// Cancel the running turn, if any, and wait until it has recorded its
     /// consistent end.
     pub async fn cancel_turn(&self) {
-        let running = self.turn.lock().await.take();
+        // Cancelled under the lock: a turn that starts its own continuation
+        // (a goal) checks its token under the same lock.
+        let running = {
+            let mut slot = self.turn.lock().await;
+            let running = slot.take();
+            if let Some(t) = &running {
+                t.cancel.cancel();
+            }
+            running
+        };
         if let Some(t) = running {
-            t.cancel.cancel();
             let _ = t.handle.await;
         }
     }
@@ -114,6 +124,7 @@ impl Inner {
             turn: tokio::sync::Mutex::new(None),
             history: tokio::sync::Mutex::new(None),
             last_used: AtomicI64::new(now_millis()),
+            turn_tokens: AtomicI64::new(0),
         });
         let mut map = self
             .sessions

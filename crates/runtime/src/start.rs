@@ -404,11 +404,16 @@ impl Runtime {
 impl Inner {
     pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) {
         let mut slot = ctx.turn.lock().await;
+        *slot = Some(self.spawn_turn(ctx));
+    }
+
+    /// Spawn a turn; the caller puts it in the session's turn slot.
+    pub(crate) fn spawn_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> RunningTurn {
         let cancel = CancellationToken::new();
         let handle = self
             .tasks
             .spawn(self.clone().run_turn(ctx.clone(), cancel.clone()));
-        *slot = Some(RunningTurn { cancel, handle });
+        RunningTurn { cancel, handle }
     }
 
     /// Startup actions (R-TB-3): deterministic calls before the first turn.

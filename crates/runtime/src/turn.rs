@@ -212,6 +212,8 @@ impl Inner {
         }
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
+        } else if !interrupted {
+            self.after_turn(&ctx, &cancel).await;
         }
     }
 
@@ -310,7 +312,16 @@ impl Inner {
                             )
                             .await?;
                     }
-                    Some(Ok(LlmEvent::Done(r))) => break r,
+                    Some(Ok(LlmEvent::Done(r))) => {
+                        if let Some(u) = &r.usage {
+                            let used =
+                                i64::try_from(u.prompt_tokens.saturating_add(u.completion_tokens))
+                                    .unwrap_or(i64::MAX);
+                            ctx.turn_tokens
+                                .fetch_add(used, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        break r;
+                    }
                     Some(Err(e)) => {
                         ctx.events
                             .emit(

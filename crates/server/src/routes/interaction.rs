@@ -6,9 +6,12 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rtc_protocol::{AnswerParams, AnswerResponse, ErrorResponse, QuestionState, TodoList};
+use rtc_protocol::{
+    AnswerParams, AnswerResponse, ErrorResponse, Goal, ListResponse, QuestionState,
+    ResumeGoalParams, TodoList,
+};
 
-use crate::extract::{ApiJson, SessionAccess};
+use crate::extract::{ApiJson, ApiPath, Scope, SessionAccess};
 use crate::{ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -16,6 +19,40 @@ pub fn router() -> Router<AppState> {
         .route("/v1/sessions/{id}/todos", get(todos))
         .route("/v1/sessions/{id}/question", get(question))
         .route("/v1/sessions/{id}/answers", post(answer))
+        .route("/v1/sessions/{id}/goals", get(goals))
+        .route(
+            "/v1/sessions/{id}/goals/{goal_id}/resume",
+            post(resume_goal),
+        )
+}
+
+/// The session's goals, oldest first.
+#[utoipa::path(get, path = "/v1/sessions/{id}/goals", tag = "sessions", security(("bearer" = [])),
+    responses((status = 200, body = ListResponse<Goal>), (status = 404, body = ErrorResponse)))]
+pub async fn goals(
+    access: SessionAccess,
+    State(s): State<AppState>,
+) -> ApiResult<Json<ListResponse<Goal>>> {
+    let goals = s.runtime.goals(&access.workspace, &access.session).await?;
+    Ok(Json(ListResponse::new(goals)))
+}
+
+/// Raise a goal's limits and make it active again; only the host may (the
+/// workspace key, not the session's client token).
+#[utoipa::path(post, path = "/v1/sessions/{id}/goals/{goal_id}/resume", tag = "sessions", request_body = ResumeGoalParams, security(("bearer" = [])),
+    responses((status = 200, body = Goal), (status = 404, body = ErrorResponse),
+        (status = 409, body = ErrorResponse, description = "`goal_finished`"), (status = 422, body = ErrorResponse)))]
+pub async fn resume_goal(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath((id, goal_id)): ApiPath<(String, String)>,
+    ApiJson(p): ApiJson<ResumeGoalParams>,
+) -> ApiResult<Json<Goal>> {
+    Ok(Json(
+        s.runtime
+            .resume_goal(&scope.workspace, &id, &goal_id, p)
+            .await?,
+    ))
 }
 
 /// The model's todo list, as last written.

@@ -4,6 +4,7 @@
 //! the checking of the model's arguments against that schema.
 
 pub mod ask_user;
+pub mod goals;
 pub mod memory;
 pub mod todo_write;
 pub mod web_fetch;

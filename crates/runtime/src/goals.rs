@@ -1,0 +1,378 @@
+//! Goals (R-GL-1..3, R-BX-2): after every turn each active goal counts the
+//! turn and its tokens, and a judge (the small model) decides whether its
+//! condition holds; limits make it `exhausted`. While a goal is active and
+//! nobody is asked anything, the runtime gives the model the next turn
+//! itself with a continuation input. Only the host raises limits and
+//! resumes an exhausted goal.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use rtc_core::ValidationError;
+use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{Goal, GoalStatus, MessageRole, ResumeGoalParams, SessionStatus};
+use rtc_store::{GoalRecord, new_id, now_millis};
+use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::Durability;
+use crate::execute::CallOutcome;
+use crate::llm_leaf::answer_text;
+use crate::session::SessionCtx;
+use crate::turn::message;
+use crate::{Inner, Runtime, RuntimeError};
+
+/// Most goals active at once in a session.
+const MAX_ACTIVE_GOALS: usize = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GoalTool {
+    Create,
+    Complete,
+    Cancel,
+}
+
+pub(crate) fn view(g: &GoalRecord) -> Goal {
+    Goal {
+        id: g.id.clone(),
+        condition: g.condition.clone(),
+        status: g.status,
+        max_turns: g.max_turns,
+        completed_turns: g.completed_turns,
+        token_budget: g.token_budget,
+        tokens_used: g.tokens_used,
+        deadline: g.deadline.map(rfc3339_from_millis),
+        reason: g.reason.clone(),
+        created_at: rfc3339_from_millis(g.created_at),
+        updated_at: rfc3339_from_millis(g.updated_at),
+    }
+}
+
+/// A goal as the model reads it.
+fn for_model(g: &GoalRecord) -> Value {
+    json!({"goal_id": g.id, "condition": g.condition, "status": g.status.as_str(),
+        "completed_turns": g.completed_turns, "max_turns": g.max_turns})
+}
+
+impl Inner {
+    pub(crate) async fn goal_tool(
+        &self,
+        ctx: &SessionCtx,
+        tool: GoalTool,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let goals = self.store.goals(&ctx.id).await?;
+        let (target, status) = match tool {
+            GoalTool::Create => {
+                let args = match create::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                let active = goals
+                    .iter()
+                    .filter(|g| g.status == GoalStatus::Active)
+                    .count();
+                if active >= MAX_ACTIVE_GOALS {
+                    return Ok(CallOutcome::error(format!(
+                        "{active} goals are already active; complete or cancel one first"
+                    )));
+                }
+                let now = now_millis();
+                let goal = GoalRecord {
+                    id: new_id("goal"),
+                    session_id: ctx.id.clone(),
+                    condition: args.condition.trim().to_owned(),
+                    status: GoalStatus::Active,
+                    max_turns: args.max_turns,
+                    completed_turns: 0,
+                    token_budget: args.token_budget,
+                    tokens_used: 0,
+                    deadline: args.deadline_minutes.map(|m| now + m * 60_000),
+                    reason: None,
+                    created_at: now,
+                    updated_at: now,
+                };
+                self.save_goal(ctx, &goal).await?;
+                return Ok(CallOutcome::ok(for_model(&goal)));
+            }
+            GoalTool::Complete => match complete::parse(&call.arguments) {
+                Ok(r) => (r.goal_id, GoalStatus::Completed),
+                Err(e) => return Ok(CallOutcome::error(e)),
+            },
+            GoalTool::Cancel => match cancel::parse(&call.arguments) {
+                Ok(r) => (r.goal_id, GoalStatus::Cancelled),
+                Err(e) => return Ok(CallOutcome::error(e)),
+            },
+        };
+        let Some(mut goal) = goals.into_iter().find(|g| g.id == target) else {
+            return Ok(CallOutcome::error(format!(
+                "there is no goal `{target}` in this session"
+            )));
+        };
+        if goal.status != GoalStatus::Active {
+            return Ok(CallOutcome::error(format!(
+                "goal `{target}` is already {}",
+                goal.status.as_str()
+            )));
+        }
+        goal.status = status;
+        goal.reason = Some(format!("{} by the model", status.as_str()));
+        goal.updated_at = now_millis();
+        self.save_goal(ctx, &goal).await?;
+        Ok(CallOutcome::ok(for_model(&goal)))
+    }
+
+    async fn save_goal(&self, ctx: &SessionCtx, goal: &GoalRecord) -> Result<(), RuntimeError> {
+        self.store.save_goal(goal).await?;
+        ctx.events
+            .emit("goal.updated", json!({"goal": view(goal)}))
+            .await
+    }
+
+    /// After a turn: count it in every active goal, judge the conditions,
+    /// apply the limits. Returns the goal to continue with, if any.
+    async fn settle_goals(&self, ctx: &SessionCtx) -> Result<Option<GoalRecord>, RuntimeError> {
+        let tokens = ctx.turn_tokens.swap(0, Ordering::Relaxed);
+        let mut next = None;
+        for mut goal in self.store.goals(&ctx.id).await? {
+            if goal.status != GoalStatus::Active {
+                continue;
+            }
+            goal.completed_turns += 1;
+            goal.tokens_used += tokens;
+            let (holds, why) = self.judge(ctx, &goal.condition).await;
+            let now = now_millis();
+            let exhausted = if goal.completed_turns >= goal.max_turns {
+                Some(format!("max_turns ({}) reached", goal.max_turns))
+            } else if goal.token_budget.is_some_and(|b| goal.tokens_used >= b) {
+                Some("token budget used up".to_owned())
+            } else if goal.deadline.is_some_and(|d| now >= d) {
+                Some("deadline passed".to_owned())
+            } else {
+                None
+            };
+            if holds {
+                goal.status = GoalStatus::Completed;
+                goal.reason = Some(why);
+            } else if let Some(limit) = exhausted {
+                goal.status = GoalStatus::Exhausted;
+                goal.reason = Some(limit);
+            }
+            goal.updated_at = now;
+            self.save_goal(ctx, &goal).await?;
+            if goal.status == GoalStatus::Active && next.is_none() {
+                next = Some(goal);
+            }
+        }
+        Ok(next)
+    }
+
+    /// Whether the condition holds in the conversation, and why; a judge
+    /// that fails counts as "not yet".
+    async fn judge(&self, ctx: &SessionCtx, condition: &str) -> (bool, String) {
+        let transcript = match self.transcript(ctx).await {
+            Ok(t) => t,
+            Err(e) => {
+                return (
+                    false,
+                    format!("the judge could not read the conversation: {e}"),
+                );
+            }
+        };
+        let system = "You judge whether a goal's condition holds, given a conversation between a user and an assistant. Be strict: the condition must clearly hold in what was said. Answer only JSON {\"satisfied\": true|false, \"reason\": \"one sentence\"}.";
+        let user = format!("Condition: {condition}\n\nConversation:\n{transcript}");
+        let request = ChatRequest {
+            model: self.config.small_model.clone(),
+            messages: vec![
+                ChatMessage::System {
+                    content: system.to_owned(),
+                },
+                ChatMessage::User { content: user },
+            ],
+            json_output: true,
+            temperature: Some(0.0),
+            ..ChatRequest::default()
+        };
+        match answer_text(&self.config.default_provider, request).await {
+            Ok(text) => match serde_json::from_str::<Value>(text.trim()) {
+                Ok(v) => (
+                    v["satisfied"].as_bool().unwrap_or(false),
+                    v["reason"]
+                        .as_str()
+                        .unwrap_or("the judge gave no reason")
+                        .to_owned(),
+                ),
+                Err(_) => (false, format!("the judge did not answer JSON: {text:.100}")),
+            },
+            Err(e) => {
+                tracing::warn!(session = %ctx.id, error = %e, "goal judge failed");
+                (false, format!("the judge failed: {e}"))
+            }
+        }
+    }
+
+    /// At the end of a turn: settle the goals and, when one is still
+    /// active and nobody is asked anything, give the model its next turn.
+    pub(crate) async fn after_turn(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        cancel: &CancellationToken,
+    ) {
+        if !ctx.config.assistant.features.goals {
+            return;
+        }
+        let next = match self.settle_goals(ctx).await {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
+                return;
+            }
+        };
+        let Some(goal) = next else { return };
+        if let Err(e) = self.continue_goal(ctx, &goal, Some(cancel)).await {
+            tracing::error!(session = %ctx.id, error = %e, "continuing a goal failed");
+        }
+    }
+
+    /// Record the continuation input and start the turn, unless the session
+    /// cannot go on by itself or `cancel` (the finishing turn's) fired.
+    async fn continue_goal(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        goal: &GoalRecord,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<(), RuntimeError> {
+        {
+            let state = ctx.state.lock().await;
+            if state.status != SessionStatus::Active
+                || state.pending_question.is_some()
+                || state.ending.is_some()
+            {
+                return Ok(());
+            }
+        }
+        let mut slot = ctx.turn.lock().await;
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
+            return Ok(());
+        }
+        let text = format!(
+            "[Goal {}] Continue working toward your goal: {}. This is turn {} of at most {}. If the condition now holds, call completeGoal.",
+            goal.id,
+            goal.condition,
+            goal.completed_turns + 1,
+            goal.max_turns
+        );
+        let mut m = message(MessageRole::User, &text);
+        m.name = Some("goal".to_owned());
+        let event = json!({"messageId": m.id, "role": "user", "content": text, "goalId": goal.id});
+        self.append(
+            ctx,
+            m,
+            vec![("message.completed", event)],
+            Durability::Committed,
+        )
+        .await?;
+        *slot = Some(self.spawn_turn(ctx));
+        Ok(())
+    }
+}
+
+impl Runtime {
+    /// The session's goals, oldest first.
+    pub async fn goals(&self, workspace: &str, id: &str) -> Result<Vec<Goal>, RuntimeError> {
+        self.inner.session_in(workspace, id).await?;
+        Ok(self.inner.store.goals(id).await?.iter().map(view).collect())
+    }
+
+    /// The host raises a goal's limits and makes it active again (R-BX-2).
+    pub async fn resume_goal(
+        &self,
+        workspace: &str,
+        id: &str,
+        goal_id: &str,
+        params: ResumeGoalParams,
+    ) -> Result<Goal, RuntimeError> {
+        let inner = &self.inner;
+        let ctx = inner.session_in(workspace, id).await?;
+        let mut goal = inner
+            .store
+            .goals(id)
+            .await?
+            .into_iter()
+            .find(|g| g.id == goal_id)
+            .ok_or_else(|| RuntimeError::not_found("goal", goal_id))?;
+        if matches!(goal.status, GoalStatus::Completed | GoalStatus::Cancelled) {
+            return Err(RuntimeError::Conflict {
+                code: "goal_finished",
+                message: format!("the goal is {}", goal.status.as_str()),
+            });
+        }
+        let now = now_millis();
+        if let Some(max) = params.max_turns {
+            if max <= goal.completed_turns || max > MAX_TURNS_LIMIT {
+                return Err(ValidationError::new(
+                    "invalid_max_turns",
+                    "maxTurns",
+                    format!(
+                        "`maxTurns` must be above the {} turns done and at most {MAX_TURNS_LIMIT}",
+                        goal.completed_turns
+                    ),
+                )
+                .into());
+            }
+            goal.max_turns = max;
+        }
+        if let Some(budget) = params.token_budget {
+            if budget <= goal.tokens_used {
+                return Err(ValidationError::new(
+                    "invalid_token_budget",
+                    "tokenBudget",
+                    format!(
+                        "`tokenBudget` must be above the {} tokens used",
+                        goal.tokens_used
+                    ),
+                )
+                .into());
+            }
+            goal.token_budget = Some(budget);
+        }
+        if let Some(minutes) = params.deadline_minutes {
+            if !(1..=10_080).contains(&minutes) {
+                return Err(ValidationError::new(
+                    "invalid_deadline",
+                    "deadlineMinutes",
+                    "`deadlineMinutes` must be 1 to 10080",
+                )
+                .into());
+            }
+            goal.deadline = Some(now + minutes * 60_000);
+        }
+        let still_exhausted = goal.completed_turns >= goal.max_turns
+            || goal.token_budget.is_some_and(|b| goal.tokens_used >= b)
+            || goal.deadline.is_some_and(|d| now >= d);
+        if still_exhausted {
+            return Err(ValidationError::new(
+                "limit_not_raised",
+                "maxTurns",
+                "raise the limit the goal ran out of",
+            )
+            .into());
+        }
+        goal.status = GoalStatus::Active;
+        goal.reason = None;
+        goal.updated_at = now;
+        inner.save_goal(&ctx, &goal).await?;
+        if ctx
+            .turn
+            .lock()
+            .await
+            .as_ref()
+            .is_none_or(|t| t.handle.is_finished())
+        {
+            inner.continue_goal(&ctx, &goal, None).await?;
+        }
+        Ok(view(&goal))
+    }
+}
