@@ -25,7 +25,6 @@ pub(crate) struct EventLog {
     session_id: String,
     store: Store,
     journal: Journal,
-    last_seq: tokio::sync::Mutex<i64>,
     live: Arc<Live>,
 }
 
@@ -74,12 +73,11 @@ pub(crate) enum Durability {
 }
 
 impl EventLog {
-    pub fn new(session_id: &str, store: Store, journal: Journal, last_seq: i64) -> Self {
+    pub fn new(session_id: &str, store: Store, journal: Journal) -> Self {
         Self {
             session_id: session_id.to_owned(),
             store,
             journal,
-            last_seq: tokio::sync::Mutex::new(last_seq),
             live: Arc::default(),
         }
     }
@@ -110,8 +108,9 @@ impl EventLog {
     }
 
     /// Store a message (if any) with events in one transaction, then
-    /// broadcast the events. Sequence numbers are given here, under the
-    /// log's lock, and the journal keeps their order.
+    /// broadcast the events. Their `seq` numbers are given in the commit,
+    /// in the order records reach the journal, so several instances writing
+    /// one session never collide.
     pub async fn record(
         &self,
         message: Option<Message>,
@@ -119,16 +118,14 @@ impl EventLog {
         update: SessionUpdate,
         durability: Durability,
     ) -> Result<(), RuntimeError> {
-        let mut seq = self.last_seq.lock().await;
         let now = now_millis();
         let timestamp = rfc3339_from_millis(now);
         let events: Vec<SessionEvent> = items
             .into_iter()
-            .zip(1..)
-            .map(|((kind, data), n)| SessionEvent {
+            .map(|(kind, data)| SessionEvent {
                 kind: kind.to_owned(),
                 session_id: self.session_id.clone(),
-                seq: *seq + n,
+                seq: 0,
                 timestamp: timestamp.clone(),
                 data: match data {
                     Value::Object(m) => m,
@@ -136,7 +133,6 @@ impl EventLog {
                 },
             })
             .collect();
-        *seq += events.len() as i64;
         let entry = Entry {
             session: self.session_id.clone(),
             message,
@@ -147,11 +143,7 @@ impl EventLog {
         };
         match durability {
             Durability::Queued => self.journal.write(entry).await,
-            Durability::Committed => {
-                let commit = self.journal.write_awaitable(entry).await?;
-                drop(seq);
-                commit.wait().await
-            }
+            Durability::Committed => self.journal.write_awaitable(entry).await?.wait().await,
         }
     }
 
@@ -252,7 +244,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let log = EventLog::new("s", store.clone(), Journal::start(store), 0);
+        let log = EventLog::new("s", store.clone(), Journal::start(store));
         let mut early = Box::pin(log.subscribe(0));
         let total = LIVE_BUFFER as i64 * 3;
         for i in 1..=total {

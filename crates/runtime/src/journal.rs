@@ -1,6 +1,7 @@
 //! The journal: one writer task that commits session records (a message,
 //! its events, changes of the session row) in arrival order, many at a time in one transaction
-//! (group commit), and broadcasts each event only after it is committed.
+//! (group commit), and broadcasts each event only after it is committed,
+//! with the `seq` the commit gave it.
 //!
 //! A turn does not wait for its records to reach the disk (R-PF-1): it
 //! goes on while the writer commits. Whoever must know a record is durable
@@ -130,8 +131,9 @@ async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>) {
     if writes.is_empty() {
         return;
     }
-    let batch: Vec<SessionRecords<'_>> = writes.iter().map(|(e, _)| records(e)).collect();
-    let outcome = store.append_batch(&batch).await;
+    let mut writes = writes;
+    let mut batch: Vec<SessionRecords<'_>> = writes.iter_mut().map(|(e, _)| records(e)).collect();
+    let outcome = store.append_batch(&mut batch).await;
     drop(batch);
     if outcome.is_ok() {
         for (entry, done) in writes {
@@ -139,8 +141,8 @@ async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>) {
         }
         return;
     }
-    for (entry, done) in writes {
-        let outcome = store.append_batch(&[records(&entry)]).await;
+    for (mut entry, done) in writes {
+        let outcome = store.append_batch(&mut [records(&mut entry)]).await;
         if let Err(e) = &outcome {
             tracing::error!(session = %entry.session, error = %e, "recording session events failed");
         }
@@ -148,11 +150,11 @@ async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>) {
     }
 }
 
-fn records(e: &Entry) -> SessionRecords<'_> {
+fn records(e: &mut Entry) -> SessionRecords<'_> {
     SessionRecords {
         session: &e.session,
         message: e.message.as_ref(),
-        events: &e.events,
+        events: &mut e.events,
         update: &e.update,
         at_millis: e.at_millis,
     }
@@ -171,6 +173,7 @@ fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
 
 #[cfg(test)]
 mod tests {
+    use rtc_protocol::SessionEvent;
     use rtc_store::{MasterKey, NewSession, SecretBox};
     use serde_json::{Map, json};
 
@@ -201,16 +204,16 @@ mod tests {
         store
     }
 
-    fn entry(seq: i64, live: &Arc<Live>) -> Entry {
+    fn entry(session: &str, n: i64, live: &Arc<Live>) -> Entry {
         Entry {
-            session: "s".into(),
+            session: session.into(),
             message: None,
             events: vec![SessionEvent {
                 kind: "test".into(),
-                session_id: "s".into(),
-                seq,
+                session_id: session.into(),
+                seq: 0,
                 timestamp: String::new(),
-                data: Map::new(),
+                data: Map::from_iter([("n".to_owned(), json!(n))]),
             }],
             update: SessionUpdate::default(),
             at_millis: 0,
@@ -218,9 +221,10 @@ mod tests {
         }
     }
 
-    /// Records queued back to back are committed in order; a record the
-    /// database refuses (a duplicate seq) fails alone, is not broadcast,
-    /// and does not take the rest of its batch with it.
+    /// Records queued back to back are committed in order with consecutive
+    /// `seq` numbers; a record the database refuses (an unknown session)
+    /// fails alone, is not broadcast, and does not take the rest of its
+    /// batch with it.
     #[tokio::test]
     async fn a_refused_record_fails_alone_and_order_is_kept() {
         let dir = tempfile::tempdir().unwrap();
@@ -229,8 +233,13 @@ mod tests {
         let live = Arc::new(Live::default());
         let mut rx = live.subscribe();
         let mut commits = Vec::new();
-        for seq in [1, 2, 2, 3] {
-            commits.push(journal.write_awaitable(entry(seq, &live)).await.unwrap());
+        for (n, session) in [(1, "s"), (2, "s"), (3, "ghost"), (4, "s")] {
+            commits.push(
+                journal
+                    .write_awaitable(entry(session, n, &live))
+                    .await
+                    .unwrap(),
+            );
         }
         let outcomes: Vec<bool> = futures::future::join_all(commits.into_iter().map(Commit::wait))
             .await
@@ -238,14 +247,14 @@ mod tests {
             .map(Result::is_ok)
             .collect();
         assert_eq!(outcomes, [true, true, false, true]);
-        let stored: Vec<i64> = store
+        let stored: Vec<(i64, i64)> = store
             .events_after("s", 0, 10)
             .await
             .unwrap()
             .iter()
-            .map(|e| e.seq)
+            .map(|e| (e.seq, e.data["n"].as_i64().unwrap()))
             .collect();
-        assert_eq!(stored, [1, 2, 3]);
+        assert_eq!(stored, [(1, 1), (2, 2), (3, 4)]);
         let mut told = Vec::new();
         while let Ok(e) = rx.try_recv() {
             told.push(e.seq);
@@ -264,8 +273,8 @@ mod tests {
         let store = store_with_session(&dir).await;
         let journal = Journal::start(store.clone());
         let live = Arc::new(Live::default());
-        for seq in 1..=300 {
-            journal.write(entry(seq, &live)).await.unwrap();
+        for n in 1..=300 {
+            journal.write(entry("s", n, &live)).await.unwrap();
         }
         journal.flush().await;
         assert_eq!(store.last_event_seq("s").await.unwrap(), 300);

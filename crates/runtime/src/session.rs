@@ -104,9 +104,6 @@ impl Inner {
             .ok_or_else(|| RuntimeError::not_found("session", id))?;
         let config: SessionConfig = serde_json::from_value(record.config.clone())
             .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
-        // Records of a context dropped a moment ago may still be queued.
-        self.journal.flush().await;
-        let last_seq = self.store.last_event_seq(id).await?;
         let ctx = Arc::new(SessionCtx {
             id: record.id.clone(),
             workspace: record.workspace_id.clone(),
@@ -119,7 +116,7 @@ impl Inner {
                 todos: record.todos.clone(),
                 pending_question: record.pending_question.clone(),
             }),
-            events: EventLog::new(id, self.store.clone(), self.journal.clone(), last_seq),
+            events: EventLog::new(id, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),
             turn: tokio::sync::Mutex::new(None),
             history: tokio::sync::Mutex::new(None),

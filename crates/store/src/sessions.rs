@@ -27,7 +27,8 @@ pub struct NewSession<'a> {
 pub struct SessionRecords<'a> {
     pub session: &'a str,
     pub message: Option<&'a Message>,
-    pub events: &'a [SessionEvent],
+    /// Their `seq` is given at commit: the next numbers of the session.
+    pub events: &'a mut [SessionEvent],
     pub update: &'a SessionUpdate,
     pub at_millis: i64,
 }
@@ -255,31 +256,13 @@ impl Store {
         insert_message(&mut conn, session, message).await
     }
 
-    /// Store a message (if any) and events in one transaction, so a tool
-    /// result and its event are durable together.
-    pub async fn append_records(
-        &self,
-        session: &str,
-        message: Option<&Message>,
-        events: &[SessionEvent],
-        at_millis: i64,
-    ) -> Result<(), StoreError> {
-        self.append_batch(&[SessionRecords {
-            session,
-            message,
-            events,
-            update: &SessionUpdate::default(),
-            at_millis,
-        }])
-        .await
-    }
-
     /// Store several sessions' records in one transaction (group commit):
     /// messages and session changes in order, then all events in
     /// multi-row inserts.
-    pub async fn append_batch(&self, batch: &[SessionRecords<'_>]) -> Result<(), StoreError> {
+    pub async fn append_batch(&self, batch: &mut [SessionRecords<'_>]) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        for r in batch {
+        self.number_events(&mut tx, batch).await?;
+        for r in batch.iter() {
             if let Some(m) = r.message {
                 insert_message(&mut tx, r.session, m).await?;
             }
@@ -295,6 +278,49 @@ impl Store {
             insert_events(&mut tx, chunk).await?;
         }
         tx.commit().await?;
+        Ok(())
+    }
+
+    /// Give the batch's events the next `seq` numbers of their sessions,
+    /// in batch order. The session rows are locked first, in id order, so
+    /// writers of several instances on PostgreSQL take turns per session
+    /// (SQLite's write transaction is exclusive already).
+    async fn number_events(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        batch: &mut [SessionRecords<'_>],
+    ) -> Result<(), StoreError> {
+        let mut sessions: Vec<&str> = batch
+            .iter()
+            .filter(|r| !r.events.is_empty())
+            .map(|r| r.session)
+            .collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        let mut next: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        for session in sessions {
+            if self.dialect == crate::Dialect::Postgres {
+                sqlx::query("SELECT id FROM sessions WHERE id = $1 FOR UPDATE")
+                    .bind(session)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let row = sqlx::query(
+                "SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = $1",
+            )
+            .bind(session)
+            .fetch_one(&mut *tx)
+            .await?;
+            next.insert(session.to_owned(), row.try_get::<i64, _>("seq")? + 1);
+        }
+        for r in batch.iter_mut() {
+            if let Some(n) = next.get_mut(r.session) {
+                for e in r.events.iter_mut() {
+                    e.seq = *n;
+                    *n += 1;
+                }
+            }
+        }
         Ok(())
     }
 

@@ -312,11 +312,11 @@ on_both!(sessions_messages_and_events, |store| {
     let records = SessionRecords {
         session: "sess_1",
         message: None,
-        events: &[],
+        events: &mut [],
         update: &update,
         at_millis: 5_000,
     };
-    store.append_batch(&[records]).await?;
+    store.append_batch(&mut [records]).await?;
     let row = store.session_by_id("sess_1").await?.unwrap();
     assert_eq!(
         (row.todos, row.pending_question, row.updated_at),
@@ -330,11 +330,11 @@ on_both!(sessions_messages_and_events, |store| {
     let records = SessionRecords {
         session: "sess_1",
         message: None,
-        events: &[],
+        events: &mut [],
         update: &update,
         at_millis: 6_000,
     };
-    store.append_batch(&[records]).await?;
+    store.append_batch(&mut [records]).await?;
     let row = store.session_by_id("sess_1").await?.unwrap();
     assert_eq!(
         (row.todos, row.pending_question, row.turn_running),
