@@ -183,3 +183,62 @@ pub struct ResumeGoalParams {
     #[serde(default)]
     pub deadline_minutes: Option<i64>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopStatus {
+    Active,
+    Paused,
+    Completed,
+    Cancelled,
+    Exhausted,
+}
+
+impl LoopStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Paused => "paused",
+            Self::Completed => "completed",
+            Self::Cancelled => "cancelled",
+            Self::Exhausted => "exhausted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Active,
+            Self::Paused,
+            Self::Completed,
+            Self::Cancelled,
+            Self::Exhausted,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == s)
+    }
+
+    /// Completed, cancelled or exhausted: it never ticks again.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Cancelled | Self::Exhausted)
+    }
+}
+
+/// A loop: `prompt` runs as a turn of its session every interval (R-LP).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Loop {
+    pub id: String,
+    pub prompt: String,
+    pub interval_seconds: i64,
+    pub max_turns: i64,
+    pub turns_done: i64,
+    /// Ticks skipped because the previous turn was still running.
+    pub skipped_ticks: i64,
+    pub status: LoopStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub next_tick_at: String,
+    pub expires_at: String,
+    pub created_at: String,
+    pub updated_at: String,
+}

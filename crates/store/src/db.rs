@@ -54,6 +54,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "goals",
         include_str!("../migrations/sqlite/0005_goals.sql"),
     ),
+    (
+        6,
+        "loops",
+        include_str!("../migrations/sqlite/0006_loops.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -80,6 +85,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         5,
         "goals",
         include_str!("../migrations/postgres/0005_goals.sql"),
+    ),
+    (
+        6,
+        "loops",
+        include_str!("../migrations/postgres/0006_loops.sql"),
     ),
 ];
 

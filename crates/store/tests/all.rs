@@ -463,3 +463,167 @@ on_both!(goals_are_saved_and_rewritten, |store| {
     assert!(store.goals("sess_other").await?.is_empty());
     Ok(())
 });
+
+on_both!(loop_ticks_are_claimed_once_with_leases, |store| {
+    use rtc_protocol::LoopStatus;
+    use rtc_store::{LoopRecord, TickOutcome};
+    store.create_workspace("ws_l", "l", "key-l").await?;
+    store
+        .create_session(rtc_store::NewSession {
+            id: "sess_l",
+            workspace_id: "ws_l",
+            assistant_id: "a",
+            parent_id: None,
+            root_id: "sess_l",
+            user_id: None,
+            title: None,
+            variables: &serde_json::Map::new(),
+            config: &json!({}),
+            client_token: "t",
+        })
+        .await?;
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let l = LoopRecord {
+            id: format!("loop_{i}"),
+            session_id: "sess_l".into(),
+            prompt: "check".into(),
+            interval_ms: 1_000,
+            max_turns: 10,
+            turns_done: 0,
+            skipped_ticks: 0,
+            status: LoopStatus::Active,
+            reason: None,
+            expires_at: 1_000_000,
+            next_tick_at: 100,
+            created_at: 1,
+            updated_at: 1,
+        };
+        store.insert_loop(&l).await?;
+        ids.push(l.id);
+    }
+    // Two instances race for the same due ticks: each tick goes to one.
+    let (a, b) = tokio::join!(
+        store.claim_due_ticks("inst_a", 150, 5_000, 100),
+        store.claim_due_ticks("inst_b", 150, 5_000, 100)
+    );
+    let (a, b) = (a?, b?);
+    assert_eq!(
+        a.len() + b.len(),
+        20,
+        "every due tick claimed once: {} + {}",
+        a.len(),
+        b.len()
+    );
+    assert!(
+        store
+            .claim_due_ticks("inst_b", 200, 5_000, 100)
+            .await?
+            .is_empty(),
+        "leased"
+    );
+    let holder = |id: &str| {
+        if a.iter().any(|t| t.loop_id == id) {
+            "inst_a"
+        } else {
+            "inst_b"
+        }
+    };
+    let first = a.first().or(b.first()).unwrap().clone();
+    assert!(
+        !store
+            .heartbeat_tick(&first.loop_id, "inst_x", 9_000)
+            .await?,
+        "only the holder heartbeats"
+    );
+    let ran = TickOutcome {
+        ran: true,
+        next_tick_at: 1_100,
+        status: None,
+    };
+    store
+        .finish_tick(&first, holder(&first.loop_id), &ran, 300)
+        .await?;
+    let l = store.loop_by_id(&first.loop_id).await?.unwrap();
+    assert_eq!((l.turns_done, l.next_tick_at), (1, 1_100));
+    assert!(
+        store
+            .claim_due_ticks("inst_a", 1_000, 5_000, 100)
+            .await?
+            .is_empty(),
+        "not due yet"
+    );
+    let next = store.claim_due_ticks("inst_b", 1_100, 5_000, 100).await?;
+    assert_eq!((next.len(), next[0].seq), (1, 2));
+    // inst_b dies holding it: after the lease, inst_a takes the next tick.
+    assert!(
+        store
+            .claim_due_ticks("inst_a", 6_200, 5_000, 100)
+            .await?
+            .iter()
+            .any(|t| t.loop_id == first.loop_id && t.seq == 3)
+    );
+    let ticks = store.loop_ticks(&first.loop_id).await?;
+    assert_eq!(
+        ticks.iter().map(|t| t.2.as_str()).collect::<Vec<_>>()[1..],
+        ["inst_b", "inst_a"]
+    );
+    // A final status set meanwhile (completeLoop) survives the tick's end.
+    assert!(
+        store
+            .set_loop_status(
+                &first.loop_id,
+                &[LoopStatus::Active],
+                LoopStatus::Completed,
+                Some("done"),
+                None,
+                6_300
+            )
+            .await?
+    );
+    let exhaust = TickOutcome {
+        ran: true,
+        next_tick_at: 7_000,
+        status: Some((LoopStatus::Exhausted, "max".into())),
+    };
+    let held = ClaimedTickView {
+        loop_id: first.loop_id.clone(),
+        seq: 3,
+    };
+    store
+        .finish_tick(&held.tick(&first), "inst_a", &exhaust, 6_400)
+        .await?;
+    let l = store.loop_by_id(&first.loop_id).await?.unwrap();
+    assert_eq!(
+        (l.status, l.reason.as_deref(), l.turns_done),
+        (LoopStatus::Completed, Some("done"), 2)
+    );
+    assert!(
+        !store
+            .set_loop_status(
+                &first.loop_id,
+                &[LoopStatus::Active, LoopStatus::Paused],
+                LoopStatus::Paused,
+                None,
+                None,
+                6_500
+            )
+            .await?
+    );
+    Ok(())
+});
+
+struct ClaimedTickView {
+    loop_id: String,
+    seq: i64,
+}
+
+impl ClaimedTickView {
+    fn tick(&self, like: &rtc_store::ClaimedTick) -> rtc_store::ClaimedTick {
+        rtc_store::ClaimedTick {
+            loop_id: self.loop_id.clone(),
+            seq: self.seq,
+            ..like.clone()
+        }
+    }
+}

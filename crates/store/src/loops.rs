@@ -1,0 +1,289 @@
+//! Loops and their lease-based tick schedule (R-LP-3, R-BX-1, R-ST-2).
+//!
+//! A due tick is claimed by one instance with an optimistic update that
+//! checks the loop's `tick_seq` and lease, takes the lease and advances
+//! `tick_seq`; the tick's row in `loop_ticks` (primary key loop + seq) is
+//! written in the same transaction, so a tick is claimed once across
+//! instances. The holder heartbeats the lease while the tick runs and
+//! releases it when it records the outcome and the next due time; a
+//! crashed holder's lease expires and another instance claims the next
+//! tick.
+
+use rtc_protocol::LoopStatus;
+use sqlx::Row;
+
+use crate::{Store, StoreError};
+
+/// A stored loop; times are epoch milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoopRecord {
+    pub id: String,
+    pub session_id: String,
+    pub prompt: String,
+    pub interval_ms: i64,
+    pub max_turns: i64,
+    pub turns_done: i64,
+    pub skipped_ticks: i64,
+    pub status: LoopStatus,
+    pub reason: Option<String>,
+    pub expires_at: i64,
+    pub next_tick_at: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A tick this instance claimed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedTick {
+    pub loop_id: String,
+    pub session_id: String,
+    pub seq: i64,
+    pub due_at: i64,
+}
+
+/// How a tick ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickOutcome {
+    /// `ran` or `skipped` (the previous turn was still running).
+    pub ran: bool,
+    pub next_tick_at: i64,
+    /// A final status to set if the loop is still active (limits reached).
+    pub status: Option<(LoopStatus, String)>,
+}
+
+const COLUMNS: &str = "id, session_id, prompt, interval_ms, max_turns, turns_done, skipped_ticks, status, reason, expires_at, next_tick_at, created_at, updated_at";
+
+fn record(row: &sqlx::any::AnyRow) -> Result<LoopRecord, StoreError> {
+    let status: String = row.try_get("status")?;
+    Ok(LoopRecord {
+        id: row.try_get("id")?,
+        session_id: row.try_get("session_id")?,
+        prompt: row.try_get("prompt")?,
+        interval_ms: row.try_get("interval_ms")?,
+        max_turns: row.try_get("max_turns")?,
+        turns_done: row.try_get("turns_done")?,
+        skipped_ticks: row.try_get("skipped_ticks")?,
+        status: LoopStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("loop status `{status}`")))?,
+        reason: row.try_get("reason")?,
+        expires_at: row.try_get("expires_at")?,
+        next_tick_at: row.try_get("next_tick_at")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    pub async fn insert_loop(&self, l: &LoopRecord) -> Result<(), StoreError> {
+        let sql = format!(
+            "INSERT INTO loops ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&l.id)
+            .bind(&l.session_id)
+            .bind(&l.prompt)
+            .bind(l.interval_ms)
+            .bind(l.max_turns)
+            .bind(l.turns_done)
+            .bind(l.skipped_ticks)
+            .bind(l.status.as_str())
+            .bind(&l.reason)
+            .bind(l.expires_at)
+            .bind(l.next_tick_at)
+            .bind(l.created_at)
+            .bind(l.updated_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// A session's loops, oldest first.
+    pub async fn loops(&self, session: &str) -> Result<Vec<LoopRecord>, StoreError> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM loops WHERE session_id = $1 ORDER BY created_at, id");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(session)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(record).collect()
+    }
+
+    pub async fn loop_by_id(&self, id: &str) -> Result<Option<LoopRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM loops WHERE id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// Change a loop's status if it is one of `from`; `next_tick_at` too
+    /// when given (resuming). Whether it changed.
+    pub async fn set_loop_status(
+        &self,
+        id: &str,
+        from: &[LoopStatus],
+        to: LoopStatus,
+        reason: Option<&str>,
+        next_tick_at: Option<i64>,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let allowed: Vec<String> = from.iter().map(|s| format!("'{}'", s.as_str())).collect();
+        let sql = format!(
+            "UPDATE loops SET status = $1, reason = $2, next_tick_at = COALESCE($3, next_tick_at), updated_at = $4 \
+             WHERE id = $5 AND status IN ({})",
+            allowed.join(", ")
+        );
+        let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(to.as_str())
+            .bind(reason)
+            .bind(next_tick_at)
+            .bind(now)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Claim up to `limit` due ticks for `instance`, with a lease until
+    /// `now + lease_ms`.
+    pub async fn claim_due_ticks(
+        &self,
+        instance: &str,
+        now: i64,
+        lease_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<ClaimedTick>, StoreError> {
+        let due = sqlx::query(
+            "SELECT id, session_id, tick_seq, next_tick_at FROM loops \
+             WHERE status = 'active' AND next_tick_at <= $1 AND (lease_until IS NULL OR lease_until < $1) \
+             ORDER BY next_tick_at LIMIT $2",
+        )
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut claimed = Vec::new();
+        let mut tx = self.begin_write().await?;
+        for row in &due {
+            let id: String = row.try_get("id")?;
+            let seen: i64 = row.try_get("tick_seq")?;
+            let due_at: i64 = row.try_get("next_tick_at")?;
+            let won = sqlx::query(
+                "UPDATE loops SET tick_seq = tick_seq + 1, lease_owner = $1, lease_until = $2 \
+                 WHERE id = $3 AND tick_seq = $4 AND status = 'active' AND (lease_until IS NULL OR lease_until < $5)",
+            )
+            .bind(instance)
+            .bind(now + lease_ms)
+            .bind(&id)
+            .bind(seen)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if !won {
+                continue;
+            }
+            sqlx::query("INSERT INTO loop_ticks (loop_id, seq, instance, due_at, started_at) VALUES ($1, $2, $3, $4, $5)")
+                .bind(&id)
+                .bind(seen + 1)
+                .bind(instance)
+                .bind(due_at)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            claimed.push(ClaimedTick {
+                loop_id: id,
+                session_id: row.try_get("session_id")?,
+                seq: seen + 1,
+                due_at,
+            });
+        }
+        tx.commit().await?;
+        Ok(claimed)
+    }
+
+    /// Extend the lease of a tick this instance holds; whether it still does.
+    pub async fn heartbeat_tick(
+        &self,
+        loop_id: &str,
+        instance: &str,
+        until: i64,
+    ) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE loops SET lease_until = $1 WHERE id = $2 AND lease_owner = $3")
+                .bind(until)
+                .bind(loop_id)
+                .bind(instance)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Record a tick's outcome, schedule the next one and release the lease.
+    pub async fn finish_tick(
+        &self,
+        tick: &ClaimedTick,
+        instance: &str,
+        outcome: &TickOutcome,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let (status, reason) = match &outcome.status {
+            Some((s, r)) => (Some(s.as_str()), Some(r.as_str())),
+            None => (None, None),
+        };
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "UPDATE loops SET turns_done = turns_done + $1, skipped_ticks = skipped_ticks + $2, next_tick_at = $3, \
+             status = CASE WHEN status = 'active' AND $4 IS NOT NULL THEN $4 ELSE status END, \
+             reason = CASE WHEN status = 'active' AND $4 IS NOT NULL THEN $5 ELSE reason END, \
+             lease_owner = NULL, lease_until = NULL, updated_at = $6 \
+             WHERE id = $7 AND lease_owner = $8",
+        )
+        .bind(i64::from(outcome.ran))
+        .bind(i64::from(!outcome.ran))
+        .bind(outcome.next_tick_at)
+        .bind(status)
+        .bind(reason)
+        .bind(now)
+        .bind(&tick.loop_id)
+        .bind(instance)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE loop_ticks SET finished_at = $1, outcome = $2 WHERE loop_id = $3 AND seq = $4",
+        )
+        .bind(now)
+        .bind(if outcome.ran { "ran" } else { "skipped" })
+        .bind(&tick.loop_id)
+        .bind(tick.seq)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `(due_at, started_at, instance)` of a loop's ticks, in order (for
+    /// tests and benchmarks).
+    pub async fn loop_ticks(&self, loop_id: &str) -> Result<Vec<(i64, i64, String)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT due_at, started_at, instance FROM loop_ticks WHERE loop_id = $1 ORDER BY seq",
+        )
+        .bind(loop_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("due_at")?,
+                    r.try_get("started_at")?,
+                    r.try_get("instance")?,
+                ))
+            })
+            .collect()
+    }
+}
