@@ -45,6 +45,9 @@ struct FileConfig {
     small_model: Option<String>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
+    loop_poll_ms: Option<u64>,
+    loop_lease_secs: Option<u64>,
+    loop_max_hours: Option<u64>,
     #[serde(default)]
     web_search: WebSearchFile,
     #[serde(default)]
@@ -90,12 +93,28 @@ pub struct Settings {
     /// How long an unused session stays in memory (it is reloaded from the
     /// store when used again).
     pub idle_session_secs: u64,
+    /// Loop scheduler: poll interval, tick lease, longest loop life.
+    pub loop_poll_ms: u64,
+    pub loop_lease_secs: u64,
+    pub loop_max_hours: u64,
     pub web: WebSettings,
     pub providers: BTreeMap<String, ProviderSettings>,
 }
 
 pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// A positive number from the environment, else the file, else `default`.
+fn number(name: &str, file: Option<u64>, default: u64) -> anyhow::Result<u64> {
+    let value = match env(name) {
+        Some(v) => v
+            .parse()
+            .with_context(|| format!("{name} must be a whole number"))?,
+        None => file.unwrap_or(default),
+    };
+    anyhow::ensure!(value > 0, "{name} must be above 0");
+    Ok(value)
 }
 
 pub(crate) fn env_flag(name: &str) -> anyhow::Result<Option<bool>> {
@@ -170,6 +189,9 @@ impl Settings {
                     .context("RTC_IDLE_SESSION_SECS must be a number of seconds")?,
                 None => file.idle_session_secs.unwrap_or(300),
             },
+            loop_poll_ms: number("RTC_LOOP_POLL_MS", file.loop_poll_ms, 100)?,
+            loop_lease_secs: number("RTC_LOOP_LEASE_SECS", file.loop_lease_secs, 30)?,
+            loop_max_hours: number("RTC_LOOP_MAX_HOURS", file.loop_max_hours, 24)?,
             web: WebSettings::load(file.web_search, file.web_fetch)?,
             providers: file.providers,
         })

@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use rtc_llm::{OpenAiClient, ProviderConfig};
-use rtc_runtime::{Provider, Runtime, RuntimeConfig};
+use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig};
 use rtc_server::{AdminAuth, AppState, Limits};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
@@ -134,6 +135,12 @@ fn build_runtime(
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
+        loops: LoopSettings {
+            poll: Duration::from_millis(settings.loop_poll_ms),
+            lease: Duration::from_secs(settings.loop_lease_secs),
+            max_lifetime: Duration::from_secs(settings.loop_max_hours * 3600),
+            ..LoopSettings::default()
+        },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,
             engines => Some(Arc::new(WebSearch::new(

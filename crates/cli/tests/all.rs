@@ -13,6 +13,7 @@ mod conversation;
 mod errors;
 mod goals;
 mod interaction;
+mod loops;
 mod mcp;
 mod memory;
 mod operations;

@@ -157,6 +157,7 @@ async fn setup() -> Setup {
         idle_session_ttl: Duration::from_secs(300),
         web_search: None,
         web_fetch: None,
+        loops: rtc_runtime::LoopSettings::default(),
     };
     let runtime = Runtime::new(store, config);
     Setup {

@@ -16,6 +16,7 @@ mod interaction;
 mod journal;
 mod llm_leaf;
 mod llm_tools;
+mod loops;
 mod memory;
 mod session;
 mod start;
@@ -37,6 +38,7 @@ use tokio_util::task::TaskTracker;
 
 pub use broker::{ClientConnection, schema_hash};
 pub use error::RuntimeError;
+pub use loops::LoopSettings;
 pub use session::SessionConfig;
 pub use start::{assistant_context, find_interface};
 
@@ -69,6 +71,8 @@ pub struct RuntimeConfig {
     pub web_search: Option<Arc<WebSearch>>,
     /// webFetch; the tool exists only when set (R-WFF-5).
     pub web_fetch: Option<WebFetcher>,
+    /// The loop scheduler (R-LP).
+    pub loops: LoopSettings,
 }
 
 pub(crate) struct Inner {
@@ -101,6 +105,7 @@ impl Runtime {
             }),
         };
         session::spawn_sweeper(&runtime.inner);
+        loops::spawn_scheduler(&runtime.inner);
         runtime
     }
 

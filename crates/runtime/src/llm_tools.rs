@@ -4,10 +4,11 @@
 
 use rtc_core::llm::{ToolCall, ToolSpec};
 use rtc_protocol::Assistant;
-use rtc_tools::builtin::{ask_user, goals, memory, todo_write, web_fetch, web_search};
+use rtc_tools::builtin::{ask_user, goals, loops, memory, todo_write, web_fetch, web_search};
 
 use crate::execute::CallOutcome;
 use crate::goals::GoalTool;
+use crate::loops::LoopTool;
 use crate::memory::MemoryTool;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -20,6 +21,7 @@ pub(crate) enum LlmTool {
     WebFetch,
     Memory(MemoryTool),
     Goal(GoalTool),
+    Loop(LoopTool),
 }
 
 impl Inner {
@@ -44,6 +46,16 @@ impl Inner {
                 (goals::create::spec(), LlmTool::Goal(GoalTool::Create)),
                 (goals::complete::spec(), LlmTool::Goal(GoalTool::Complete)),
                 (goals::cancel::spec(), LlmTool::Goal(GoalTool::Cancel)),
+            ]);
+        }
+        if f.loops {
+            out.extend([
+                (loops::create::spec(), LlmTool::Loop(LoopTool::Create)),
+                (loops::cancel::spec(), LlmTool::Loop(LoopTool::Cancel)),
+                (loops::complete::spec(), LlmTool::Loop(LoopTool::Complete)),
+                (loops::list::spec(), LlmTool::Loop(LoopTool::List)),
+                (loops::pause::spec(), LlmTool::Loop(LoopTool::Pause)),
+                (loops::resume::spec(), LlmTool::Loop(LoopTool::Resume)),
             ]);
         }
         if f.memory {
@@ -71,6 +83,7 @@ impl Inner {
             LlmTool::WebFetch => self.web_fetch(call).await,
             LlmTool::Memory(tool) => self.memory_tool(ctx, tool, call).await?,
             LlmTool::Goal(tool) => self.goal_tool(ctx, tool, call).await?,
+            LlmTool::Loop(tool) => self.loop_tool(ctx, tool, call).await?,
         })
     }
 }

@@ -60,6 +60,10 @@ pub(crate) struct SessionCtx {
     pub last_used: AtomicI64,
     /// Tokens the model used in the running turn (for goal budgets).
     pub turn_tokens: AtomicI64,
+    /// The loop whose tick's turn is running (for `completeLoop`).
+    pub current_loop: std::sync::Mutex<Option<String>>,
+    /// Counts finished turns (a loop tick waits for its own).
+    pub turns_finished: tokio::sync::watch::Sender<u64>,
 }
 
 impl SessionCtx {
@@ -122,6 +126,8 @@ impl Inner {
             history: tokio::sync::Mutex::new(None),
             last_used: AtomicI64::new(now_millis()),
             turn_tokens: AtomicI64::new(0),
+            current_loop: std::sync::Mutex::new(None),
+            turns_finished: tokio::sync::watch::Sender::new(0),
         });
         let mut map = self
             .sessions

@@ -210,6 +210,7 @@ impl Inner {
         {
             tracing::error!(session = %ctx.id, error = %e, "recording the end of a turn failed");
         }
+        crate::loops::turn_finished(&ctx);
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
         } else if !interrupted {

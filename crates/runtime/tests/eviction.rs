@@ -55,6 +55,7 @@ async fn runtime(dir: &tempfile::TempDir, mock: &MockLlm, ttl: Duration) -> Runt
         idle_session_ttl: ttl,
         web_search: None,
         web_fetch: None,
+        loops: rtc_runtime::LoopSettings::default(),
     };
     Runtime::new(store, config)
 }

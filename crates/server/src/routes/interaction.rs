@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_protocol::{
-    AnswerParams, AnswerResponse, ErrorResponse, Goal, ListResponse, QuestionState,
+    AnswerParams, AnswerResponse, ErrorResponse, Goal, ListResponse, Loop, QuestionState,
     ResumeGoalParams, TodoList,
 };
 
@@ -20,6 +20,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/sessions/{id}/question", get(question))
         .route("/v1/sessions/{id}/answers", post(answer))
         .route("/v1/sessions/{id}/goals", get(goals))
+        .route("/v1/sessions/{id}/loops", get(loops))
         .route(
             "/v1/sessions/{id}/goals/{goal_id}/resume",
             post(resume_goal),
@@ -35,6 +36,17 @@ pub async fn goals(
 ) -> ApiResult<Json<ListResponse<Goal>>> {
     let goals = s.runtime.goals(&access.workspace, &access.session).await?;
     Ok(Json(ListResponse::new(goals)))
+}
+
+/// The session's loops, oldest first.
+#[utoipa::path(get, path = "/v1/sessions/{id}/loops", tag = "sessions", security(("bearer" = [])),
+    responses((status = 200, body = ListResponse<Loop>), (status = 404, body = ErrorResponse)))]
+pub async fn loops(
+    access: SessionAccess,
+    State(s): State<AppState>,
+) -> ApiResult<Json<ListResponse<Loop>>> {
+    let loops = s.runtime.loops(&access.workspace, &access.session).await?;
+    Ok(Json(ListResponse::new(loops)))
 }
 
 /// Raise a goal's limits and make it active again; only the host may (the

@@ -5,6 +5,7 @@
 
 pub mod ask_user;
 pub mod goals;
+pub mod loops;
 pub mod memory;
 pub mod todo_write;
 pub mod web_fetch;

@@ -1,0 +1,416 @@
+//! Loops (R-LP-1..4, R-BX-1): the loop tools, and the scheduler that runs
+//! due ticks. Every instance polls the schedule table and claims due ticks
+//! with a lease (see `rtc_store::loops`); a claimed tick runs the loop's
+//! prompt as a turn of its session, or is skipped and counted when a turn
+//! is still running, then schedules the next tick at
+//! `max(now, due + interval)` and releases the lease. The holder
+//! heartbeats the lease while the turn runs; if it dies, the lease expires
+//! and another instance takes the next tick.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rtc_core::llm::ToolCall;
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{Loop, LoopStatus, MessageRole, SessionStatus};
+use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
+use rtc_tools::builtin::loops::{cancel, complete, create, list, pause, resume};
+use serde_json::{Value, json};
+
+use crate::events::Durability;
+use crate::execute::CallOutcome;
+use crate::session::SessionCtx;
+use crate::turn::message;
+use crate::{Inner, Runtime, RuntimeError};
+
+/// Most loops active or paused at once in a session.
+const MAX_OPEN_LOOPS: usize = 5;
+/// Most ticks claimed in one poll.
+const CLAIM_BATCH: i64 = 500;
+
+/// How the scheduler runs.
+#[derive(Debug, Clone)]
+pub struct LoopSettings {
+    /// This process's name in leases.
+    pub instance: String,
+    /// How often due ticks are looked for.
+    pub poll: Duration,
+    /// How long a claimed tick is held without a heartbeat.
+    pub lease: Duration,
+    /// How long a loop lives at most (R-LP-4).
+    pub max_lifetime: Duration,
+}
+
+impl Default for LoopSettings {
+    fn default() -> Self {
+        Self {
+            instance: new_id("inst"),
+            poll: Duration::from_millis(100),
+            lease: Duration::from_secs(30),
+            max_lifetime: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoopTool {
+    Create,
+    Cancel,
+    Complete,
+    List,
+    Pause,
+    Resume,
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn view(l: &LoopRecord) -> Loop {
+    Loop {
+        id: l.id.clone(),
+        prompt: l.prompt.clone(),
+        interval_seconds: l.interval_ms / 1000,
+        max_turns: l.max_turns,
+        turns_done: l.turns_done,
+        skipped_ticks: l.skipped_ticks,
+        status: l.status,
+        reason: l.reason.clone(),
+        next_tick_at: rfc3339_from_millis(l.next_tick_at),
+        expires_at: rfc3339_from_millis(l.expires_at),
+        created_at: rfc3339_from_millis(l.created_at),
+        updated_at: rfc3339_from_millis(l.updated_at),
+    }
+}
+
+fn for_model(l: &LoopRecord) -> Value {
+    json!({"loop_id": l.id, "prompt": l.prompt, "status": l.status.as_str(), "interval_seconds": l.interval_ms / 1000,
+        "turns_done": l.turns_done, "max_turns": l.max_turns, "skipped_ticks": l.skipped_ticks,
+        "next_tick_at": rfc3339_from_millis(l.next_tick_at)})
+}
+
+impl Inner {
+    pub(crate) async fn loop_tool(
+        &self,
+        ctx: &SessionCtx,
+        tool: LoopTool,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let now = now_millis();
+        let (id, from, to, reason) = match tool {
+            LoopTool::Create => {
+                let args = match create::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                let open = self
+                    .store
+                    .loops(&ctx.id)
+                    .await?
+                    .iter()
+                    .filter(|l| !l.status.is_final())
+                    .count();
+                if open >= MAX_OPEN_LOOPS {
+                    return Ok(CallOutcome::error(format!(
+                        "{open} loops are already running or paused; cancel one first"
+                    )));
+                }
+                let interval = args.interval_seconds * 1000;
+                let l = LoopRecord {
+                    id: new_id("loop"),
+                    session_id: ctx.id.clone(),
+                    prompt: args.prompt.trim().to_owned(),
+                    interval_ms: interval,
+                    max_turns: args.max_turns,
+                    turns_done: 0,
+                    skipped_ticks: 0,
+                    status: LoopStatus::Active,
+                    reason: None,
+                    expires_at: now + millis(self.config.loops.max_lifetime),
+                    next_tick_at: now + interval,
+                    created_at: now,
+                    updated_at: now,
+                };
+                self.store.insert_loop(&l).await?;
+                self.loop_event(ctx, &l.id).await?;
+                return Ok(CallOutcome::ok(for_model(&l)));
+            }
+            LoopTool::List => {
+                if let Err(e) = list::parse(&call.arguments) {
+                    return Ok(CallOutcome::error(e));
+                }
+                let loops: Vec<Value> = self
+                    .store
+                    .loops(&ctx.id)
+                    .await?
+                    .iter()
+                    .map(for_model)
+                    .collect();
+                return Ok(CallOutcome::ok(json!({"loops": loops})));
+            }
+            LoopTool::Complete => {
+                let args = match complete::parse(&call.arguments) {
+                    Ok(a) => a,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                let current = ctx.current_loop.lock().ok().and_then(|l| l.clone());
+                let Some(id) = current else {
+                    return Ok(CallOutcome::error(
+                        "completeLoop only works inside a loop's own turn; use cancelLoop to stop a loop",
+                    ));
+                };
+                let reason = args
+                    .reason
+                    .unwrap_or_else(|| "completed by the model".into());
+                (
+                    id,
+                    vec![LoopStatus::Active, LoopStatus::Paused],
+                    LoopStatus::Completed,
+                    Some(reason),
+                )
+            }
+            LoopTool::Cancel | LoopTool::Pause | LoopTool::Resume => {
+                let parsed = match tool {
+                    LoopTool::Cancel => cancel::parse(&call.arguments),
+                    LoopTool::Pause => pause::parse(&call.arguments),
+                    _ => resume::parse(&call.arguments),
+                };
+                let id = match parsed {
+                    Ok(r) => r.loop_id,
+                    Err(e) => return Ok(CallOutcome::error(e)),
+                };
+                match tool {
+                    LoopTool::Cancel => (
+                        id,
+                        vec![LoopStatus::Active, LoopStatus::Paused],
+                        LoopStatus::Cancelled,
+                        Some("cancelled by the model".into()),
+                    ),
+                    LoopTool::Pause => (id, vec![LoopStatus::Active], LoopStatus::Paused, None),
+                    _ => (id, vec![LoopStatus::Paused], LoopStatus::Active, None),
+                }
+            }
+        };
+        let Some(l) = self
+            .store
+            .loop_by_id(&id)
+            .await?
+            .filter(|l| l.session_id == ctx.id)
+        else {
+            return Ok(CallOutcome::error(format!(
+                "there is no loop `{id}` in this session"
+            )));
+        };
+        let next = (to == LoopStatus::Active).then_some(now + l.interval_ms);
+        if !self
+            .store
+            .set_loop_status(&id, &from, to, reason.as_deref(), next, now)
+            .await?
+        {
+            return Ok(CallOutcome::error(format!(
+                "loop `{id}` is {}, so it cannot become {}",
+                l.status.as_str(),
+                to.as_str()
+            )));
+        }
+        self.loop_event(ctx, &id).await?;
+        let l = self.store.loop_by_id(&id).await?.unwrap_or(l);
+        Ok(CallOutcome::ok(for_model(&l)))
+    }
+
+    async fn loop_event(&self, ctx: &SessionCtx, id: &str) -> Result<(), RuntimeError> {
+        if let Some(l) = self.store.loop_by_id(id).await? {
+            ctx.events
+                .emit("loop.updated", json!({"loop": view(&l)}))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Run one claimed tick to its end and record it.
+    async fn run_tick(self: Arc<Self>, tick: ClaimedTick) {
+        let settings = &self.config.loops;
+        let instance = settings.instance.clone();
+        let outcome = match self.tick_turn(&tick).await {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::error!(loop_id = %tick.loop_id, error = %e, "loop tick failed");
+                TickOutcome {
+                    ran: false,
+                    next_tick_at: now_millis() + millis(settings.poll) * 10,
+                    status: None,
+                }
+            }
+        };
+        if let Err(e) = self
+            .store
+            .finish_tick(&tick, &instance, &outcome, now_millis())
+            .await
+        {
+            tracing::error!(loop_id = %tick.loop_id, error = %e, "recording a loop tick failed");
+        }
+        if let Ok(ctx) = self.session(&tick.session_id).await {
+            let _ = self.loop_event(&ctx, &tick.loop_id).await;
+        }
+    }
+
+    /// The tick itself: a turn with the loop's prompt, or a skip.
+    async fn tick_turn(self: &Arc<Self>, tick: &ClaimedTick) -> Result<TickOutcome, RuntimeError> {
+        let now = now_millis();
+        let Some(l) = self.store.loop_by_id(&tick.loop_id).await? else {
+            return Err(RuntimeError::not_found("loop", &tick.loop_id));
+        };
+        let next = |now: i64| now.max(tick.due_at + l.interval_ms);
+        let ctx = match self.session(&tick.session_id).await {
+            Ok(c) => c,
+            Err(RuntimeError::NotFound { .. }) => {
+                return Ok(TickOutcome {
+                    ran: false,
+                    next_tick_at: now,
+                    status: Some((LoopStatus::Cancelled, "the session is gone".into())),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let (status, waiting) = {
+            let s = ctx.state.lock().await;
+            (s.status, s.pending_question.is_some())
+        };
+        if status == SessionStatus::Ended {
+            return Ok(TickOutcome {
+                ran: false,
+                next_tick_at: now,
+                status: Some((LoopStatus::Cancelled, "the session ended".into())),
+            });
+        }
+        let busy = ctx
+            .turn
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|t| !t.handle.is_finished());
+        if busy || waiting || status == SessionStatus::Handoff {
+            return Ok(TickOutcome {
+                ran: false,
+                next_tick_at: next(now),
+                status: None,
+            });
+        }
+        let mut finished = ctx.turns_finished.subscribe();
+        if let Ok(mut current) = ctx.current_loop.lock() {
+            *current = Some(l.id.clone());
+        }
+        let text = format!(
+            "[Loop {}, turn {} of {}] {}",
+            l.id,
+            l.turns_done + 1,
+            l.max_turns,
+            l.prompt
+        );
+        let mut m = message(MessageRole::User, &text);
+        m.name = Some("loop".to_owned());
+        let event = json!({"messageId": m.id, "role": "user", "content": text, "loopId": l.id});
+        self.append(
+            &ctx,
+            m,
+            vec![("message.completed", event)],
+            Durability::Committed,
+        )
+        .await?;
+        self.start_turn(&ctx).await;
+        self.await_turn_with_heartbeat(&ctx, &l.id, &mut finished)
+            .await;
+        if let Ok(mut current) = ctx.current_loop.lock() {
+            current.take();
+        }
+        let now = now_millis();
+        let status = if l.turns_done + 1 >= l.max_turns {
+            Some((
+                LoopStatus::Exhausted,
+                format!("max_turns ({}) reached", l.max_turns),
+            ))
+        } else if now >= l.expires_at {
+            Some((LoopStatus::Exhausted, "the loop expired".to_owned()))
+        } else {
+            None
+        };
+        Ok(TickOutcome {
+            ran: true,
+            next_tick_at: next(now),
+            status,
+        })
+    }
+
+    /// Wait for the tick's turn, extending the lease meanwhile.
+    async fn await_turn_with_heartbeat(
+        &self,
+        ctx: &SessionCtx,
+        loop_id: &str,
+        finished: &mut tokio::sync::watch::Receiver<u64>,
+    ) {
+        let lease = self.config.loops.lease;
+        loop {
+            tokio::select! {
+                changed = finished.changed() => {
+                    if changed.is_err() || ctx.turn.lock().await.as_ref().is_none_or(|t| t.handle.is_finished()) {
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(lease / 3) => {
+                    let until = now_millis() + millis(lease);
+                    if !self.store.heartbeat_tick(loop_id, &self.config.loops.instance, until).await.unwrap_or(false) {
+                        tracing::warn!(loop_id, "lost the lease of a running loop tick");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Poll for due ticks and run them, until the runtime is dropped or shut down.
+pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let poll = inner.config.loops.poll;
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(poll);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.tasks.is_closed() {
+                return;
+            }
+            let settings = &inner.config.loops;
+            match inner
+                .store
+                .claim_due_ticks(
+                    &settings.instance,
+                    now_millis(),
+                    millis(settings.lease),
+                    CLAIM_BATCH,
+                )
+                .await
+            {
+                Ok(claimed) => {
+                    for t in claimed {
+                        inner.tasks.spawn(inner.clone().run_tick(t));
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "claiming loop ticks failed"),
+            }
+        }
+    });
+}
+
+impl Runtime {
+    /// The session's loops, oldest first.
+    pub async fn loops(&self, workspace: &str, id: &str) -> Result<Vec<Loop>, RuntimeError> {
+        self.inner.session_in(workspace, id).await?;
+        Ok(self.inner.store.loops(id).await?.iter().map(view).collect())
+    }
+}
+
+/// Counts finished turns, for the tick waiting on its own.
+pub(crate) fn turn_finished(ctx: &SessionCtx) {
+    ctx.turns_finished.send_modify(|n| *n += 1);
+}

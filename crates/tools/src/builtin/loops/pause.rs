@@ -1,0 +1,21 @@
+//! `pauseLoop {loop_id}`.
+
+use rtc_core::llm::ToolSpec;
+
+use super::LoopRef;
+
+pub const NAME: &str = "pauseLoop";
+
+const DESCRIPTION: &str = "Pause a loop: no ticks until resumeLoop.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: super::loop_id_parameters(),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<LoopRef, String> {
+    super::parse_ref(arguments)
+}
