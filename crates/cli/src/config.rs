@@ -48,6 +48,7 @@ struct FileConfig {
     loop_poll_ms: Option<u64>,
     loop_lease_secs: Option<u64>,
     loop_max_hours: Option<u64>,
+    instance_id: Option<String>,
     #[serde(default)]
     web_search: WebSearchFile,
     #[serde(default)]
@@ -97,6 +98,8 @@ pub struct Settings {
     pub loop_poll_ms: u64,
     pub loop_lease_secs: u64,
     pub loop_max_hours: u64,
+    /// This process's name in loop leases (default: random per start).
+    pub instance_id: Option<String>,
     pub web: WebSettings,
     pub providers: BTreeMap<String, ProviderSettings>,
 }
@@ -192,6 +195,7 @@ impl Settings {
             loop_poll_ms: number("RTC_LOOP_POLL_MS", file.loop_poll_ms, 100)?,
             loop_lease_secs: number("RTC_LOOP_LEASE_SECS", file.loop_lease_secs, 30)?,
             loop_max_hours: number("RTC_LOOP_MAX_HOURS", file.loop_max_hours, 24)?,
+            instance_id: env("RTC_INSTANCE_ID").or(file.instance_id),
             web: WebSettings::load(file.web_search, file.web_fetch)?,
             providers: file.providers,
         })

@@ -139,7 +139,10 @@ fn build_runtime(
             poll: Duration::from_millis(settings.loop_poll_ms),
             lease: Duration::from_secs(settings.loop_lease_secs),
             max_lifetime: Duration::from_secs(settings.loop_max_hours * 3600),
-            ..LoopSettings::default()
+            instance: settings
+                .instance_id
+                .clone()
+                .unwrap_or_else(|| LoopSettings::default().instance),
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,

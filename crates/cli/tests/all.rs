@@ -12,6 +12,7 @@ mod chat;
 mod conversation;
 mod errors;
 mod goals;
+mod instances;
 mod interaction;
 mod loops;
 mod mcp;

@@ -161,6 +161,33 @@ impl Inner {
         before - map.len()
     }
 
+    /// On PostgreSQL another instance may have written this session (a loop
+    /// tick it claimed): when the store holds more messages than memory,
+    /// the cached history is dropped and the session's state reloaded.
+    pub(crate) async fn refresh_if_stale(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        if self.store.dialect() != rtc_store::Dialect::Postgres {
+            return Ok(());
+        }
+        self.journal.flush().await;
+        let stored = self.store.message_count(&ctx.id).await?;
+        let mut history = ctx.history.lock().await;
+        let cached = history
+            .as_ref()
+            .map(|h| i64::try_from(h.len()).unwrap_or(i64::MAX));
+        if cached.is_none_or(|n| n == stored) {
+            return Ok(());
+        }
+        *history = None;
+        if let Some(record) = self.store.session_by_id(&ctx.id).await? {
+            let mut state = ctx.state.lock().await;
+            state.variables = record.variables;
+            state.todos = record.todos;
+            state.pending_question = record.pending_question;
+            state.status = record.status;
+        }
+        Ok(())
+    }
+
     /// A session of `workspace` (404 for another workspace's).
     pub async fn session_in(
         &self,

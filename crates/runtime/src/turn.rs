@@ -251,6 +251,7 @@ impl Inner {
         cancel: &CancellationToken,
         turn_id: &str,
     ) -> Result<(), RuntimeError> {
+        self.refresh_if_stale(ctx).await?;
         let (variables, changes) = variables::begin_turn(ctx).await;
         let state = json!({"changes": changes, "variables": variables, "source": "system"});
         let update = SessionUpdate {

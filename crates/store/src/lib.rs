@@ -26,7 +26,7 @@ pub use documents::{Document, Reference, ResourceKind};
 pub use error::StoreError;
 pub use goals::GoalRecord;
 pub use ids::{hash_token, new_id, new_token};
-pub use loops::{ClaimedTick, LoopRecord, TickOutcome};
+pub use loops::{ClaimedTick, LoopRecord, TickOutcome, TickRow};
 pub use memories::MemoryRecord;
 pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;

@@ -41,6 +41,18 @@ pub struct ClaimedTick {
     pub due_at: i64,
 }
 
+/// A recorded tick.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickRow {
+    pub seq: i64,
+    pub instance: String,
+    pub due_at: i64,
+    pub started_at: i64,
+    pub finished_at: Option<i64>,
+    /// `ran` or `skipped`; `None` while running (or if its holder died).
+    pub outcome: Option<String>,
+}
+
 /// How a tick ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickOutcome {
@@ -267,22 +279,24 @@ impl Store {
         Ok(())
     }
 
-    /// `(due_at, started_at, instance)` of a loop's ticks, in order (for
-    /// tests and benchmarks).
-    pub async fn loop_ticks(&self, loop_id: &str) -> Result<Vec<(i64, i64, String)>, StoreError> {
+    /// A loop's ticks in order (for tests and benchmarks).
+    pub async fn loop_ticks(&self, loop_id: &str) -> Result<Vec<TickRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT due_at, started_at, instance FROM loop_ticks WHERE loop_id = $1 ORDER BY seq",
+            "SELECT seq, instance, due_at, started_at, finished_at, outcome FROM loop_ticks WHERE loop_id = $1 ORDER BY seq",
         )
         .bind(loop_id)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|r| {
-                Ok((
-                    r.try_get("due_at")?,
-                    r.try_get("started_at")?,
-                    r.try_get("instance")?,
-                ))
+                Ok(TickRow {
+                    seq: r.try_get("seq")?,
+                    instance: r.try_get("instance")?,
+                    due_at: r.try_get("due_at")?,
+                    started_at: r.try_get("started_at")?,
+                    finished_at: r.try_get("finished_at")?,
+                    outcome: r.try_get("outcome")?,
+                })
             })
             .collect()
     }

@@ -324,6 +324,15 @@ impl Store {
         Ok(())
     }
 
+    /// How many messages a session has.
+    pub async fn message_count(&self, session: &str) -> Result<i64, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1")
+            .bind(session)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("n")?)
+    }
+
     /// A session's history, oldest first.
     pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query("SELECT body FROM messages WHERE session_id = $1 ORDER BY seq")

@@ -565,8 +565,15 @@ on_both!(loop_ticks_are_claimed_once_with_leases, |store| {
     );
     let ticks = store.loop_ticks(&first.loop_id).await?;
     assert_eq!(
-        ticks.iter().map(|t| t.2.as_str()).collect::<Vec<_>>()[1..],
+        ticks
+            .iter()
+            .map(|t| t.instance.as_str())
+            .collect::<Vec<_>>()[1..],
         ["inst_b", "inst_a"]
+    );
+    assert_eq!(
+        (ticks[0].outcome.as_deref(), ticks[1].finished_at),
+        (Some("ran"), None)
     );
     // A final status set meanwhile (completeLoop) survives the tick's end.
     assert!(

@@ -1,0 +1,190 @@
+//! Two `rtc-agent serve` processes on one PostgreSQL (R-ST-2, R-LP-3,
+//! R-BX-1): a loop's ticks are claimed once across instances, and when the
+//! instance running a tick is killed, the other takes the loop over once
+//! the lease has expired.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rtc_store::{MasterKey, SecretBox, Store};
+use rtc_testkit::{Engine, MockLlm, MockReply, ServerProcess};
+use serde_json::{Value, json};
+
+use crate::conversation::{assistant, open};
+use crate::harness::{Api, binary, start};
+
+const LEASE_SECS: u64 = 2;
+
+/// Ticks take a while (so one is running when the instance dies); the
+/// first message creates the loop.
+fn model(req: &Value) -> MockReply {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let last_user = messages.iter().rev().find(|m| m["role"] == "user");
+    let text = last_user.and_then(|m| m["content"].as_str()).unwrap_or("");
+    let answered = messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] != "user")
+        .any(|m| m["role"] == "tool");
+    if text.starts_with("[Loop") {
+        MockReply::Delayed(
+            Duration::from_millis(700),
+            Box::new(MockReply::text("tick done")),
+        )
+    } else if answered {
+        MockReply::text("Loop started.")
+    } else {
+        MockReply::call(
+            "createLoop",
+            json!({"prompt": "tick", "interval_seconds": 1, "max_turns": 8}),
+        )
+    }
+}
+
+async fn loop_state(api: &Api, sid: &str) -> anyhow::Result<Value> {
+    let listed = api.get(&format!("/v1/sessions/{sid}/loops")).await?;
+    Ok(listed.assert_status(200)["data"][0].clone())
+}
+
+/// Poll until `done` holds for the session's loop.
+async fn wait_for(
+    api: &Api,
+    sid: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let l = loop_state(api, sid).await?;
+        if done(&l) {
+            return Ok(l);
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}: {l}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How many loop inputs the session's history holds.
+async fn loop_inputs(api: &Api, sid: &str) -> anyhow::Result<usize> {
+    let history = api.get(&format!("/v1/sessions/{sid}/messages")).await?;
+    Ok(history.assert_status(200)["data"]
+        .as_array()
+        .map_or(0, |messages| {
+            messages
+                .iter()
+                .filter(|m| {
+                    m["content"]
+                        .as_str()
+                        .is_some_and(|c| c.starts_with("[Loop"))
+                })
+                .count()
+        }))
+}
+
+#[tokio::test]
+async fn loop_ticks_run_once_across_instances_and_survive_one_dying() -> anyhow::Result<()> {
+    let mock = MockLlm::with_responder(model).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+        ("RTC_LOOP_LEASE_SECS".to_owned(), LEASE_SECS.to_string()),
+    ]);
+    // A polls faster, so it usually wins the claims until it dies.
+    let mut env_a = env.clone();
+    env_a.insert("RTC_INSTANCE_ID".into(), "inst_a".into());
+    env_a.insert("RTC_LOOP_POLL_MS".into(), "20".into());
+    let mut env_b = env;
+    env_b.insert("RTC_INSTANCE_ID".into(), "inst_b".into());
+    env_b.insert("RTC_LOOP_POLL_MS".into(), "100".into());
+    let Some(a) = start(Engine::Postgres, env_a).await? else {
+        return Ok(());
+    };
+    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &env_b).await?;
+    let (_, ws_a) = a.workspace("A").await?;
+    let ws_b = Api {
+        base: b.base_url.clone(),
+        ..ws_a.clone()
+    };
+    let id = assistant(
+        &ws_a,
+        json!({"name": "Ticker", "systemPrompt": "Tick.", "features": {"loops": true}}),
+    )
+    .await?;
+    let (sid, _) = open(&ws_a, json!({"assistantId": id})).await?;
+    ws_a.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "start ticking"}),
+    )
+    .await?
+    .assert_status(202);
+    let l = wait_for(&ws_b, &sid, "the loop", |l| l["id"].is_string()).await?;
+    let loop_id = l["id"].as_str().unwrap().to_owned();
+
+    // Kill instance A while it holds a running tick.
+    let store = Store::connect(&a.db.url, SecretBox::new(&MasterKey::generate())).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let orphan = loop {
+        let ticks = store.loop_ticks(&loop_id).await?;
+        if let Some(t) = ticks
+            .iter()
+            .find(|t| t.instance == "inst_a" && t.finished_at.is_none())
+        {
+            break t.clone();
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "instance A never held a running tick: {ticks:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // ...once its input is recorded (the model is answering it).
+    let ran_before = store
+        .loop_ticks(&loop_id)
+        .await?
+        .iter()
+        .filter(|t| t.seq < orphan.seq && t.outcome.as_deref() == Some("ran"))
+        .count();
+    while loop_inputs(&ws_b, &sid).await? <= ran_before {
+        anyhow::ensure!(Instant::now() < deadline, "the tick's input never appeared");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    a.process.kill().await;
+
+    let done = wait_for(&ws_b, &sid, "the loop to finish on instance B", |l| {
+        l["status"] == "exhausted"
+    })
+    .await?;
+    assert_eq!(done["turnsDone"], 8, "{done}");
+    let ticks = store.loop_ticks(&loop_id).await?;
+    let seqs: Vec<i64> = ticks.iter().map(|t| t.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i64).collect::<Vec<_>>(),
+        "one row per tick, none twice"
+    );
+    let later: Vec<_> = ticks.iter().filter(|t| t.seq > orphan.seq).collect();
+    assert!(
+        later.iter().all(|t| t.instance == "inst_b"),
+        "only B ticks after A died: {later:?}"
+    );
+    let next = later.first().expect("B took over");
+    assert!(
+        next.started_at >= orphan.started_at + (LEASE_SECS as i64) * 1000,
+        "taken over only after the lease expired: {orphan:?} then {next:?}"
+    );
+    let ran = ticks
+        .iter()
+        .filter(|t| t.outcome.as_deref() == Some("ran"))
+        .count();
+    assert_eq!(ran, 8, "eight ticks ran to the end: {ticks:?}");
+    let loop_inputs = loop_inputs(&ws_b, &sid).await?;
+    assert_eq!(
+        loop_inputs, 9,
+        "each tick's input once, plus the one cut short by the kill"
+    );
+    b.kill().await;
+    Ok(())
+}
