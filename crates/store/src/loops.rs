@@ -166,20 +166,39 @@ impl Store {
         lease_ms: i64,
         limit: i64,
     ) -> Result<Vec<ClaimedTick>, StoreError> {
-        let due = sqlx::query(
+        // On PostgreSQL rows another instance is claiming are skipped, not
+        // waited for; SQLite's write transaction is exclusive anyway.
+        let lock = match self.dialect {
+            crate::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+            crate::Dialect::Sqlite => "",
+        };
+        let sql = format!(
             "SELECT id, session_id, tick_seq, next_tick_at FROM loops \
              WHERE status = 'active' AND next_tick_at <= $1 AND (lease_until IS NULL OR lease_until < $1) \
-             ORDER BY next_tick_at LIMIT $2",
+             ORDER BY next_tick_at, id LIMIT $2{lock}"
+        );
+        // Most polls find nothing due: check that without a write transaction.
+        let any = sqlx::query(
+            "SELECT 1 AS due FROM loops WHERE status = 'active' AND next_tick_at <= $1 \
+             AND (lease_until IS NULL OR lease_until < $1) LIMIT 1",
         )
         .bind(now)
-        .bind(limit)
-        .fetch_all(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
+        if any.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut tx = self.begin_write().await?;
+        let due = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
         if due.is_empty() {
+            tx.commit().await?;
             return Ok(Vec::new());
         }
         let mut claimed = Vec::new();
-        let mut tx = self.begin_write().await?;
         for row in &due {
             let id: String = row.try_get("id")?;
             let seen: i64 = row.try_get("tick_seq")?;
@@ -277,6 +296,32 @@ impl Store {
         .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// `(loop_id, due_at, started_at, outcome)` of every tick started in
+    /// `[from, to)` (for benchmarks).
+    pub async fn ticks_started_between(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(String, i64, i64, Option<String>)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT loop_id, due_at, started_at, outcome FROM loop_ticks WHERE started_at >= $1 AND started_at < $2",
+        )
+        .bind(from)
+        .bind(to)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("loop_id")?,
+                    r.try_get("due_at")?,
+                    r.try_get("started_at")?,
+                    r.try_get("outcome")?,
+                ))
+            })
+            .collect()
     }
 
     /// A loop's ticks in order (for tests and benchmarks).
