@@ -93,14 +93,19 @@ async fn populate(rt: &Runtime, store: &Store, loops: usize) -> i64 {
         .insert(&workspace, Some("asst_tick".into()), assistant)
         .await
         .unwrap();
-    let start = now_millis() + 5_000;
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut sessions = Vec::with_capacity(loops);
     for _ in 0..loops {
         let params = CreateSessionParams {
             assistant_id: Some("asst_tick".into()),
             ..Default::default()
         };
-        let session = rt.create_session(&workspace, params).await.unwrap().id;
+        sessions.push(rt.create_session(&workspace, params).await.unwrap().id);
+    }
+    // The window starts once every session exists; first ticks spread over
+    // each loop's interval.
+    let start = now_millis() + 2_000;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for session in sessions {
         seed = seed
             .wrapping_mul(6_364_136_223_846_793_005)
             .wrapping_add(1_442_695_040_888_963_407);

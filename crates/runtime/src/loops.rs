@@ -242,24 +242,30 @@ impl Inner {
                 }
             }
         };
-        if let Err(e) = self
+        let finished = match self
             .store
             .finish_tick(&tick, &instance, &outcome, now_millis())
             .await
         {
-            tracing::error!(loop_id = %tick.loop_id, error = %e, "recording a loop tick failed");
-        }
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                tracing::warn!(loop_id = %tick.loop_id, "a loop tick ended after its lease was lost");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(loop_id = %tick.loop_id, error = %e, "recording a loop tick failed");
+                return;
+            }
+        };
         if let Ok(ctx) = self.session(&tick.session_id).await {
-            let _ = self.loop_event(&ctx, &tick.loop_id).await;
+            let _ = ctx.events.emit("loop.updated", json!({"loop": view(&finished)})).await;
         }
     }
 
     /// The tick itself: a turn with the loop's prompt, or a skip.
     async fn tick_turn(self: &Arc<Self>, tick: &ClaimedTick) -> Result<TickOutcome, RuntimeError> {
         let now = now_millis();
-        let Some(l) = self.store.loop_by_id(&tick.loop_id).await? else {
-            return Err(RuntimeError::not_found("loop", &tick.loop_id));
-        };
+        let l = &tick.record;
         let next = |now: i64| now.max(tick.due_at + l.interval_ms);
         let ctx = match self.session(&tick.session_id).await {
             Ok(c) => c,
@@ -314,7 +320,7 @@ impl Inner {
             &ctx,
             m,
             vec![("message.completed", event)],
-            Durability::Committed,
+            Durability::Queued,
         )
         .await?;
         self.start_turn(&ctx).await;

@@ -39,6 +39,8 @@ pub struct ClaimedTick {
     pub session_id: String,
     pub seq: i64,
     pub due_at: i64,
+    /// The loop as it was when claimed.
+    pub record: LoopRecord,
 }
 
 /// A recorded tick.
@@ -173,7 +175,7 @@ impl Store {
             crate::Dialect::Sqlite => "",
         };
         let sql = format!(
-            "SELECT id, session_id, tick_seq, next_tick_at FROM loops \
+            "SELECT {COLUMNS}, tick_seq FROM loops \
              WHERE status = 'active' AND next_tick_at <= $1 AND (lease_until IS NULL OR lease_until < $1) \
              ORDER BY next_tick_at, id LIMIT $2{lock}"
         );
@@ -232,6 +234,7 @@ impl Store {
                 session_id: row.try_get("session_id")?,
                 seq: seen + 1,
                 due_at,
+                record: record(row)?,
             });
         }
         tx.commit().await?;
@@ -255,26 +258,28 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Record a tick's outcome, schedule the next one and release the lease.
+    /// Record a tick's outcome, schedule the next one and release the
+    /// lease; the loop as it is now (`None` if the lease was lost).
     pub async fn finish_tick(
         &self,
         tick: &ClaimedTick,
         instance: &str,
         outcome: &TickOutcome,
         now: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<LoopRecord>, StoreError> {
         let (status, reason) = match &outcome.status {
             Some((s, r)) => (Some(s.as_str()), Some(r.as_str())),
             None => (None, None),
         };
         let mut tx = self.begin_write().await?;
-        sqlx::query(
+        let sql = format!(
             "UPDATE loops SET turns_done = turns_done + $1, skipped_ticks = skipped_ticks + $2, next_tick_at = $3, \
              status = CASE WHEN status = 'active' AND $4 IS NOT NULL THEN $4 ELSE status END, \
              reason = CASE WHEN status = 'active' AND $4 IS NOT NULL THEN $5 ELSE reason END, \
              lease_owner = NULL, lease_until = NULL, updated_at = $6 \
-             WHERE id = $7 AND lease_owner = $8",
-        )
+             WHERE id = $7 AND lease_owner = $8 RETURNING {COLUMNS}"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(i64::from(outcome.ran))
         .bind(i64::from(!outcome.ran))
         .bind(outcome.next_tick_at)
@@ -283,7 +288,7 @@ impl Store {
         .bind(now)
         .bind(&tick.loop_id)
         .bind(instance)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
         sqlx::query(
             "UPDATE loop_ticks SET finished_at = $1, outcome = $2 WHERE loop_id = $3 AND seq = $4",
@@ -295,7 +300,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(())
+        row.as_ref().map(record).transpose()
     }
 
     /// `(loop_id, due_at, started_at, outcome)` of every tick started in
