@@ -11,17 +11,15 @@ use std::sync::atomic::Ordering;
 use rtc_core::ValidationError;
 use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Goal, GoalStatus, MessageRole, ResumeGoalParams, SessionStatus};
+use rtc_protocol::{Goal, GoalStatus, ResumeGoalParams, SessionStatus};
 use rtc_store::{GoalRecord, new_id, now_millis};
 use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::events::Durability;
 use crate::execute::CallOutcome;
 use crate::llm_leaf::answer_text;
 use crate::session::SessionCtx;
-use crate::turn::message;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most goals active at once in a session.
@@ -264,16 +262,7 @@ impl Inner {
             goal.completed_turns + 1,
             goal.max_turns
         );
-        let mut m = message(MessageRole::User, &text);
-        m.name = Some("goal".to_owned());
-        let event = json!({"messageId": m.id, "role": "user", "content": text, "goalId": goal.id});
-        self.append(
-            ctx,
-            m,
-            vec![("message.completed", event)],
-            Durability::Committed,
-        )
-        .await?;
+        self.runtime_input(ctx, &text, "goal", &goal.id).await?;
         *slot = Some(self.spawn_turn(ctx));
         Ok(())
     }

@@ -12,15 +12,13 @@ use std::time::Duration;
 
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Loop, LoopStatus, MessageRole, SessionStatus};
+use rtc_protocol::{Loop, LoopStatus, SessionStatus};
 use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
 use rtc_tools::builtin::loops::{cancel, complete, create, list, pause, resume};
 use serde_json::{Value, json};
 
-use crate::events::Durability;
 use crate::execute::CallOutcome;
 use crate::session::SessionCtx;
-use crate::turn::message;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most loops active or paused at once in a session.
@@ -258,7 +256,10 @@ impl Inner {
             }
         };
         if let Ok(ctx) = self.session(&tick.session_id).await {
-            let _ = ctx.events.emit("loop.updated", json!({"loop": view(&finished)})).await;
+            let _ = ctx
+                .events
+                .emit("loop.updated", json!({"loop": view(&finished)}))
+                .await;
         }
     }
 
@@ -313,16 +314,7 @@ impl Inner {
             l.max_turns,
             l.prompt
         );
-        let mut m = message(MessageRole::User, &text);
-        m.name = Some("loop".to_owned());
-        let event = json!({"messageId": m.id, "role": "user", "content": text, "loopId": l.id});
-        self.append(
-            &ctx,
-            m,
-            vec![("message.completed", event)],
-            Durability::Queued,
-        )
-        .await?;
+        self.runtime_input(&ctx, &text, "loop", &l.id).await?;
         self.start_turn(&ctx).await;
         self.await_turn_with_heartbeat(&ctx, &l.id, &mut finished)
             .await;

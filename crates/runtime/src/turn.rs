@@ -151,6 +151,29 @@ impl Inner {
         Ok(f(history.as_deref().unwrap_or_default()))
     }
 
+    /// An input the runtime gives the model by itself (`source` "goal": a
+    /// continuation; "loop": a tick), stored as a user message named after
+    /// its source; the event carries `goalId` / `loopId`.
+    pub(crate) async fn runtime_input(
+        &self,
+        ctx: &SessionCtx,
+        text: &str,
+        source: &str,
+        id: &str,
+    ) -> Result<(), RuntimeError> {
+        let mut m = message(MessageRole::User, text);
+        m.name = Some(source.to_owned());
+        let mut event = json!({"messageId": m.id, "role": "user", "content": text});
+        event[format!("{source}Id")] = json!(id);
+        self.append(
+            ctx,
+            m,
+            vec![("message.completed", event)],
+            Durability::Queued,
+        )
+        .await
+    }
+
     /// The assistant says `text` outside the model (first message, custom goodbye).
     pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
         let m = message(MessageRole::Assistant, text);

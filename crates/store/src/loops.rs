@@ -280,16 +280,16 @@ impl Store {
              WHERE id = $7 AND lease_owner = $8 RETURNING {COLUMNS}"
         );
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(i64::from(outcome.ran))
-        .bind(i64::from(!outcome.ran))
-        .bind(outcome.next_tick_at)
-        .bind(status)
-        .bind(reason)
-        .bind(now)
-        .bind(&tick.loop_id)
-        .bind(instance)
-        .fetch_optional(&mut *tx)
-        .await?;
+            .bind(i64::from(outcome.ran))
+            .bind(i64::from(!outcome.ran))
+            .bind(outcome.next_tick_at)
+            .bind(status)
+            .bind(reason)
+            .bind(now)
+            .bind(&tick.loop_id)
+            .bind(instance)
+            .fetch_optional(&mut *tx)
+            .await?;
         sqlx::query(
             "UPDATE loop_ticks SET finished_at = $1, outcome = $2 WHERE loop_id = $3 AND seq = $4",
         )
