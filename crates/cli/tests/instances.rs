@@ -188,3 +188,63 @@ async fn loop_ticks_run_once_across_instances_and_survive_one_dying() -> anyhow:
     b.kill().await;
     Ok(())
 }
+
+/// A subscriber on one instance sees, live, the turn another instance runs
+/// (PostgreSQL notifications).
+#[tokio::test]
+async fn events_written_by_another_instance_reach_live_subscribers() -> anyhow::Result<()> {
+    let mock = MockLlm::start(vec![MockReply::text("Answered by the other instance.")]).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(a) = start(Engine::Postgres, env.clone()).await? else {
+        return Ok(());
+    };
+    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &env).await?;
+    let (_, ws_a) = a.workspace("A").await?;
+    let ws_b = Api {
+        base: b.base_url.clone(),
+        ..ws_a.clone()
+    };
+    let id = assistant(&ws_a, json!({"name": "Plain", "systemPrompt": "Hi."})).await?;
+    let (sid, token) = open(&ws_a, json!({"assistantId": id})).await?;
+    let created =
+        crate::conversation::events_until(&a, &token, &sid, 0, |e| e["type"] == "session.started")
+            .await?;
+    let after = created.last().unwrap()["seq"].as_i64().unwrap();
+    // Subscribe on A, then talk through B.
+    let watch = tokio::spawn({
+        let (token, sid) = (token.clone(), sid.clone());
+        async move {
+            crate::conversation::events_until(
+                &a,
+                &token,
+                &sid,
+                after,
+                crate::conversation::turn_done,
+            )
+            .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ws_b.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "hello"}),
+    )
+    .await?
+    .assert_status(202);
+    let seen = tokio::time::timeout(Duration::from_secs(15), watch).await???;
+    assert!(
+        seen.iter().any(|e| e["type"] == "message.completed"
+            && e["content"] == "Answered by the other instance."),
+        "{seen:?}"
+    );
+    let seqs: Vec<i64> = seen.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order, none missing: {seqs:?}"
+    );
+    b.kill().await;
+    Ok(())
+}

@@ -82,6 +82,18 @@ impl EventLog {
         }
     }
 
+    /// Another instance committed events of this session: live
+    /// subscribers re-read the store (a marker no subscriber yields).
+    pub fn poke(&self) {
+        self.live.send(SessionEvent {
+            kind: String::new(),
+            session_id: self.session_id.clone(),
+            seq: i64::MAX,
+            timestamp: String::new(),
+            data: Map::new(),
+        });
+    }
+
     /// How many live subscribers are attached.
     pub fn subscribers(&self) -> usize {
         self.live.receivers()
@@ -244,7 +256,7 @@ mod tests {
             })
             .await
             .unwrap();
-        let log = EventLog::new("s", store.clone(), Journal::start(store));
+        let log = EventLog::new("s", store.clone(), Journal::start(store, None));
         let mut early = Box::pin(log.subscribe(0));
         let total = LIVE_BUFFER as i64 * 3;
         for i in 1..=total {

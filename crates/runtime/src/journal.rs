@@ -55,12 +55,15 @@ pub(crate) struct Journal {
     tx: mpsc::Sender<Job>,
 }
 
+/// Who writes: announced to other instances on PostgreSQL.
+type Instance = Option<Arc<str>>;
+
 impl Journal {
     /// Start the writer task; it ends when the last handle is dropped,
     /// after committing what was queued.
-    pub fn start(store: Store) -> Self {
+    pub fn start(store: Store, instance: Option<&str>) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(run(store, rx));
+        tokio::spawn(run(store, rx, instance.map(Arc::from)));
         Self { tx }
     }
 
@@ -108,7 +111,7 @@ fn stopped() -> RuntimeError {
     RuntimeError::Internal("the journal writer has stopped".into())
 }
 
-async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
+async fn run(store: Store, mut rx: mpsc::Receiver<Job>, me: Instance) {
     let mut jobs = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut jobs, BATCH).await > 0 {
         let mut writes = Vec::new();
@@ -116,24 +119,24 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
             match job {
                 Job::Write(entry, done) => writes.push((entry, done)),
                 Job::Flush(done) => {
-                    commit(&store, std::mem::take(&mut writes)).await;
+                    commit(&store, std::mem::take(&mut writes), me.as_deref()).await;
                     let _ = done.send(());
                 }
             }
         }
-        commit(&store, writes).await;
+        commit(&store, writes, me.as_deref()).await;
     }
 }
 
 /// Commit a batch; if the batch fails, each write on its own, so one bad
 /// record cannot lose the others. Events are broadcast after their commit.
-async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>) {
+async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>, me: Option<&str>) {
     if writes.is_empty() {
         return;
     }
     let mut writes = writes;
     let mut batch: Vec<SessionRecords<'_>> = writes.iter_mut().map(|(e, _)| records(e)).collect();
-    let outcome = store.append_batch(&mut batch).await;
+    let outcome = store.append_batch(&mut batch, me).await;
     drop(batch);
     if outcome.is_ok() {
         for (entry, done) in writes {
@@ -142,7 +145,7 @@ async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>) {
         return;
     }
     for (mut entry, done) in writes {
-        let outcome = store.append_batch(&mut [records(&mut entry)]).await;
+        let outcome = store.append_batch(&mut [records(&mut entry)], me).await;
         if let Err(e) = &outcome {
             tracing::error!(session = %entry.session, error = %e, "recording session events failed");
         }
@@ -229,7 +232,7 @@ mod tests {
     async fn a_refused_record_fails_alone_and_order_is_kept() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_session(&dir).await;
-        let journal = Journal::start(store.clone());
+        let journal = Journal::start(store.clone(), None);
         let live = Arc::new(Live::default());
         let mut rx = live.subscribe();
         let mut commits = Vec::new();
@@ -271,7 +274,7 @@ mod tests {
     async fn flush_makes_queued_records_readable() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_session(&dir).await;
-        let journal = Journal::start(store.clone());
+        let journal = Journal::start(store.clone(), None);
         let live = Arc::new(Live::default());
         for n in 1..=300 {
             journal.write(entry("s", n, &live)).await.unwrap();

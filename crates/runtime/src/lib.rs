@@ -96,7 +96,7 @@ impl Runtime {
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
         let runtime = Self {
             inner: Arc::new(Inner {
-                journal: journal::Journal::start(store.clone()),
+                journal: journal::Journal::start(store.clone(), Some(&config.loops.instance)),
                 store,
                 config,
                 mcp_pool: McpPool::default(),
@@ -106,6 +106,7 @@ impl Runtime {
         };
         session::spawn_sweeper(&runtime.inner);
         loops::spawn_scheduler(&runtime.inner);
+        session::spawn_listener(&runtime.inner);
         runtime
     }
 

@@ -221,3 +221,44 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
         }
     });
 }
+
+/// On PostgreSQL: when another instance commits events of a session this
+/// instance holds, its live subscribers re-read them from the store
+/// (R-ST-2). Reconnects when the listening connection fails.
+pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let store = inner.store.clone();
+    let me = inner.config.loops.instance.clone();
+    tokio::spawn(async move {
+        use futures::StreamExt;
+        loop {
+            match store.session_writes().await {
+                Ok(None) => return,
+                Ok(Some(stream)) => {
+                    let mut stream = std::pin::pin!(stream);
+                    while let Some(write) = stream.next().await {
+                        if write.instance == me {
+                            continue;
+                        }
+                        let Some(inner) = weak.upgrade() else { return };
+                        let ctx = inner
+                            .sessions
+                            .lock()
+                            .ok()
+                            .and_then(|m| m.get(&write.session).cloned());
+                        if let Some(ctx) = ctx {
+                            ctx.events.poke();
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "listening for other instances' events failed")
+                }
+            }
+            if weak.strong_count() == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+}

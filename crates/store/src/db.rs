@@ -99,6 +99,19 @@ pub struct Store {
     pub(crate) pool: AnyPool,
     pub(crate) dialect: Dialect,
     pub(crate) secrets: SecretBox,
+    /// The PostgreSQL URL, for the notification listener.
+    pub(crate) listen_url: Option<ListenUrl>,
+}
+
+/// A database URL kept for a second connection; `Debug` hides it (it may
+/// hold a password).
+#[derive(Clone)]
+pub(crate) struct ListenUrl(pub(crate) std::sync::Arc<str>);
+
+impl std::fmt::Debug for ListenUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ListenUrl([redacted])")
+    }
 }
 
 impl Store {
@@ -127,6 +140,7 @@ impl Store {
         };
         Ok(Self {
             pool,
+            listen_url: (dialect == Dialect::Postgres).then(|| ListenUrl(url.as_str().into())),
             dialect,
             secrets,
         })

@@ -259,9 +259,32 @@ impl Store {
     /// Store several sessions' records in one transaction (group commit):
     /// messages and session changes in order, then all events in
     /// multi-row inserts.
-    pub async fn append_batch(&self, batch: &mut [SessionRecords<'_>]) -> Result<(), StoreError> {
+    ///
+    /// On PostgreSQL, `notify_as` (the writing instance) is announced for
+    /// every session with events, delivered to other instances on commit.
+    pub async fn append_batch(
+        &self,
+        batch: &mut [SessionRecords<'_>],
+        notify_as: Option<&str>,
+    ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
         self.number_events(&mut tx, batch).await?;
+        if let Some(me) = notify_as.filter(|_| self.dialect == crate::Dialect::Postgres) {
+            let mut sessions: Vec<&str> = batch
+                .iter()
+                .filter(|r| !r.events.is_empty())
+                .map(|r| r.session)
+                .collect();
+            sessions.sort_unstable();
+            sessions.dedup();
+            for session in sessions {
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(crate::notify::CHANNEL)
+                    .bind(format!("{me} {session}"))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
         for r in batch.iter() {
             if let Some(m) = r.message {
                 insert_message(&mut tx, r.session, m).await?;

@@ -316,7 +316,7 @@ on_both!(sessions_messages_and_events, |store| {
         update: &update,
         at_millis: 5_000,
     };
-    store.append_batch(&mut [records]).await?;
+    store.append_batch(&mut [records], None).await?;
     let row = store.session_by_id("sess_1").await?.unwrap();
     assert_eq!(
         (row.todos, row.pending_question, row.updated_at),
@@ -334,7 +334,7 @@ on_both!(sessions_messages_and_events, |store| {
         update: &update,
         at_millis: 6_000,
     };
-    store.append_batch(&mut [records]).await?;
+    store.append_batch(&mut [records], None).await?;
     let row = store.session_by_id("sess_1").await?.unwrap();
     assert_eq!(
         (row.todos, row.pending_question, row.turn_running),
