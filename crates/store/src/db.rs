@@ -97,6 +97,8 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
 #[derive(Debug, Clone)]
 pub struct Store {
     pub(crate) pool: AnyPool,
+    /// Where writes go: one connection on SQLite, the pool on PostgreSQL.
+    pub(crate) writer: AnyPool,
     pub(crate) dialect: Dialect,
     pub(crate) secrets: SecretBox,
     /// The PostgreSQL URL, for the notification listener.
@@ -114,32 +116,44 @@ impl std::fmt::Debug for ListenUrl {
     }
 }
 
+async fn sqlite_pool(options: AnyPoolOptions, url: &str) -> Result<AnyPool, StoreError> {
+    Ok(options
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute("PRAGMA journal_mode = WAL").await?;
+                conn.execute("PRAGMA busy_timeout = 10000").await?;
+                conn.execute("PRAGMA foreign_keys = ON").await?;
+                conn.execute("PRAGMA synchronous = NORMAL").await?;
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await?)
+}
+
 impl Store {
     /// Connect to `sqlite://PATH` (created if missing, WAL) or `postgres://…`.
     pub async fn connect(url: &str, secrets: SecretBox) -> Result<Self, StoreError> {
         install_default_drivers();
         let (dialect, url) = normalize_url(url)?;
-        let options = AnyPoolOptions::new().acquire_timeout(Duration::from_secs(10));
-        let pool = match dialect {
+        let options = || AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30));
+        let (pool, writer) = match dialect {
             Dialect::Sqlite => {
-                options
-                    .max_connections(8)
-                    .after_connect(|conn, _| {
-                        Box::pin(async move {
-                            conn.execute("PRAGMA journal_mode = WAL").await?;
-                            conn.execute("PRAGMA busy_timeout = 10000").await?;
-                            conn.execute("PRAGMA foreign_keys = ON").await?;
-                            conn.execute("PRAGMA synchronous = NORMAL").await?;
-                            Ok(())
-                        })
-                    })
-                    .connect(&url)
-                    .await?
+                // Readers share a pool; every write goes through one
+                // connection, so writers queue here instead of sleeping in
+                // SQLite's busy handler.
+                let pool = sqlite_pool(options().max_connections(8), &url).await?;
+                let writer = sqlite_pool(options().max_connections(1), &url).await?;
+                (pool, writer)
             }
-            Dialect::Postgres => options.max_connections(16).connect(&url).await?,
+            Dialect::Postgres => {
+                let pool = options().max_connections(16).connect(&url).await?;
+                (pool.clone(), pool)
+            }
         };
         Ok(Self {
             pool,
+            writer,
             listen_url: (dialect == Dialect::Postgres).then(|| ListenUrl(url.as_str().into())),
             dialect,
             secrets,
@@ -183,12 +197,13 @@ impl Store {
     /// Close the pool (waits for connections to be returned).
     pub async fn close(&self) {
         self.pool.close().await;
+        self.writer.close().await;
     }
 
     pub(crate) async fn begin_write(
         &self,
     ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
-        Ok(self.pool.begin_with(self.dialect.begin_write()).await?)
+        Ok(self.writer.begin_with(self.dialect.begin_write()).await?)
     }
 }
 

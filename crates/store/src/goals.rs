@@ -65,7 +65,7 @@ impl Store {
             .bind(&g.reason)
             .bind(g.created_at)
             .bind(g.updated_at)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }

@@ -106,7 +106,7 @@ impl Store {
             .bind(l.next_tick_at)
             .bind(l.created_at)
             .bind(l.updated_at)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -154,7 +154,7 @@ impl Store {
             .bind(next_tick_at)
             .bind(now)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(done.rows_affected() > 0)
     }
@@ -253,7 +253,7 @@ impl Store {
                 .bind(until)
                 .bind(loop_id)
                 .bind(instance)
-                .execute(&self.pool)
+                .execute(&self.writer)
                 .await?;
         Ok(done.rows_affected() == 1)
     }

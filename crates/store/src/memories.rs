@@ -70,7 +70,7 @@ impl Store {
             .bind(content)
             .bind(tags_text(tags)?)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(MemoryRecord {
             id,
@@ -100,7 +100,7 @@ impl Store {
             .bind(id)
             .bind(workspace)
             .bind(user)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         if done.rows_affected() == 0 {
             return Ok(None);
@@ -138,7 +138,7 @@ impl Store {
             .bind(id)
             .bind(workspace)
             .bind(user)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(done.rows_affected() > 0)
     }
@@ -152,7 +152,7 @@ impl Store {
         let done = sqlx::query("DELETE FROM memories WHERE workspace_id = $1 AND user_id = $2")
             .bind(workspace)
             .bind(user)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(done.rows_affected())
     }

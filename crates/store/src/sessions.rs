@@ -135,7 +135,7 @@ impl Store {
             .bind(s.config.to_string())
             .bind(now)
             .bind(hash_token(s.client_token))
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         self.session_by_id(s.id)
             .await?
@@ -206,7 +206,7 @@ impl Store {
             .bind(Value::Object(variables.clone()).to_string())
             .bind(now_millis())
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -224,7 +224,7 @@ impl Store {
             .bind(ended_by)
             .bind(now_millis())
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -233,7 +233,7 @@ impl Store {
         sqlx::query("UPDATE sessions SET turn_running = $1 WHERE id = $2")
             .bind(i32::from(running))
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
@@ -252,7 +252,7 @@ impl Store {
         session: &str,
         message: &Message,
     ) -> Result<i64, StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.writer.acquire().await?;
         insert_message(&mut conn, session, message).await
     }
 
@@ -371,7 +371,7 @@ impl Store {
         event: &SessionEvent,
         at_millis: i64,
     ) -> Result<(), StoreError> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.writer.acquire().await?;
         insert_events(&mut conn, &[(event, at_millis)]).await
     }
 

@@ -36,7 +36,7 @@ impl Store {
         .bind(name)
         .bind(hash_token(api_key))
         .bind(now)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         Ok(WorkspaceRecord {
             id: id.to_owned(),
@@ -79,7 +79,7 @@ impl Store {
         let done = sqlx::query("UPDATE workspaces SET api_key_hash = $1 WHERE id = $2")
             .bind(hash_token(api_key))
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(done.rows_affected() > 0)
     }
@@ -100,7 +100,7 @@ impl Store {
         )
         .bind(key)
         .bind(value)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await?;
         self.setting(key)
             .await?
@@ -111,7 +111,7 @@ impl Store {
         sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
             .bind(key)
             .bind(value)
-            .execute(&self.pool)
+            .execute(&self.writer)
             .await?;
         Ok(())
     }
