@@ -223,10 +223,10 @@ struct Subscription {
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;
-    use rtc_store::{MasterKey, NewSession, SecretBox};
     use serde_json::json;
 
     use super::*;
+    use crate::test_support::store_with_session;
 
     /// A subscriber that does not read while far more events than the live
     /// buffer are emitted still gets every event, in order (R-RN-5), and the
@@ -234,28 +234,7 @@ mod tests {
     #[tokio::test]
     async fn lagging_subscribers_resume_from_the_store() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
-            .await
-            .unwrap();
-        store.migrate().await.unwrap();
-        store.create_workspace("ws", "w", "k").await.unwrap();
-        let vars = Map::new();
-        store
-            .create_session(NewSession {
-                id: "s",
-                workspace_id: "ws",
-                assistant_id: "a",
-                parent_id: None,
-                root_id: "s",
-                user_id: None,
-                title: None,
-                variables: &vars,
-                config: &json!({}),
-                client_token: "t",
-            })
-            .await
-            .unwrap();
+        let store = store_with_session(&dir).await;
         let log = EventLog::new("s", store.clone(), Journal::start(store, None));
         let mut early = Box::pin(log.subscribe(0));
         let total = LIVE_BUFFER as i64 * 3;

@@ -177,35 +177,10 @@ fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
 #[cfg(test)]
 mod tests {
     use rtc_protocol::SessionEvent;
-    use rtc_store::{MasterKey, NewSession, SecretBox};
     use serde_json::{Map, json};
 
     use super::*;
-
-    async fn store_with_session(dir: &tempfile::TempDir) -> Store {
-        let url = format!("sqlite://{}", dir.path().join("j.db").display());
-        let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
-            .await
-            .unwrap();
-        store.migrate().await.unwrap();
-        store.create_workspace("ws", "w", "k").await.unwrap();
-        store
-            .create_session(NewSession {
-                id: "s",
-                workspace_id: "ws",
-                assistant_id: "a",
-                parent_id: None,
-                root_id: "s",
-                user_id: None,
-                title: None,
-                variables: &Map::new(),
-                config: &json!({}),
-                client_token: "t",
-            })
-            .await
-            .unwrap();
-        store
-    }
+    use crate::test_support::store_with_session;
 
     fn entry(session: &str, n: i64, live: &Arc<Live>) -> Entry {
         Entry {

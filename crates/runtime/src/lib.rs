@@ -20,6 +20,8 @@ mod loops;
 mod memory;
 mod session;
 mod start;
+#[cfg(test)]
+mod test_support;
 mod turn;
 mod variables;
 mod web;
