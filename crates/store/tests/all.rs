@@ -422,15 +422,15 @@ on_both!(memories_per_user_ranked_by_relevance, |store| {
     Ok(())
 });
 
-on_both!(goals_are_saved_and_rewritten, |store| {
-    store.create_workspace("ws_g", "g", "key-g").await?;
+/// A session with nothing but an id, in an existing workspace.
+async fn bare_session(store: &Store, workspace: &str, id: &str) -> anyhow::Result<()> {
     store
         .create_session(rtc_store::NewSession {
-            id: "sess_g",
-            workspace_id: "ws_g",
+            id,
+            workspace_id: workspace,
             assistant_id: "a",
             parent_id: None,
-            root_id: "sess_g",
+            root_id: id,
             user_id: None,
             title: None,
             variables: &serde_json::Map::new(),
@@ -438,6 +438,12 @@ on_both!(goals_are_saved_and_rewritten, |store| {
             client_token: "t",
         })
         .await?;
+    Ok(())
+}
+
+on_both!(goals_are_saved_and_rewritten, |store| {
+    store.create_workspace("ws_g", "g", "key-g").await?;
+    bare_session(&store, "ws_g", "sess_g").await?;
     let mut goal = rtc_store::GoalRecord {
         id: "goal_1".into(),
         session_id: "sess_g".into(),
@@ -468,20 +474,7 @@ on_both!(loop_ticks_are_claimed_once_with_leases, |store| {
     use rtc_protocol::LoopStatus;
     use rtc_store::{LoopRecord, TickOutcome};
     store.create_workspace("ws_l", "l", "key-l").await?;
-    store
-        .create_session(rtc_store::NewSession {
-            id: "sess_l",
-            workspace_id: "ws_l",
-            assistant_id: "a",
-            parent_id: None,
-            root_id: "sess_l",
-            user_id: None,
-            title: None,
-            variables: &serde_json::Map::new(),
-            config: &json!({}),
-            client_token: "t",
-        })
-        .await?;
+    bare_session(&store, "ws_l", "sess_l").await?;
     let mut ids = Vec::new();
     for i in 0..20 {
         let l = LoopRecord {
