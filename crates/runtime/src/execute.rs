@@ -26,6 +26,18 @@ use crate::llm_tools::LlmTool;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError, variables};
 
+/// The call's parsed arguments, or (from a function answering
+/// `Result<CallOutcome, _>`) the parse error handed back to the model.
+macro_rules! parsed {
+    ($parse:expr) => {
+        match $parse {
+            Ok(args) => args,
+            Err(e) => return Ok($crate::execute::CallOutcome::error(e)),
+        }
+    };
+}
+pub(crate) use parsed;
+
 /// A tool call that stops the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Interrupt {

@@ -17,7 +17,7 @@ use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::execute::CallOutcome;
+use crate::execute::{CallOutcome, parsed};
 use crate::llm_leaf::answer_text;
 use crate::session::SessionCtx;
 use crate::{Inner, Runtime, RuntimeError};
@@ -64,10 +64,7 @@ impl Inner {
         let goals = self.store.goals(&ctx.id).await?;
         let (target, status) = match tool {
             GoalTool::Create => {
-                let args = match create::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(create::parse(&call.arguments));
                 let active = goals
                     .iter()
                     .filter(|g| g.status == GoalStatus::Active)

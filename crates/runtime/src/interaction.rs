@@ -14,7 +14,7 @@ use rtc_tools::builtin::{ask_user, todo_write};
 use serde_json::json;
 
 use crate::events::Durability;
-use crate::execute::{CallOutcome, Interrupt};
+use crate::execute::{CallOutcome, Interrupt, parsed};
 use crate::session::SessionCtx;
 use crate::turn::message;
 use crate::{Inner, Runtime, RuntimeError};
@@ -29,10 +29,7 @@ impl Inner {
         ctx: &SessionCtx,
         call: &ToolCall,
     ) -> Result<CallOutcome, RuntimeError> {
-        let questions = match ask_user::parse(&call.arguments) {
-            Ok(q) => q,
-            Err(e) => return Ok(CallOutcome::error(e)),
-        };
+        let questions = parsed!(ask_user::parse(&call.arguments));
         let pending = PendingQuestion {
             call_id: call.id.clone(),
             questions,
@@ -65,10 +62,7 @@ impl Inner {
         ctx: &SessionCtx,
         call: &ToolCall,
     ) -> Result<CallOutcome, RuntimeError> {
-        let todos = match todo_write::parse(&call.arguments) {
-            Ok(t) => t,
-            Err(e) => return Ok(CallOutcome::error(e)),
-        };
+        let todos = parsed!(todo_write::parse(&call.arguments));
         ctx.state.lock().await.todos = todos.clone();
         let summary = todo_write::summary(&todos);
         let update = SessionUpdate {

@@ -17,7 +17,7 @@ use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
 use rtc_tools::builtin::loops::{cancel, complete, create, list, pause, resume};
 use serde_json::{Value, json};
 
-use crate::execute::CallOutcome;
+use crate::execute::{CallOutcome, parsed};
 use crate::session::SessionCtx;
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -97,10 +97,7 @@ impl Inner {
         let now = now_millis();
         let (id, from, to, reason) = match tool {
             LoopTool::Create => {
-                let args = match create::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(create::parse(&call.arguments));
                 let open = self
                     .store
                     .loops(&ctx.id)
@@ -147,10 +144,7 @@ impl Inner {
                 return Ok(CallOutcome::ok(json!({"loops": loops})));
             }
             LoopTool::Complete => {
-                let args = match complete::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(complete::parse(&call.arguments));
                 let current = ctx.current_loop.lock().ok().and_then(|l| l.clone());
                 let Some(id) = current else {
                     return Ok(CallOutcome::error(

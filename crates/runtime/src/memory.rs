@@ -9,7 +9,7 @@ use rtc_store::MemoryRecord;
 use rtc_tools::builtin::memory::{delete, list, save, search, update};
 use serde_json::{Value, json};
 
-use crate::execute::CallOutcome;
+use crate::execute::{CallOutcome, parsed};
 use crate::session::SessionCtx;
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -57,10 +57,7 @@ impl Inner {
         let store = &self.store;
         let outcome = match tool {
             MemoryTool::Save => {
-                let args = match save::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(save::parse(&call.arguments));
                 if store.list_memories(ws, user, 1, 0).await?.1 >= MAX_MEMORIES_PER_USER {
                     return Ok(CallOutcome::error(format!(
                         "this user already has {MAX_MEMORIES_PER_USER} memories; update or delete old ones first"
@@ -73,10 +70,7 @@ impl Inner {
                 CallOutcome::ok(json!({"memory_id": m.id, "saved": true}))
             }
             MemoryTool::Update => {
-                let args = match update::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(update::parse(&call.arguments));
                 let content = args.content.as_deref().map(str::trim);
                 match store
                     .update_memory(ws, user, &args.memory_id, content, args.tags.as_deref())
@@ -90,10 +84,7 @@ impl Inner {
                 }
             }
             MemoryTool::Delete => {
-                let args = match delete::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(delete::parse(&call.arguments));
                 if store.delete_memory(ws, Some(user), &args.memory_id).await? {
                     self.memory_event(ctx, "deleted", &args.memory_id).await?;
                     CallOutcome::ok(json!({"memory_id": args.memory_id, "deleted": true}))
@@ -102,10 +93,7 @@ impl Inner {
                 }
             }
             MemoryTool::List => {
-                let args = match list::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(list::parse(&call.arguments));
                 let (page, total) = store
                     .list_memories(ws, user, args.limit, args.offset)
                     .await?;
@@ -113,10 +101,7 @@ impl Inner {
                 CallOutcome::ok(json!({"memories": memories, "total": total}))
             }
             MemoryTool::Search => {
-                let args = match search::parse(&call.arguments) {
-                    Ok(a) => a,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
+                let args = parsed!(search::parse(&call.arguments));
                 let found = store
                     .search_memories(ws, user, &args.query, args.limit)
                     .await?;
