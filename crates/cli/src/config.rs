@@ -48,6 +48,9 @@ struct FileConfig {
     loop_poll_ms: Option<u64>,
     loop_lease_secs: Option<u64>,
     loop_max_hours: Option<u64>,
+    subagent_max_depth: Option<u64>,
+    subagent_max_children: Option<u64>,
+    subagent_max_sessions: Option<u64>,
     instance_id: Option<String>,
     #[serde(default)]
     web_search: WebSearchFile,
@@ -98,6 +101,11 @@ pub struct Settings {
     pub loop_poll_ms: u64,
     pub loop_lease_secs: u64,
     pub loop_max_hours: u64,
+    /// Sub-agent trees: deepest level, active children per session,
+    /// active sessions per tree (R-SA-7).
+    pub subagent_max_depth: u64,
+    pub subagent_max_children: u64,
+    pub subagent_max_sessions: u64,
     /// This process's name in loop leases (default: random per start).
     pub instance_id: Option<String>,
     pub web: WebSettings,
@@ -195,6 +203,17 @@ impl Settings {
             loop_poll_ms: number("RTC_LOOP_POLL_MS", file.loop_poll_ms, 100)?,
             loop_lease_secs: number("RTC_LOOP_LEASE_SECS", file.loop_lease_secs, 30)?,
             loop_max_hours: number("RTC_LOOP_MAX_HOURS", file.loop_max_hours, 24)?,
+            subagent_max_depth: number("RTC_SUBAGENT_MAX_DEPTH", file.subagent_max_depth, 3)?,
+            subagent_max_children: number(
+                "RTC_SUBAGENT_MAX_CHILDREN",
+                file.subagent_max_children,
+                8,
+            )?,
+            subagent_max_sessions: number(
+                "RTC_SUBAGENT_MAX_SESSIONS",
+                file.subagent_max_sessions,
+                32,
+            )?,
             instance_id: env("RTC_INSTANCE_ID").or(file.instance_id),
             web: WebSettings::load(file.web_search, file.web_fetch)?,
             providers: file.providers,

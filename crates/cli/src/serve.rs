@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rtc_llm::{OpenAiClient, ProviderConfig};
-use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig};
+use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig, SubAgentLimits};
 use rtc_server::{AdminAuth, AppState, Limits};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
@@ -143,6 +143,11 @@ fn build_runtime(
                 .instance_id
                 .clone()
                 .unwrap_or_else(|| LoopSettings::default().instance),
+        },
+        sub_agents: SubAgentLimits {
+            max_depth: i64::try_from(settings.subagent_max_depth).unwrap_or(i64::MAX),
+            max_children: usize::try_from(settings.subagent_max_children).unwrap_or(usize::MAX),
+            max_sessions: usize::try_from(settings.subagent_max_sessions).unwrap_or(usize::MAX),
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,

@@ -19,5 +19,6 @@ mod mcp;
 mod memory;
 mod operations;
 mod secrets;
+mod subagents;
 mod tools;
 mod web;

@@ -54,6 +54,12 @@ pub struct PendingQuestion {
     pub call_id: String,
     pub questions: Vec<AskQuestion>,
     pub asked_at: String,
+    /// Set when a sub-agent asks: the root's user sees whose question it
+    /// is (R-BX-4); answers sent to the root reach that sub-agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_session_title: Option<String>,
 }
 
 /// One answer: an option's label, its number (`"1"`–`"4"`), or free text
@@ -73,8 +79,19 @@ pub struct AnswerParams {
     /// The askUser call answered; defaults to the pending one.
     #[serde(default)]
     pub call_id: Option<String>,
+    /// One answer per question: a list in the questions' order, or an
+    /// object keyed by each question's text.
+    pub answers: Answers,
+}
+
+/// The answers to a pending question set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum Answers {
     /// One answer per question, in order.
-    pub answers: Vec<AnswerValue>,
+    InOrder(Vec<AnswerValue>),
+    /// `{"<question>": "<answer>"}`.
+    ByQuestion(std::collections::BTreeMap<String, AnswerValue>),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

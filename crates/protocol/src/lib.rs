@@ -16,6 +16,7 @@ pub mod mcp;
 pub mod realtime;
 pub mod secret;
 pub mod session;
+pub mod subagent;
 pub mod tool;
 pub mod workspace;
 
@@ -29,6 +30,7 @@ pub use mcp::*;
 pub use realtime::*;
 pub use secret::*;
 pub use session::*;
+pub use subagent::*;
 pub use tool::*;
 pub use workspace::*;
 

@@ -60,6 +60,7 @@ fn runtime(store: Store, mock: &MockLlm, instance: &str) -> Runtime {
             instance: instance.to_owned(),
             ..LoopSettings::default()
         },
+        sub_agents: rtc_runtime::SubAgentLimits::default(),
     };
     Runtime::new(store, config)
 }

@@ -158,6 +158,7 @@ async fn setup() -> Setup {
         web_search: None,
         web_fetch: None,
         loops: rtc_runtime::LoopSettings::default(),
+        sub_agents: rtc_runtime::SubAgentLimits::default(),
     };
     let runtime = Runtime::new(store, config);
     Setup {

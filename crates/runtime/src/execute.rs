@@ -3,6 +3,7 @@
 //! assignments and the model's filtered view.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rtc_core::llm::ToolCall;
@@ -46,6 +47,8 @@ pub(crate) enum Interrupt {
     Handoff,
     /// askUser: the session waits for the user's answers.
     Ask,
+    /// subAgent in sync mode: the session waits for the sub-agent's report.
+    AwaitSubAgent,
 }
 
 /// What the model is told, and whether the turn stops.
@@ -101,8 +104,8 @@ impl CallOutcome {
 
 impl Inner {
     pub(crate) async fn execute_call(
-        &self,
-        ctx: &SessionCtx,
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
         call: &ToolCall,
         target: Option<Target>,
     ) -> Result<CallOutcome, RuntimeError> {

@@ -2,7 +2,7 @@
 //! turn and its tokens, and a judge (the small model) decides whether its
 //! condition holds; limits make it `exhausted`. While a goal is active and
 //! nobody is asked anything, the runtime gives the model the next turn
-//! itself with a continuation input. Only the host raises limits and
+//! itself with a continuation input (see `boundary`). Only the host raises limits and
 //! resumes an exhausted goal.
 
 use std::sync::Arc;
@@ -11,15 +11,14 @@ use std::sync::atomic::Ordering;
 use rtc_core::ValidationError;
 use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Goal, GoalStatus, ResumeGoalParams, SessionStatus};
+use rtc_protocol::{Goal, GoalStatus, ResumeGoalParams};
 use rtc_store::{GoalRecord, new_id, now_millis};
 use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::execute::{CallOutcome, parsed};
 use crate::llm_leaf::answer_text;
-use crate::session::SessionCtx;
+use crate::session::{RunningTurn, SessionCtx};
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most goals active at once in a session.
@@ -128,7 +127,10 @@ impl Inner {
 
     /// After a turn: count it in every active goal, judge the conditions,
     /// apply the limits. Returns the goal to continue with, if any.
-    async fn settle_goals(&self, ctx: &SessionCtx) -> Result<Option<GoalRecord>, RuntimeError> {
+    pub(crate) async fn settle_goals(
+        &self,
+        ctx: &SessionCtx,
+    ) -> Result<Option<GoalRecord>, RuntimeError> {
         let tokens = ctx.turn_tokens.swap(0, Ordering::Relaxed);
         let mut next = None;
         for mut goal in self.store.goals(&ctx.id).await? {
@@ -208,48 +210,15 @@ impl Inner {
         }
     }
 
-    /// At the end of a turn: settle the goals and, when one is still
-    /// active and nobody is asked anything, give the model its next turn.
-    pub(crate) async fn after_turn(
-        self: &Arc<Self>,
-        ctx: &Arc<SessionCtx>,
-        cancel: &CancellationToken,
-    ) {
-        if !ctx.config.assistant.features.goals {
-            return;
-        }
-        let next = match self.settle_goals(ctx).await {
-            Ok(next) => next,
-            Err(e) => {
-                tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
-                return;
-            }
-        };
-        let Some(goal) = next else { return };
-        if let Err(e) = self.continue_goal(ctx, &goal, Some(cancel)).await {
-            tracing::error!(session = %ctx.id, error = %e, "continuing a goal failed");
-        }
-    }
-
-    /// Record the continuation input and start the turn, unless the session
-    /// cannot go on by itself or `cancel` (the finishing turn's) fired.
-    async fn continue_goal(
+    /// Record the continuation input and start the turn in `slot`, unless
+    /// the session cannot go on by itself.
+    pub(crate) async fn continue_goal(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
         goal: &GoalRecord,
-        cancel: Option<&CancellationToken>,
+        slot: &mut Option<RunningTurn>,
     ) -> Result<(), RuntimeError> {
-        {
-            let state = ctx.state.lock().await;
-            if state.status != SessionStatus::Active
-                || state.pending_question.is_some()
-                || state.ending.is_some()
-            {
-                return Ok(());
-            }
-        }
-        let mut slot = ctx.turn.lock().await;
-        if cancel.is_some_and(CancellationToken::is_cancelled) {
+        if !ctx.state.lock().await.can_continue() {
             return Ok(());
         }
         let text = format!(
@@ -350,14 +319,9 @@ impl Runtime {
         goal.reason = None;
         goal.updated_at = now;
         inner.save_goal(&ctx, &goal).await?;
-        if ctx
-            .turn
-            .lock()
-            .await
-            .as_ref()
-            .is_none_or(|t| t.handle.is_finished())
-        {
-            inner.continue_goal(&ctx, &goal, None).await?;
+        let mut slot = ctx.turn.lock().await;
+        if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
+            inner.continue_goal(&ctx, &goal, &mut slot).await?;
         }
         Ok(view(&goal))
     }

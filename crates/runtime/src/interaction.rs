@@ -6,6 +6,8 @@
 
 use rtc_core::ValidationError;
 use rtc_core::llm::ToolCall;
+use std::sync::Arc;
+
 use rtc_protocol::{
     AnswerParams, AnswerResponse, MessageRole, PendingQuestion, SessionStatus, TodoItem,
 };
@@ -34,6 +36,8 @@ impl Inner {
             call_id: call.id.clone(),
             questions,
             asked_at: rtc_core::time::rfc3339_from_millis(now_millis()),
+            sub_session_id: ctx.sub_agent.as_ref().map(|_| ctx.id.clone()),
+            sub_session_title: ctx.sub_agent.as_ref().map(|s| s.title.clone()),
         };
         {
             let mut state = ctx.state.lock().await;
@@ -44,14 +48,16 @@ impl Inner {
             }
             state.pending_question = Some(pending.clone());
         }
-        let event = json!({"callId": pending.call_id, "questions": pending.questions});
+        let event = json!({"callId": pending.call_id, "questions": pending.questions,
+            "subSessionId": pending.sub_session_id, "subSessionTitle": pending.sub_session_title});
         let update = SessionUpdate {
             pending_question: Some(Some(pending)),
             ..SessionUpdate::default()
         };
         ctx.events
-            .emit_with(vec![("ask_user.question", event)], update)
+            .emit_with(vec![("ask_user.question", event.clone())], update)
             .await?;
+        self.to_root(ctx, "ask_user.question", event).await?;
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
         outcome.deferred = true;
         Ok(outcome.interrupt(Interrupt::Ask))
@@ -95,11 +101,35 @@ impl Inner {
         self.append_with(
             ctx,
             m,
-            vec![("ask_user.answered", event), ("tool.completed", completed)],
+            vec![
+                ("ask_user.answered", event.clone()),
+                ("tool.completed", completed),
+            ],
             update,
             Durability::Committed,
         )
-        .await
+        .await?;
+        self.to_root(ctx, "ask_user.answered", event).await
+    }
+
+    /// A sub-agent's question and its answer also reach the root session's
+    /// user (R-BX-4), labelled with the sub-agent.
+    async fn to_root(
+        &self,
+        ctx: &SessionCtx,
+        kind: &str,
+        mut event: serde_json::Value,
+    ) -> Result<(), RuntimeError> {
+        let Some(info) = &ctx.sub_agent else {
+            return Ok(());
+        };
+        event["subSessionId"] = json!(ctx.id);
+        event["subSessionTitle"] = json!(info.title);
+        self.session(&ctx.root_id)
+            .await?
+            .events
+            .emit(kind, event)
+            .await
     }
 
     /// A user message instead of answers: the question is dismissed.
@@ -118,28 +148,18 @@ impl Runtime {
         let ctx = self.inner.session_in(workspace, id).await?;
         Ok(ctx.state.lock().await.todos.clone())
     }
+}
 
-    /// The question the session waits on.
-    pub async fn pending_question(
-        &self,
-        workspace: &str,
-        id: &str,
-    ) -> Result<Option<PendingQuestion>, RuntimeError> {
-        let ctx = self.inner.session_in(workspace, id).await?;
-        Ok(ctx.state.lock().await.pending_question.clone())
-    }
-
-    /// The user's answers to the pending question (R-AU-2/3, R-BX-5):
+impl Inner {
+    /// The user's answers to `ctx`'s pending question (R-AU-2/3, R-BX-5):
     /// matched to the options, committed as the call's result, then the
     /// next turn starts.
-    pub async fn answer(
-        &self,
-        workspace: &str,
-        id: &str,
+    pub(crate) async fn answer_question(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
         params: AnswerParams,
     ) -> Result<AnswerResponse, RuntimeError> {
-        let inner = &self.inner;
-        let ctx = inner.session_in(workspace, id).await?;
+        let inner = self;
         let (pending, answers) = {
             let mut state = ctx.state.lock().await;
             if state.status == SessionStatus::Ended {
@@ -182,12 +202,10 @@ impl Runtime {
         };
         let result = ask_user::result_text(&pending.questions, &answers);
         let event = json!({"callId": pending.call_id, "answers": answers});
-        inner
-            .settle_question(&ctx, &pending, &result, event)
-            .await?;
+        inner.settle_question(ctx, &pending, &result, event).await?;
         ctx.wait_turn().await;
         if ctx.state.lock().await.status == SessionStatus::Active {
-            inner.start_turn(&ctx).await;
+            inner.start_turn(ctx).await;
         }
         Ok(AnswerResponse {
             call_id: pending.call_id,

@@ -7,6 +7,7 @@
 //! runs as one task per session, cancelled cooperatively when a new user
 //! message interrupts it (R-RN-2).
 
+mod boundary;
 mod broker;
 mod error;
 mod events;
@@ -20,8 +21,10 @@ mod loops;
 mod memory;
 mod session;
 mod start;
+mod subagents;
 #[cfg(test)]
 mod test_support;
+mod tree;
 mod turn;
 mod variables;
 mod web;
@@ -43,6 +46,7 @@ pub use error::RuntimeError;
 pub use loops::LoopSettings;
 pub use session::SessionConfig;
 pub use start::{assistant_context, find_interface};
+pub use subagents::SubAgentLimits;
 
 /// A named chat model provider and its default model.
 #[derive(Clone)]
@@ -75,6 +79,8 @@ pub struct RuntimeConfig {
     pub web_fetch: Option<WebFetcher>,
     /// The loop scheduler (R-LP).
     pub loops: LoopSettings,
+    /// Limits of sub-agent trees (R-SA-7).
+    pub sub_agents: SubAgentLimits,
 }
 
 pub(crate) struct Inner {
@@ -129,7 +135,8 @@ impl Runtime {
     }
 
     /// After a restart: turns that were running are marked interrupted
-    /// (R-RN-4); their sessions stay usable.
+    /// (R-RN-4); their sessions stay usable. Sub-agents cut off go on
+    /// working and undelivered inbox items are delivered (R-BX-3).
     pub async fn recover(&self) -> Result<usize, RuntimeError> {
         let ids = self.inner.store.sessions_with_running_turn().await?;
         for id in &ids {
@@ -143,6 +150,7 @@ impl Runtime {
                 .emit_with(vec![("turn.completed", event)], update)
                 .await?;
         }
+        self.inner.resume_trees().await?;
         Ok(ids.len())
     }
 

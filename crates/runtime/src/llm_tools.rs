@@ -4,13 +4,18 @@
 
 use rtc_core::llm::{ToolCall, ToolSpec};
 use rtc_protocol::Assistant;
-use rtc_tools::builtin::{ask_user, goals, loops, memory, todo_write, web_fetch, web_search};
+use std::sync::Arc;
+
+use rtc_tools::builtin::{
+    ask_user, goals, loops, memory, subagents, todo_write, web_fetch, web_search,
+};
 
 use crate::execute::CallOutcome;
 use crate::goals::GoalTool;
 use crate::loops::LoopTool;
 use crate::memory::MemoryTool;
 use crate::session::SessionCtx;
+use crate::subagents::SubAgentTool;
 use crate::{Inner, RuntimeError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +27,7 @@ pub(crate) enum LlmTool {
     Memory(MemoryTool),
     Goal(GoalTool),
     Loop(LoopTool),
+    SubAgent(SubAgentTool),
 }
 
 impl Inner {
@@ -29,6 +35,30 @@ impl Inner {
     pub(crate) fn llm_tools(&self, assistant: &Assistant) -> Vec<(ToolSpec, LlmTool)> {
         let f = &assistant.features;
         let mut out = Vec::new();
+        if f.sub_agents {
+            out.extend([
+                (
+                    subagents::sub_agent::spec(),
+                    LlmTool::SubAgent(SubAgentTool::Start),
+                ),
+                (
+                    subagents::list::spec(),
+                    LlmTool::SubAgent(SubAgentTool::List),
+                ),
+                (
+                    subagents::get_message::spec(),
+                    LlmTool::SubAgent(SubAgentTool::GetMessage),
+                ),
+                (
+                    subagents::stop::spec(),
+                    LlmTool::SubAgent(SubAgentTool::Stop),
+                ),
+                (
+                    subagents::send_message::spec(),
+                    LlmTool::SubAgent(SubAgentTool::SendMessage),
+                ),
+            ]);
+        }
         if f.ask_user {
             out.push((ask_user::spec(), LlmTool::AskUser));
         }
@@ -71,8 +101,8 @@ impl Inner {
     }
 
     pub(crate) async fn run_llm_tool(
-        &self,
-        ctx: &SessionCtx,
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
         tool: LlmTool,
         call: &ToolCall,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -84,6 +114,7 @@ impl Inner {
             LlmTool::Memory(tool) => self.memory_tool(ctx, tool, call).await?,
             LlmTool::Goal(tool) => self.goal_tool(ctx, tool, call).await?,
             LlmTool::Loop(tool) => self.loop_tool(ctx, tool, call).await?,
+            LlmTool::SubAgent(tool) => self.sub_agent_tool(ctx, tool, call).await?,
         })
     }
 }

@@ -275,7 +275,7 @@ impl Inner {
         };
         let (status, waiting) = {
             let s = ctx.state.lock().await;
-            (s.status, s.pending_question.is_some())
+            (s.status, !s.can_continue())
         };
         if status == SessionStatus::Ended {
             return Ok(TickOutcome {

@@ -1,8 +1,8 @@
 //! The in-memory side of a session: its configuration snapshot, current
 //! variables and status, event log, client broker and running turn.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -36,9 +36,32 @@ pub(crate) struct SessionState {
     pub todos: Vec<TodoItem>,
     /// The askUser question the session waits on (R-AU-2).
     pub pending_question: Option<PendingQuestion>,
+    /// subAgent calls in `sync` mode waiting for their sub-agent's report.
+    pub awaited: BTreeSet<String>,
+}
+
+impl SessionState {
+    /// Whether the runtime may give the model a turn by itself (a goal,
+    /// a loop tick, an inbox delivery): nobody is asked or waited for.
+    pub fn can_continue(&self) -> bool {
+        self.status == SessionStatus::Active
+            && self.pending_question.is_none()
+            && self.awaited.is_empty()
+            && self.ending.is_none()
+    }
+}
+
+/// Where a sub-agent session sits in its tree (R-SA-1).
+#[derive(Debug, Clone)]
+pub(crate) struct SubAgentInfo {
+    pub parent_id: String,
+    pub title: String,
+    pub depth: i64,
 }
 
 pub(crate) struct RunningTurn {
+    /// Tells a finishing turn whether the slot is still its own.
+    pub id: u64,
     pub cancel: CancellationToken,
     pub handle: JoinHandle<()>,
 }
@@ -46,6 +69,13 @@ pub(crate) struct RunningTurn {
 pub(crate) struct SessionCtx {
     pub id: String,
     pub workspace: String,
+    /// The root of the session's tree (itself for a root session).
+    pub root_id: String,
+    /// Set for a sub-agent session.
+    pub sub_agent: Option<SubAgentInfo>,
+    /// Something may wait in the session's inbox (R-BX-3); checked at the
+    /// next turn boundary.
+    pub inbox_hint: AtomicBool,
     /// The end user (`userId` at start), who owns memories (R-MM).
     pub user_id: Option<String>,
     pub config: SessionConfig,
@@ -108,9 +138,28 @@ impl Inner {
             .ok_or_else(|| RuntimeError::not_found("session", id))?;
         let config: SessionConfig = serde_json::from_value(record.config.clone())
             .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
+        let sub_agent = match &record.parent_id {
+            Some(parent_id) => Some(SubAgentInfo {
+                parent_id: parent_id.clone(),
+                title: record.title.clone().unwrap_or_default(),
+                depth: self.store.sub_agent(id).await?.map_or(1, |a| a.depth),
+            }),
+            None => None,
+        };
+        let awaited = self
+            .store
+            .awaited_sub_agents(id)
+            .await?
+            .into_iter()
+            .filter_map(|a| a.call_id)
+            .collect();
         let ctx = Arc::new(SessionCtx {
             id: record.id.clone(),
             workspace: record.workspace_id.clone(),
+            root_id: record.root_id.clone(),
+            sub_agent,
+            // Items left from before a restart are found at the first boundary.
+            inbox_hint: AtomicBool::new(true),
             user_id: record.user_id.clone(),
             config,
             state: tokio::sync::Mutex::new(SessionState {
@@ -119,6 +168,7 @@ impl Inner {
                 ending: None,
                 todos: record.todos.clone(),
                 pending_question: record.pending_question.clone(),
+                awaited,
             }),
             events: EventLog::new(id, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),

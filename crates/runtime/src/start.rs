@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::Stream;
 use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_assistant};
@@ -266,8 +267,10 @@ impl Runtime {
                 message: "the session has ended".into(),
             });
         }
-        // Unanswered questions come first in the history, then this message.
+        // Unanswered questions and awaited sub-agents come first in the
+        // history, then this message.
         inner.dismiss_question(&ctx).await?;
+        inner.stop_awaiting(&ctx).await?;
         let m = message(MessageRole::User, text);
         let event = json!({"messageId": m.id, "role": "user", "content": text});
         inner
@@ -304,20 +307,10 @@ impl Runtime {
         if ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(());
         }
-        ctx.cancel_turn().await;
-        ctx.state.lock().await.status = SessionStatus::Ended;
         self.inner
-            .store
-            .set_session_status(id, SessionStatus::Ended, reason.as_deref(), Some("host"))
+            .end_session(&ctx, reason.as_deref(), "host")
             .await?;
-        ctx.events
-            .emit(
-                "session.ended",
-                json!({"reason": reason, "endedBy": "host"}),
-            )
-            .await?;
-        self.inner.forget(id);
-        Ok(())
+        self.inner.after_end(&ctx).await
     }
 
     /// A human agent speaks during a handoff (R-BI-5).
@@ -409,11 +402,13 @@ impl Inner {
 
     /// Spawn a turn; the caller puts it in the session's turn slot.
     pub(crate) fn spawn_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> RunningTurn {
+        static NEXT_TURN: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_TURN.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
         let handle = self
             .tasks
-            .spawn(self.clone().run_turn(ctx.clone(), cancel.clone()));
-        RunningTurn { cancel, handle }
+            .spawn(self.clone().run_turn(ctx.clone(), cancel.clone(), id));
+        RunningTurn { id, cancel, handle }
     }
 
     /// Startup actions (R-TB-3): deterministic calls before the first turn.

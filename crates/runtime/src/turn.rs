@@ -35,15 +35,19 @@ pub(crate) fn message(role: MessageRole, content: &str) -> Message {
     }
 }
 
-/// The stored history as the model sees it. A tool call without a result
-/// (interrupted, or the server stopped) gets a "cancelled" one, so the
-/// history is always consistent (R-RN-2, R-RN-4).
+/// The stored history as the model sees it. Each call's result follows
+/// its call, wherever it was stored (a sub-agent's report may arrive after
+/// later messages); a call without a result (interrupted, or the server
+/// stopped) gets a "cancelled" one, so the history is always consistent
+/// (R-RN-2, R-RN-4).
 pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { content: system }];
-    let answered: std::collections::HashSet<&str> = history
-        .iter()
-        .filter_map(|m| m.tool_call_id.as_deref())
-        .collect();
+    let mut results: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for m in history {
+        if let Some(id) = &m.tool_call_id {
+            results.entry(id.as_str()).or_insert(m.content.as_str());
+        }
+    }
     for m in history {
         match m.role {
             MessageRole::User => out.push(ChatMessage::User {
@@ -63,30 +67,21 @@ pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessa
                         arguments: c.arguments.clone(),
                     })
                     .collect();
-                let missing: Vec<String> = calls
-                    .iter()
-                    .filter(|c| !answered.contains(c.id.as_str()))
-                    .map(|c| c.id.clone())
-                    .collect();
+                let ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
                 out.push(ChatMessage::Assistant {
                     content: m.content.clone(),
                     tool_calls: calls,
                 });
-                for id in missing {
+                for id in ids {
+                    let content = results.remove(id.as_str()).unwrap_or(CANCELLED);
                     out.push(ChatMessage::Tool {
                         tool_call_id: id,
-                        content: CANCELLED.to_owned(),
+                        content: content.to_owned(),
                     });
                 }
             }
-            MessageRole::Tool => {
-                if let Some(id) = &m.tool_call_id {
-                    out.push(ChatMessage::Tool {
-                        tool_call_id: id.clone(),
-                        content: m.content.clone(),
-                    });
-                }
-            }
+            // Placed after their call above; results of unknown calls are dropped.
+            MessageRole::Tool => {}
         }
     }
     out
@@ -211,7 +206,12 @@ impl Inner {
 
     /// Run one turn to its end. Errors are reported as `error` events; the
     /// session stays usable.
-    pub(crate) async fn run_turn(self: Arc<Self>, ctx: Arc<SessionCtx>, cancel: CancellationToken) {
+    pub(crate) async fn run_turn(
+        self: Arc<Self>,
+        ctx: Arc<SessionCtx>,
+        cancel: CancellationToken,
+        turn: u64,
+    ) {
         let turn_id = new_id("turn");
         if let Err(e) = self.turn_inner(&ctx, &cancel, &turn_id).await {
             tracing::error!(session = %ctx.id, error = %e, "turn failed");
@@ -236,8 +236,11 @@ impl Inner {
         crate::loops::turn_finished(&ctx);
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
+            if let Err(e) = self.after_end(&ctx).await {
+                tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
+            }
         } else if !interrupted {
-            self.after_turn(&ctx, &cancel).await;
+            self.after_turn(&ctx, &cancel, turn).await;
         }
     }
 
@@ -269,8 +272,8 @@ impl Inner {
     }
 
     async fn turn_inner(
-        &self,
-        ctx: &SessionCtx,
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn_id: &str,
     ) -> Result<(), RuntimeError> {
@@ -406,8 +409,8 @@ impl Inner {
     /// Run the calls of one model answer concurrently, recording each
     /// result as it arrives; on cancellation, record the rest as cancelled.
     async fn run_calls(
-        &self,
-        ctx: &SessionCtx,
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         calls: &[ToolCall],
         specs: &[(ToolSpec, Target)],
@@ -454,5 +457,63 @@ impl Inner {
                 .await?;
         }
         Ok(interrupt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> Message {
+        let mut m = message(MessageRole::Assistant, "");
+        m.tool_calls = vec![MessageToolCall {
+            id: id.into(),
+            name: "subAgent".into(),
+            arguments: "{}".into(),
+        }];
+        m
+    }
+
+    fn result(id: &str, text: &str) -> Message {
+        let mut m = message(MessageRole::Tool, text);
+        m.tool_call_id = Some(id.into());
+        m
+    }
+
+    fn shape(history: &[Message]) -> Vec<String> {
+        chat_history(String::new(), history)
+            .into_iter()
+            .skip(1)
+            .map(|m| match m {
+                ChatMessage::User { content } => format!("user:{content}"),
+                ChatMessage::Assistant { tool_calls, .. } => format!("calls:{}", tool_calls.len()),
+                ChatMessage::Tool {
+                    tool_call_id,
+                    content,
+                } => format!("{tool_call_id}:{content}"),
+                ChatMessage::System { .. } => "system".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_result_follows_its_call_wherever_it_was_stored() {
+        let late = [
+            call("c1"),
+            message(MessageRole::User, "meanwhile"),
+            result("c1", "report"),
+        ];
+        assert_eq!(shape(&late), ["calls:1", "c1:report", "user:meanwhile"]);
+        let missing = [call("c2"), message(MessageRole::User, "next")];
+        assert_eq!(
+            shape(&missing),
+            ["calls:1", format!("c2:{CANCELLED}").as_str(), "user:next"]
+        );
+        let stray = [result("c3", "orphan"), message(MessageRole::User, "hi")];
+        assert_eq!(
+            shape(&stray),
+            ["user:hi"],
+            "a result without its call is dropped"
+        );
     }
 }

@@ -56,6 +56,7 @@ async fn runtime(dir: &tempfile::TempDir, mock: &MockLlm, ttl: Duration) -> Runt
         web_search: None,
         web_fetch: None,
         loops: rtc_runtime::LoopSettings::default(),
+        sub_agents: rtc_runtime::SubAgentLimits::default(),
     };
     Runtime::new(store, config)
 }

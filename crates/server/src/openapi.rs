@@ -42,7 +42,7 @@ impl Modify for BearerAuth {
         assistants::report, assistants::cleanup,
         sessions::create, sessions::list, sessions::read, sessions::messages, sessions::send, sessions::state, sessions::end,
         sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
-        interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal,
+        interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,
         memories::list, memories::forget_user, memories::forget,
     )
 )]

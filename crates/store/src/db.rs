@@ -59,6 +59,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "loops",
         include_str!("../migrations/sqlite/0006_loops.sql"),
     ),
+    (
+        7,
+        "subagents",
+        include_str!("../migrations/sqlite/0007_subagents.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -90,6 +95,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         6,
         "loops",
         include_str!("../migrations/postgres/0006_loops.sql"),
+    ),
+    (
+        7,
+        "subagents",
+        include_str!("../migrations/postgres/0007_subagents.sql"),
     ),
 ];
 

@@ -20,6 +20,7 @@ mod notify;
 mod secret_box;
 mod secrets;
 mod sessions;
+mod subagents;
 mod workspaces;
 
 pub use db::{Dialect, Store, redact_url};
@@ -33,6 +34,7 @@ pub use notify::SessionWrite;
 pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;
 pub use sessions::{NewSession, SessionRecord, SessionRecords, SessionUpdate};
+pub use subagents::{InboxItem, InboxKind, SubAgentRecord};
 pub use workspaces::WorkspaceRecord;
 
 /// Milliseconds since the Unix epoch, now.

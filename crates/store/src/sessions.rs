@@ -77,7 +77,7 @@ pub struct SessionRecord {
     pub updated_at: i64,
 }
 
-const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, todos, pending_question, created_at, updated_at";
+pub(crate) const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, todos, pending_question, created_at, updated_at";
 
 fn json_text<T: serde::de::DeserializeOwned>(
     row: &sqlx::any::AnyRow,
@@ -87,7 +87,7 @@ fn json_text<T: serde::de::DeserializeOwned>(
     serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("{col}: {e}")))
 }
 
-fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
+pub(crate) fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
     let status: String = row.try_get("status")?;
     let running: i32 = row.try_get("turn_running")?;
     Ok(SessionRecord {
@@ -116,27 +116,35 @@ fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
     })
 }
 
+/// Insert a new session row (active, no turn running).
+pub(crate) async fn insert_session<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    s: &NewSession<'_>,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $12)"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(s.id)
+        .bind(s.workspace_id)
+        .bind(s.assistant_id)
+        .bind(s.parent_id)
+        .bind(s.root_id)
+        .bind(s.user_id)
+        .bind(s.title)
+        .bind(SessionStatus::Active.as_str())
+        .bind(Value::Object(s.variables.clone()).to_string())
+        .bind(s.config.to_string())
+        .bind(now_millis())
+        .bind(hash_token(s.client_token))
+        .execute(executor)
+        .await?;
+    Ok(())
+}
+
 impl Store {
     pub async fn create_session(&self, s: NewSession<'_>) -> Result<SessionRecord, StoreError> {
-        let now = now_millis();
-        let sql = format!(
-            "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $12)"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(s.id)
-            .bind(s.workspace_id)
-            .bind(s.assistant_id)
-            .bind(s.parent_id)
-            .bind(s.root_id)
-            .bind(s.user_id)
-            .bind(s.title)
-            .bind(SessionStatus::Active.as_str())
-            .bind(Value::Object(s.variables.clone()).to_string())
-            .bind(s.config.to_string())
-            .bind(now)
-            .bind(hash_token(s.client_token))
-            .execute(&self.writer)
-            .await?;
+        insert_session(&self.writer, &s).await?;
         self.session_by_id(s.id)
             .await?
             .ok_or_else(|| StoreError::Corrupt("session vanished".into()))
@@ -362,6 +370,22 @@ impl Store {
             .bind(session)
             .fetch_all(&self.pool)
             .await?;
+        rows.iter().map(|r| json_text(r, "body")).collect()
+    }
+
+    /// The newest `limit` messages of a session, newest first.
+    pub async fn recent_messages(
+        &self,
+        session: &str,
+        limit: i64,
+    ) -> Result<Vec<Message>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT body FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2",
+        )
+        .bind(session)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(|r| json_text(r, "body")).collect()
     }
 

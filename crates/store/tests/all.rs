@@ -627,3 +627,130 @@ impl ClaimedTickView {
         }
     }
 }
+
+on_both!(sub_agents_and_their_inboxes, |store| {
+    use rtc_protocol::{MessageRole, SessionStatus};
+    use rtc_store::{InboxItem, InboxKind, SubAgentRecord};
+    store.create_workspace("ws_t", "t", "key-t").await?;
+    bare_session(&store, "ws_t", "root").await?;
+    let item = |id: &str, session: &str, kind: InboxKind, call: Option<&str>| InboxItem {
+        id: id.into(),
+        session_id: session.into(),
+        kind,
+        from_session_id: Some("root".into()),
+        call_id: call.map(str::to_owned),
+        content: format!("content of {id}"),
+        message_id: format!("msg_{id}"),
+        created_at: 1,
+    };
+    let agent = |id: &str, call: Option<&str>| SubAgentRecord {
+        session_id: id.into(),
+        parent_id: "root".into(),
+        root_id: "root".into(),
+        mode: if call.is_some() { "sync" } else { "async" }.into(),
+        call_id: call.map(str::to_owned),
+        depth: 1,
+        running: true,
+        created_at: 2,
+        updated_at: 2,
+    };
+    let (no_vars, no_config) = (serde_json::Map::new(), json!({}));
+    let child = |id: &'static str| rtc_store::NewSession {
+        id,
+        workspace_id: "ws_t",
+        assistant_id: "a",
+        parent_id: Some("root"),
+        root_id: "root",
+        user_id: None,
+        title: Some("Child task"),
+        variables: &no_vars,
+        config: &no_config,
+        client_token: "t",
+    };
+    store
+        .create_sub_agent(
+            child("kid_a"),
+            &agent("kid_a", None),
+            &item("i1", "kid_a", InboxKind::ParentMessage, None),
+        )
+        .await?;
+    store
+        .create_sub_agent(
+            child("kid_s"),
+            &agent("kid_s", Some("call_9")),
+            &item("i2", "kid_s", InboxKind::ParentMessage, None),
+        )
+        .await?;
+    let tree = store.session_tree("root").await?;
+    assert_eq!(tree.len(), 3);
+    let node = |id: &str| tree.iter().find(|(s, _)| s.id == id).unwrap();
+    assert!(node("root").1.is_none(), "the root has no sub-agent row");
+    assert_eq!(node("kid_a").0.title.as_deref(), Some("Child task"));
+    assert_eq!(
+        node("kid_s").1.as_ref().unwrap().call_id.as_deref(),
+        Some("call_9")
+    );
+    assert_eq!(store.working_children("root").await?, 2);
+    assert_eq!(store.awaited_sub_agents("root").await?.len(), 1);
+    let mut working = store.working_sub_agents().await?;
+    working.sort();
+    assert_eq!(working, ["kid_a", "kid_s"]);
+
+    // An item is consumed exactly when its message is in the history.
+    assert_eq!(store.pending_inbox("kid_a").await?.len(), 1);
+    let mut pending_sessions = store.sessions_with_pending_inbox().await?;
+    pending_sessions.sort();
+    assert_eq!(pending_sessions, ["kid_a", "kid_s"]);
+    store
+        .append_message("kid_a", &message("msg_i1", MessageRole::User, "task"))
+        .await?;
+    assert!(store.pending_inbox("kid_a").await?.is_empty());
+
+    // The sync child reports: idle, no call waits, the result waits in the
+    // root's inbox (ahead of older notifications).
+    store
+        .post_inbox(&item("i3", "root", InboxKind::Report, None))
+        .await?;
+    store
+        .finish_sub_agent_run(
+            "kid_s",
+            &item("i4", "root", InboxKind::CallResult, Some("call_9")),
+        )
+        .await?;
+    let root_inbox: Vec<String> = store
+        .pending_inbox("root")
+        .await?
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(root_inbox, ["i4", "i3"]);
+    assert!(store.awaited_sub_agents("root").await?.is_empty());
+    assert_eq!(store.working_children("root").await?, 1);
+    let kid = store.sub_agent("kid_s").await?.unwrap();
+    assert_eq!(
+        (kid.running, kid.mode.as_str(), kid.call_id),
+        (false, "sync", None)
+    );
+
+    // Stopped and ended sub-agents no longer count as working.
+    store.stop_sub_agent("kid_a").await?;
+    store
+        .set_session_status(
+            "kid_a",
+            SessionStatus::Ended,
+            Some("stopped"),
+            Some("parent"),
+        )
+        .await?;
+    assert_eq!(store.working_children("root").await?, 0);
+    store.set_sub_agent_running("kid_s").await?;
+    assert_eq!(store.working_sub_agents().await?, ["kid_s"]);
+    let mut pending_sessions = store.sessions_with_pending_inbox().await?;
+    pending_sessions.sort();
+    assert_eq!(
+        pending_sessions,
+        ["kid_s", "root"],
+        "a stopped session gets nothing"
+    );
+    Ok(())
+});

@@ -98,6 +98,20 @@ impl MockLlm {
         .await
     }
 
+    /// A mock computing each answer from the request, recording requests
+    /// (for conversations whose order is not fixed, like sub-agents).
+    pub async fn with_recorded_responder(
+        f: impl Fn(&Value) -> MockReply + Send + Sync + 'static,
+    ) -> anyhow::Result<Self> {
+        Self::spawn(Shared {
+            inner: Arc::default(),
+            responder: Some(Arc::new(f)),
+            record: true,
+            whole: Arc::default(),
+        })
+        .await
+    }
+
     async fn spawn(shared: Shared) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;

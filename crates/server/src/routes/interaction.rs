@@ -1,6 +1,7 @@
 //! What the model's interaction built-ins show the host: the todo list
-//! (R-TD), the askUser question a session waits on, and the answers
-//! (R-AU-2, R-BX-5). The session's client token is enough for all three.
+//! (R-TD), the askUser question a session (or a sub-agent below it) waits
+//! on, and the answers (R-AU-2, R-BX-4/5), goals, loops and the sub-agent
+//! tree. The session's client token is enough for all three.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -8,7 +9,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_protocol::{
     AnswerParams, AnswerResponse, ErrorResponse, Goal, ListResponse, Loop, QuestionState,
-    ResumeGoalParams, TodoList,
+    ResumeGoalParams, SessionTreeNode, TodoList,
 };
 
 use crate::extract::{ApiJson, ApiPath, Scope, SessionAccess};
@@ -21,10 +22,24 @@ pub fn router() -> Router<AppState> {
         .route("/v1/sessions/{id}/answers", post(answer))
         .route("/v1/sessions/{id}/goals", get(goals))
         .route("/v1/sessions/{id}/loops", get(loops))
+        .route("/v1/sessions/{id}/tree", get(tree))
         .route(
             "/v1/sessions/{id}/goals/{goal_id}/resume",
             post(resume_goal),
         )
+}
+
+/// The session and the sub-agents below it, each with its own children
+/// (R-SA-1): ids, titles, status, mode and whether it is working.
+#[utoipa::path(get, path = "/v1/sessions/{id}/tree", tag = "sessions", security(("bearer" = [])),
+    responses((status = 200, body = SessionTreeNode), (status = 404, body = ErrorResponse)))]
+pub async fn tree(
+    access: SessionAccess,
+    State(s): State<AppState>,
+) -> ApiResult<Json<SessionTreeNode>> {
+    Ok(Json(
+        s.runtime.tree(&access.workspace, &access.session).await?,
+    ))
 }
 
 /// The session's goals, oldest first.

@@ -4,7 +4,7 @@
 //! matched tolerantly (label, number, or free text as "Other").
 
 use rtc_core::llm::ToolSpec;
-use rtc_protocol::{AnswerValue, AskQuestion};
+use rtc_protocol::{AnswerValue, Answers, AskQuestion};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -157,13 +157,47 @@ pub struct AnswerError {
     pub message: String,
 }
 
+/// The answers in the questions' order; keys of an object name questions
+/// by their text (surrounding space and case ignored).
+fn in_order(questions: &[AskQuestion], answers: &Answers) -> Result<Vec<AnswerValue>, AnswerError> {
+    let by_question = match answers {
+        Answers::InOrder(list) => return Ok(list.clone()),
+        Answers::ByQuestion(map) => map,
+    };
+    let same = |a: &str, b: &str| a.trim().eq_ignore_ascii_case(b.trim());
+    if let Some(unknown) = by_question
+        .keys()
+        .find(|k| !questions.iter().any(|q| same(k, &q.question)))
+    {
+        return Err(AnswerError {
+            index: None,
+            message: format!("\"{unknown}\" is not one of the questions asked"),
+        });
+    }
+    questions
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            by_question
+                .iter()
+                .find(|(k, _)| same(k, &q.question))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| AnswerError {
+                    index: Some(i),
+                    message: format!("no answer for \"{}\"", q.question),
+                })
+        })
+        .collect()
+}
+
 /// Each answer as the model reads it: the option's label for a label (any
 /// case) or its number, the user's own text otherwise ("Other"); several
 /// choices of a multi-select question joined with ", ".
 pub fn match_answers(
     questions: &[AskQuestion],
-    answers: &[AnswerValue],
+    answers: &Answers,
 ) -> Result<Vec<String>, AnswerError> {
+    let answers = in_order(questions, answers)?;
     if answers.len() != questions.len() {
         return Err(AnswerError {
             index: None,

@@ -67,9 +67,8 @@ fn answers_by_label_number_or_free_text() {
         .unwrap()
         .remove("preview");
     let qs = parse(&call(json!([one(), multi]))).unwrap();
-    let answers = |a: serde_json::Value| {
-        match_answers(&qs, &serde_json::from_value::<Vec<AnswerValue>>(a).unwrap())
-    };
+    let answers =
+        |a: serde_json::Value| match_answers(&qs, &serde_json::from_value::<Answers>(a).unwrap());
     assert_eq!(
         answers(json!(["DAYJS", ["1", "dayjs"]])).unwrap(),
         ["dayjs", "date-fns, dayjs"]
@@ -92,6 +91,23 @@ fn answers_by_label_number_or_free_text() {
     assert_eq!(
         answers(json!([["1", "2"], "1"])).unwrap_err().index,
         Some(0)
+    );
+    // Keyed by the question's text, in any order and case.
+    assert_eq!(
+        answers(json!({"which formats?": ["1"], "Which date library?": "2"})).unwrap(),
+        ["dayjs", "date-fns"]
+    );
+    assert_eq!(
+        answers(json!({"Which date library?": "2"}))
+            .unwrap_err()
+            .index,
+        Some(1)
+    );
+    assert!(
+        answers(json!({"Which date library?": "2", "Which formats?": "1", "Why?": "x"}))
+            .unwrap_err()
+            .message
+            .contains("Why?")
     );
 }
 

@@ -7,6 +7,7 @@ pub mod ask_user;
 pub mod goals;
 pub mod loops;
 pub mod memory;
+pub mod subagents;
 pub mod todo_write;
 pub mod web_fetch;
 pub mod web_search;

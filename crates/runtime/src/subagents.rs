@@ -1,0 +1,324 @@
+//! The sub-agent tools (R-SA-2..7): `subAgent` starts a child session
+//! (blank context, the parent's assistant, its first input the
+//! instruction), `listSubAgent`, `getSubAgentMessage`, `stopSubAgent` and
+//! `sendMessageToSubAgent` follow and steer the caller's descendants.
+//! Reports travel back through the inbox (see `boundary`).
+
+use std::sync::Arc;
+
+use rtc_core::llm::ToolCall;
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{MessageRole, SessionStatus};
+use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_token, now_millis};
+use rtc_tools::builtin::subagents::sub_agent::Mode;
+use rtc_tools::builtin::subagents::{get_message, list, send_message, stop, sub_agent};
+use serde_json::{Value, json};
+
+use crate::events::Durability;
+use crate::execute::{CallOutcome, Interrupt, parsed};
+use crate::session::SessionCtx;
+use crate::turn::message;
+use crate::{Inner, RuntimeError};
+
+/// Limits of sub-agent trees (R-SA-7).
+#[derive(Debug, Clone, Copy)]
+pub struct SubAgentLimits {
+    /// Deepest level below the root (a child of the root is at depth 1).
+    pub max_depth: i64,
+    /// Most active children one session may have.
+    pub max_children: usize,
+    /// Most active sessions in one tree, the root included.
+    pub max_sessions: usize,
+}
+
+impl Default for SubAgentLimits {
+    fn default() -> Self {
+        Self {
+            max_depth: 3,
+            max_children: 8,
+            max_sessions: 32,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SubAgentTool {
+    Start,
+    List,
+    GetMessage,
+    Stop,
+    SendMessage,
+}
+
+/// The text a sub-agent's first input carries around the instruction.
+fn briefing(title: &str, instruction: &str) -> String {
+    format!(
+        "[Task from your parent agent: \"{title}\"]\n{instruction}\n\nYou are a sub-agent: work on this task with your tools. Your final answer is sent to the parent agent as your report, so make it complete and self-contained."
+    )
+}
+
+impl Inner {
+    pub(crate) async fn sub_agent_tool(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        tool: SubAgentTool,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        match tool {
+            SubAgentTool::Start => self.start_sub_agent(ctx, call).await,
+            SubAgentTool::List => {
+                parsed!(list::parse(&call.arguments));
+                let tree = self.tree(&ctx.root_id).await?;
+                let entries: Vec<Value> = tree
+                    .descendants(&ctx.id)
+                    .into_iter()
+                    .filter(|n| n.session.status == SessionStatus::Active)
+                    .map(|n| {
+                        json!({"sub_session_id": n.session.id, "title": n.session.title,
+                            "status": n.session.status.as_str(),
+                            "running": n.agent.as_ref().is_some_and(|a| a.running),
+                            "created_at": rfc3339_from_millis(n.session.created_at),
+                            "updated_at": rfc3339_from_millis(n.session.updated_at)})
+                    })
+                    .collect();
+                Ok(CallOutcome::ok(Value::Array(entries)))
+            }
+            SubAgentTool::GetMessage => {
+                let target = parsed!(get_message::parse(&call.arguments)).sub_session_id;
+                let tree = self.tree(&ctx.root_id).await?;
+                let node = parsed!(tree.descendant(&ctx.id, &target));
+                self.journal.flush().await;
+                let latest = self
+                    .store
+                    .recent_messages(&target, 50)
+                    .await?
+                    .into_iter()
+                    .find(|m| !m.content.is_empty());
+                let mut out = json!({"sub_session_id": target,
+                    "sub_session_title": node.session.title,
+                    "sub_session_status": node.session.status.as_str(),
+                    "message_id": null, "role": null, "content": "", "created_at": null});
+                if let Some(m) = latest {
+                    out["message_id"] = json!(m.id);
+                    out["role"] = json!(m.role.as_str());
+                    out["content"] = json!(m.content);
+                    out["created_at"] = json!(m.created_at);
+                }
+                Ok(CallOutcome::ok(out))
+            }
+            SubAgentTool::Stop => {
+                let target = parsed!(stop::parse(&call.arguments)).sub_session_id;
+                let tree = self.tree(&ctx.root_id).await?;
+                parsed!(tree.descendant(&ctx.id, &target));
+                let stopped = self
+                    .stop_subtree(&tree, &target, "stopped by its parent agent", "parent")
+                    .await?;
+                let list: Vec<Value> = stopped
+                    .iter()
+                    .map(|(id, title)| json!({"sub_session_id": id, "title": title}))
+                    .collect();
+                Ok(CallOutcome::ok(
+                    json!({"stopped_sessions": list, "total_stopped": stopped.len()}),
+                ))
+            }
+            SubAgentTool::SendMessage => {
+                let args = parsed!(send_message::parse(&call.arguments));
+                let tree = self.tree(&ctx.root_id).await?;
+                let node = parsed!(tree.descendant(&ctx.id, &args.sub_session_id));
+                if node.session.status != SessionStatus::Active {
+                    return Ok(CallOutcome::error(format!(
+                        "sub-agent `{}` has {}; start a new one with subAgent",
+                        args.sub_session_id,
+                        if node.session.status == SessionStatus::Ended {
+                            "ended"
+                        } else {
+                            "been handed to a human"
+                        }
+                    )));
+                }
+                if node.agent.as_ref().is_some_and(|a| a.call_id.is_some()) {
+                    return Ok(CallOutcome::error(format!(
+                        "sub-agent `{}` runs in sync mode and its report is awaited; messages go to async sub-agents",
+                        args.sub_session_id
+                    )));
+                }
+                let item = InboxItem {
+                    id: new_id("inbox"),
+                    session_id: args.sub_session_id.clone(),
+                    kind: InboxKind::ParentMessage,
+                    from_session_id: Some(ctx.id.clone()),
+                    call_id: None,
+                    content: format!("[Message from your parent agent]\n{}", args.message),
+                    message_id: new_id("msg"),
+                    created_at: now_millis(),
+                };
+                self.post(&item).await?;
+                Ok(CallOutcome::ok(
+                    json!({"sub_session_id": args.sub_session_id, "delivered": "at the sub-agent's next turn boundary"}),
+                ))
+            }
+        }
+    }
+
+    /// `subAgent`: check the limits, create the child with its briefing in
+    /// its inbox, start it; `sync` leaves the call waiting for the report.
+    async fn start_sub_agent(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        call: &ToolCall,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let args = parsed!(sub_agent::parse(&call.arguments));
+        let limits = self.config.sub_agents;
+        let depth = ctx.sub_agent.as_ref().map_or(0, |s| s.depth) + 1;
+        if depth > limits.max_depth {
+            return Ok(CallOutcome::error(format!(
+                "sub-agents may nest {} levels deep and this one would be at level {depth}; do the work yourself",
+                limits.max_depth
+            )));
+        }
+        let tree = self.tree(&ctx.root_id).await?;
+        let children = tree.active_children(&ctx.id);
+        if children >= limits.max_children {
+            return Ok(CallOutcome::error(format!(
+                "you already have {children} active sub-agents (the limit is {}); wait for their reports or stop one",
+                limits.max_children
+            )));
+        }
+        let in_tree = tree.active_sessions();
+        if in_tree >= limits.max_sessions {
+            return Ok(CallOutcome::error(format!(
+                "this session tree already has {in_tree} active sessions (the limit is {}); wait for reports or stop sub-agents",
+                limits.max_sessions
+            )));
+        }
+        let id = new_id("sess");
+        let mut vars = ctx.state.lock().await.variables.clone();
+        vars.insert("system__session_id".into(), json!(id));
+        vars.insert("system__parent_session_id".into(), json!(ctx.id));
+        vars.insert("system__root_session_id".into(), json!(ctx.root_id));
+        vars.insert("system__turn_count".into(), json!(0));
+        let config =
+            serde_json::to_value(&ctx.config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        let now = now_millis();
+        let record = SubAgentRecord {
+            session_id: id.clone(),
+            parent_id: ctx.id.clone(),
+            root_id: ctx.root_id.clone(),
+            mode: args.mode.as_str().to_owned(),
+            call_id: (args.mode == Mode::Sync).then(|| call.id.clone()),
+            depth,
+            running: true,
+            created_at: now,
+            updated_at: now,
+        };
+        let first = InboxItem {
+            id: new_id("inbox"),
+            session_id: id.clone(),
+            kind: InboxKind::ParentMessage,
+            from_session_id: Some(ctx.id.clone()),
+            call_id: None,
+            content: briefing(&args.title, &args.instruction),
+            message_id: new_id("msg"),
+            created_at: now,
+        };
+        let assistant_id = ctx.config.assistant.id.clone().unwrap_or_default();
+        self.store
+            .create_sub_agent(
+                NewSession {
+                    id: &id,
+                    workspace_id: &ctx.workspace,
+                    assistant_id: &assistant_id,
+                    parent_id: Some(&ctx.id),
+                    root_id: &ctx.root_id,
+                    user_id: ctx.user_id.as_deref(),
+                    title: Some(&args.title),
+                    variables: &vars,
+                    config: &config,
+                    client_token: &new_token("rtc_ct"),
+                },
+                &record,
+                &first,
+            )
+            .await?;
+        if args.mode == Mode::Sync {
+            ctx.state.lock().await.awaited.insert(call.id.clone());
+        }
+        let started = json!({"subSessionId": id, "title": args.title, "mode": args.mode.as_str(),
+            "parentSessionId": ctx.id, "depth": depth});
+        self.tree_event(ctx, "subagent.started", started).await?;
+        let child = self.session(&id).await?;
+        child
+            .events
+            .emit("session.started", json!({"assistantId": assistant_id, "variables": vars, "parentSessionId": ctx.id, "title": args.title}))
+            .await?;
+        self.kick(&child).await?;
+        if args.mode == Mode::Sync {
+            let mut outcome =
+                CallOutcome::ok(json!({"waiting": "the sub-agent's report", "sub_session_id": id}));
+            outcome.deferred = true;
+            return Ok(outcome.interrupt(Interrupt::AwaitSubAgent));
+        }
+        Ok(CallOutcome::ok(
+            json!({"sub_session_id": id, "title": args.title, "mode": "async",
+            "status": "running",
+            "note": "The sub-agent works on its own; its report will arrive as a message starting with [Sub-agent report]."}),
+        ))
+    }
+
+    /// A user message while sync sub-agents are awaited: the calls get a
+    /// result now and the reports will come as messages.
+    pub(crate) async fn stop_awaiting(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        let awaited = std::mem::take(&mut ctx.state.lock().await.awaited);
+        if awaited.is_empty() {
+            return Ok(());
+        }
+        for agent in self.store.awaited_sub_agents(&ctx.id).await? {
+            self.store.detach_sub_agent_call(&agent.session_id).await?;
+        }
+        for call_id in awaited {
+            let text = "The user wrote while you waited. The sub-agent keeps working; its report will arrive as a message starting with [Sub-agent report].";
+            let mut m = message(MessageRole::Tool, text);
+            m.tool_call_id = Some(call_id.clone());
+            m.name = Some(sub_agent::NAME.to_owned());
+            let event = json!({"callId": call_id, "name": sub_agent::NAME, "isError": false, "result": text});
+            self.append(
+                ctx,
+                m,
+                vec![("tool.completed", event)],
+                Durability::Committed,
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Post an event about `ctx`'s sub-agents on `ctx` itself and, when it
+    /// is not the root, on the root too (the root's user follows the tree).
+    pub(crate) async fn tree_event(
+        &self,
+        ctx: &SessionCtx,
+        kind: &str,
+        payload: Value,
+    ) -> Result<(), RuntimeError> {
+        ctx.events.emit(kind, payload.clone()).await?;
+        if ctx.root_id != ctx.id {
+            let root = self.session(&ctx.root_id).await?;
+            root.events.emit(kind, payload).await?;
+        }
+        Ok(())
+    }
+
+    /// The report a sub-agent's run ends with: its last words.
+    pub(crate) async fn final_words(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
+        self.with_history(ctx, |h| {
+            h.iter()
+                .rev()
+                .find(|m| m.role == MessageRole::Assistant && !m.content.trim().is_empty())
+                .map_or_else(
+                    || "(the sub-agent finished without a final message)".to_owned(),
+                    |m| m.content.clone(),
+                )
+        })
+        .await
+    }
+}
