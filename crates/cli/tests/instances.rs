@@ -248,3 +248,138 @@ async fn events_written_by_another_instance_reach_live_subscribers() -> anyhow::
     b.kill().await;
     Ok(())
 }
+
+/// The model for the goal test: a goal whose continuation turns take a
+/// while, judged done after four continuations.
+fn goal_model(req: &Value) -> MockReply {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    if req["response_format"]["type"] == "json_object" {
+        let transcript = messages
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let continuations = transcript.matches("Continue working toward").count();
+        let satisfied = continuations >= 4;
+        return MockReply::text(&json!({"satisfied": satisfied, "reason": "counted"}).to_string());
+    }
+    let last = messages.last().cloned().unwrap_or_default();
+    match last["role"].as_str() {
+        Some("tool") => MockReply::text("Goal set."),
+        Some("user")
+            if last["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[Goal")) =>
+        {
+            MockReply::Delayed(
+                Duration::from_millis(700),
+                Box::new(MockReply::text("step done")),
+            )
+        }
+        _ => MockReply::call(
+            "createGoal",
+            json!({"condition": "four steps are done", "max_turns": 10}),
+        ),
+    }
+}
+
+/// The goal's continuation inputs in order: when (RFC 3339, which orders
+/// as text) and which turn they give.
+async fn continuations(api: &Api, sid: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let history = api.get(&format!("/v1/sessions/{sid}/messages")).await?;
+    Ok(history.assert_status(200)["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| {
+            let c = m["content"].as_str()?;
+            let turn = c
+                .split("This is turn ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .to_owned();
+            c.starts_with("[Goal")
+                .then(|| (m["createdAt"].as_str().unwrap_or("").to_owned(), turn))
+        })
+        .collect())
+}
+
+#[tokio::test]
+async fn goal_continuations_run_once_and_move_to_the_surviving_instance() -> anyhow::Result<()> {
+    let mock = MockLlm::with_responder(goal_model).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_LOOP_LEASE_SECS".to_owned(), LEASE_SECS.to_string()),
+    ]);
+    let mut env_a = env.clone();
+    env_a.insert("RTC_INSTANCE_ID".into(), "inst_a".into());
+    let mut env_b = env;
+    env_b.insert("RTC_INSTANCE_ID".into(), "inst_b".into());
+    let Some(a) = start(Engine::Postgres, env_a).await? else {
+        return Ok(());
+    };
+    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &env_b).await?;
+    let (_, ws_a) = a.workspace("A").await?;
+    let ws_b = Api {
+        base: b.base_url.clone(),
+        ..ws_a.clone()
+    };
+    let id = assistant(
+        &ws_a,
+        json!({"name": "Worker", "systemPrompt": "Work.", "features": {"goals": true}}),
+    )
+    .await?;
+    let (sid, _) = open(&ws_a, json!({"assistantId": id})).await?;
+    ws_a.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "do four steps"}),
+    )
+    .await?
+    .assert_status(202);
+
+    // Both instances alive: A drives the goal, B never steps in (each
+    // continuation once). Kill A while its second continuation runs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while continuations(&ws_b, &sid).await?.len() < 2 {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "A never continued the goal twice"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = continuations(&ws_b, &sid).await?;
+    let turns: Vec<&str> = before.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(
+        turns,
+        ["2", "3"],
+        "one continuation per turn while both run"
+    );
+    a.process.kill().await;
+    let killed_at = rtc_store::now_millis();
+
+    let goal = loop {
+        let listed = ws_b.get(&format!("/v1/sessions/{sid}/goals")).await?;
+        let goal = listed.assert_status(200)["data"][0].clone();
+        if goal["status"] != "active" {
+            break goal;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "B never finished the goal: {goal}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(goal["status"], "completed", "{goal}");
+    let after = continuations(&ws_b, &sid).await?;
+    let turns: Vec<&str> = after.iter().map(|(_, t)| t.as_str()).collect();
+    // Turn 3 was cut short by the kill and is given again by B, once.
+    assert_eq!(turns, ["2", "3", "3", "4"], "{after:?}");
+    let taken_over = &after[2].0;
+    let lease_out = rtc_core::time::rfc3339_from_millis(killed_at + 1_000);
+    assert!(
+        *taken_over >= lease_out,
+        "B waited for A's lease to run out: killed at {killed_at}, continued at {taken_over}"
+    );
+    b.kill().await;
+    Ok(())
+}

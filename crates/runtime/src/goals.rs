@@ -2,7 +2,9 @@
 //! turn and its tokens, and a judge (the small model) decides whether its
 //! condition holds; limits make it `exhausted`. While a goal is active and
 //! nobody is asked anything, the runtime gives the model the next turn
-//! itself with a continuation input (see `boundary`). Only the host raises limits and
+//! itself with a continuation input (see `boundary`). The instance driving
+//! a goal holds a lease on it; when that instance dies, another takes the
+//! goal over once the lease ran out. Only the host raises limits and
 //! resumes an exhausted goal.
 
 use std::sync::Arc;
@@ -87,6 +89,8 @@ impl Inner {
                     reason: None,
                     created_at: now,
                     updated_at: now,
+                    lease_owner: Some(self.config.loops.instance.clone()),
+                    lease_until: Some(now + self.goal_lease_millis()),
                 };
                 self.save_goal(ctx, &goal).await?;
                 return Ok(CallOutcome::ok(for_model(&goal)));
@@ -228,8 +232,36 @@ impl Inner {
             goal.completed_turns + 1,
             goal.max_turns
         );
+        let until = now_millis() + self.goal_lease_millis();
+        self.store
+            .set_goal_lease(&goal.id, &self.config.loops.instance, until)
+            .await?;
         self.runtime_input(ctx, &text, "goal", &goal.id).await?;
         *slot = Some(self.spawn_turn(ctx));
+        Ok(())
+    }
+
+    fn goal_lease_millis(&self) -> i64 {
+        i64::try_from(self.config.loops.lease.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// Renew the leases of the goals this instance drives, and take over
+    /// goals whose instance died (their lease ran out): each continues
+    /// here if its session can go on (R-ST-2).
+    pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        let me = &self.config.loops.instance;
+        let now = now_millis();
+        let until = now + self.goal_lease_millis();
+        self.store.renew_goal_leases(me, until).await?;
+        for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
+            tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");
+            let ctx = self.session(&goal.session_id).await?;
+            self.refresh_if_stale(&ctx).await?;
+            let mut slot = ctx.turn.lock().await;
+            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
+                self.continue_goal(&ctx, &goal, &mut slot).await?;
+            }
+        }
         Ok(())
     }
 }

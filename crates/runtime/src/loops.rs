@@ -359,18 +359,26 @@ impl Inner {
     }
 }
 
-/// Poll for due ticks and run them, until the runtime is dropped or shut down.
+/// Poll for due ticks and run them, and every third of a lease renew and
+/// take over goals, until the runtime is dropped or shut down.
 pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let poll = inner.config.loops.poll;
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut goals_swept = tokio::time::Instant::now();
         loop {
             tick.tick().await;
             let Some(inner) = weak.upgrade() else { return };
             if inner.tasks.is_closed() {
                 return;
+            }
+            if goals_swept.elapsed() >= inner.config.loops.lease / 3 {
+                goals_swept = tokio::time::Instant::now();
+                if let Err(e) = inner.sweep_goals().await {
+                    tracing::warn!(error = %e, "renewing or taking over goals failed");
+                }
             }
             let settings = &inner.config.loops;
             match inner

@@ -64,6 +64,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "subagents",
         include_str!("../migrations/sqlite/0007_subagents.sql"),
     ),
+    (
+        8,
+        "goal_leases",
+        include_str!("../migrations/sqlite/0008_goal_leases.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -100,6 +105,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         7,
         "subagents",
         include_str!("../migrations/postgres/0007_subagents.sql"),
+    ),
+    (
+        8,
+        "goal_leases",
+        include_str!("../migrations/postgres/0008_goal_leases.sql"),
     ),
 ];
 

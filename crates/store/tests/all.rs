@@ -457,15 +457,44 @@ on_both!(goals_are_saved_and_rewritten, |store| {
         reason: None,
         created_at: 1,
         updated_at: 1,
+        lease_owner: Some("inst_a".into()),
+        lease_until: Some(1_000),
     };
     store.save_goal(&goal).await?;
+    // Leases: the owner renews; an expired lease is taken over once.
+    assert_eq!(store.renew_goal_leases("inst_a", 2_000).await?, 1);
+    assert!(
+        store
+            .claim_orphan_goals("inst_b", 1_500, 9_000, 10)
+            .await?
+            .is_empty()
+    );
+    let (won, lost) = tokio::join!(
+        store.claim_orphan_goals("inst_b", 2_500, 9_000, 10),
+        store.claim_orphan_goals("inst_c", 2_500, 9_000, 10)
+    );
+    let winners: Vec<_> = won?.into_iter().chain(lost?).collect();
+    assert_eq!(winners.len(), 1, "one instance takes the goal over");
+    let owner = winners[0].lease_owner.clone();
+    assert_eq!(
+        store.renew_goal_leases("inst_a", 3_000).await?,
+        0,
+        "the old owner lost it"
+    );
+    store.set_goal_lease("goal_1", "inst_a", 1_000).await?;
     goal.completed_turns = 5;
     goal.tokens_used = 1_234;
     goal.status = rtc_protocol::GoalStatus::Exhausted;
     goal.reason = Some("max_turns reached".into());
     goal.updated_at = 2;
+    goal.lease_owner = owner;
     store.save_goal(&goal).await?;
-    assert_eq!(store.goals("sess_g").await?, [goal]);
+    goal.lease_owner = Some("inst_a".into());
+    assert_eq!(
+        store.goals("sess_g").await?,
+        [goal],
+        "a rewrite keeps the lease"
+    );
     assert!(store.goals("sess_other").await?.is_empty());
     Ok(())
 });
