@@ -4,6 +4,7 @@
 //! that knows routes and status codes.
 
 mod auth;
+mod console;
 mod error;
 mod extract;
 mod observe;
@@ -71,6 +72,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(routes::health::method_not_allowed)
         .with_state(state)
         .merge(openapi::docs_router())
+        .merge(console::router())
         .layer(DefaultBodyLimit::max(max_body))
         .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(observe::panic_response))

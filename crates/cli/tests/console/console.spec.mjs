@@ -1,0 +1,166 @@
+// Console flows in a real browser (Debian's Chromium through playwright-core),
+// against the real binary and the scripted mock model. Started by the Rust
+// test `console::console_in_a_real_browser`, which passes BASE_URL, API_KEY
+// and OUT_DIR (screenshots). Exits non-zero with the failing step.
+
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import assert from "node:assert/strict";
+
+const BASE = process.env.BASE_URL;
+const KEY = process.env.API_KEY;
+const OUT = process.env.OUT_DIR;
+mkdirSync(OUT, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+const page = await context.newPage();
+page.setDefaultTimeout(15000);
+const problems = [];
+page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+// HTTP errors the flows provoke on purpose (401, 422) are logged by the
+// browser as failed loads; anything else is a problem.
+page.on("console", (m) => {
+  if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(`console error: ${m.text()}`);
+});
+
+let step = "start";
+const shot = (name) => page.screenshot({ path: `${OUT}/${name}.png`, fullPage: true });
+const fieldError = (path) => page.locator(`.field.invalid[data-field="${path}"] .error`);
+
+try {
+  step = "sign in with a wrong key, then the right one";
+  await page.goto(`${BASE}/`);
+  await page.getByLabel("Workspace API key").fill("rtc_ws_wrong");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await fieldError("key").waitFor();
+  await shot("01-sign-in-error");
+  await page.getByLabel("Workspace API key").fill(KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Assistants" }).waitFor();
+
+  step = "create an HTTP tool; a bad name is shown at its field";
+  await page.getByRole("link", { name: "Tools", exact: true }).click();
+  await page.getByRole("button", { name: "New tool" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("check health");
+  await page.getByLabel("Description").fill("Checks whether the service is up.");
+  await page.getByLabel("Parameters (JSON Schema)").fill('{"type": "object", "properties": {}}');
+  await page.getByLabel("URL").fill(`${BASE}/healthz`);
+  await page.getByRole("button", { name: "Create tool" }).click();
+  await fieldError("name").waitFor();
+  assert.match(await fieldError("name").innerText(), /name/i);
+  assert.equal(await page.getByLabel("Name", { exact: true }).getAttribute("aria-invalid"), "true");
+  await shot("02-tool-validation-error");
+  await page.getByLabel("Name", { exact: true }).fill("check_health");
+  await page.getByRole("button", { name: "Create tool" }).click();
+  await page.getByRole("heading", { name: "Tool check_health" }).waitFor();
+  await shot("03-tool-saved");
+
+  step = "create the Support assistant with askUser, todo and the tool bound";
+  await page.getByRole("link", { name: "Assistants", exact: true }).click();
+  await page.getByRole("button", { name: "New assistant" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("Support");
+  await page.getByLabel("System prompt").fill("You check services for {{customer}}.");
+  await page.getByRole("button", { name: "Add variable" }).click();
+  await page.getByLabel("Name", { exact: true }).nth(1).fill("customer");
+  await page.getByLabel("Default").fill('"Acme"');
+  await page.getByLabel("Ask the user (askUser)").check();
+  await page.getByLabel("Todo list (todoWrite)").check();
+  await page.getByRole("button", { name: "Bind a tool" }).click();
+  await page.getByLabel("Tool", { exact: true }).selectOption({ label: "check_health (http)" });
+  await page.getByRole("button", { name: "Create assistant" }).click();
+  await page.getByRole("heading", { name: "Assistant Support" }).waitFor();
+  await shot("04-assistant-editor");
+
+  step = "a realtime interface and a realtime assistant using the HTTP tool";
+  await page.getByRole("link", { name: "Realtime", exact: true }).click();
+  await page.getByRole("button", { name: "New interface" }).click();
+  await page.getByLabel("Id (optional)").fill("acme-rt");
+  await page.getByLabel("Name", { exact: true }).fill("Acme Realtime");
+  await page.getByLabel("Provider").fill("acme");
+  await page.getByLabel("http", { exact: true }).check();
+  await page.getByLabel("endConversation", { exact: true }).check();
+  await page.getByRole("button", { name: "Create" }).click();
+  await page.getByRole("heading", { name: "Realtime interface Acme Realtime" }).waitFor();
+  await page.getByRole("link", { name: "Assistants", exact: true }).click();
+  await page.getByRole("button", { name: "New assistant" }).click();
+  await page.getByLabel("Name", { exact: true }).fill("Voice");
+  await page.getByLabel("System prompt").fill("Speak briefly.");
+  await page.getByLabel("Run mode").selectOption("realtime");
+  await page.getByLabel("Realtime interface").selectOption("acme-rt");
+  await page.getByRole("button", { name: "Bind a tool" }).click();
+  await page.getByLabel("Tool", { exact: true }).selectOption({ label: "check_health (http)" });
+  await page.getByRole("button", { name: "Create assistant" }).click();
+  await page.getByRole("heading", { name: "Assistant Voice" }).waitFor();
+  const voiceUrl = page.url();
+
+  step = "the interface drops HTTP tools: the assistant shows the problem and cleans it up";
+  await page.goto(`${BASE}/#/realtime/acme-rt`);
+  await page.getByLabel("http", { exact: true }).uncheck();
+  await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/v1/realtime-interfaces/acme-rt") && r.request().method() === "PUT" && r.ok()),
+    page.getByRole("button", { name: "Save" }).click(),
+  ]);
+  await page.goto(voiceUrl);
+  const report = page.getByRole("region", { name: "Compatibility" });
+  await report.waitFor();
+  assert.match(await report.innerText(), /toolBindings\[0\]/);
+  assert.equal(await page.locator('.binding.incompatible[data-path="toolBindings[0]"]').count(), 1, "marked in place");
+  await shot("05-compatibility-problem");
+  await page.getByRole("button", { name: /Clean up 1 incompatible item/ }).click();
+  await page.getByText("Removed 1 incompatible item(s)").waitFor();
+  await report.waitFor({ state: "detached" });
+  assert.equal(await page.locator(".binding").count(), 0, "the binding was removed by the cleanup");
+  await shot("06-compatibility-cleaned");
+
+  step = "playground: chat, tool card, todo list, askUser chips";
+  await page.getByRole("link", { name: "Playground", exact: true }).click();
+  await page.getByRole("heading", { name: "Playground" }).waitFor();
+  await page.getByRole("combobox", { name: "Assistant" }).selectOption({ label: "Support" });
+  await page.getByLabel("customer (string)").fill("Globex");
+  await page.getByRole("button", { name: "Start session" }).click();
+  await page.getByText("connected").waitFor();
+  await page.getByLabel("Message", { exact: true }).fill("check the service");
+  await page.getByRole("button", { name: "Send", exact: true }).click();
+  const card = page.locator(".toolcard", { hasText: "check_health" });
+  await card.locator(".result pre").waitFor();
+  assert.match(await card.innerText(), /ok|status/i, "the tool's result is on its card");
+  await page.locator('.todo li[data-status="in_progress"]', { hasText: "Checking the service" }).waitFor();
+  const q = page.getByRole("group", { name: "Question from the assistant" });
+  await q.waitFor();
+  await shot("07-playground-question");
+  await q.getByRole("button", { name: "2. Detailed" }).click();
+  await q.getByRole("button", { name: "Answer" }).click();
+  await page.locator(".msg.assistant", { hasText: "The service is healthy." }).waitFor();
+  await page.locator('.todo li[data-status="completed"]').nth(1).waitFor();
+  assert.equal(await page.locator(".question").count(), 0, "the answered question is gone");
+  const vars = await page.getByRole("region", { name: "Variables" }).innerText();
+  assert.match(vars, /Globex/);
+  await shot("08-playground-done");
+
+  step = "the session in the sessions list, with transcript and event log";
+  await page.getByRole("link", { name: "Sessions", exact: true }).click();
+  await page.locator("tbody tr").first().getByRole("link").first().click();
+  await page.getByRole("table", { name: "Event log" }).waitFor();
+  assert.match(await page.locator("main").innerText(), /ask_user\.answered/);
+  await shot("09-session-detail");
+
+  step = "narrow screen";
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByRole("link", { name: "Playground", exact: true }).click();
+  await page.getByRole("button", { name: "Start session" }).waitFor();
+  await shot("10-narrow-playground");
+
+  assert.deepEqual(problems, [], "no errors in the page");
+  console.log("console flows passed");
+} catch (e) {
+  await shot("failure").catch(() => {});
+  console.error(`FAILED at: ${step}\n${e.stack || e}\n${problems.join("\n")}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

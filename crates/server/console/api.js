@@ -1,0 +1,61 @@
+// The public REST API with the workspace key of this browser session.
+
+const KEY = "rtc.workspaceKey";
+
+export function key() {
+  return sessionStorage.getItem(KEY);
+}
+
+export function setKey(value) {
+  if (value) sessionStorage.setItem(KEY, value);
+  else sessionStorage.removeItem(KEY);
+}
+
+/** An API error: HTTP status plus the stable `code`, message and `field`. */
+export class ApiError extends Error {
+  constructor(status, code, message, field) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.field = field || null;
+  }
+}
+
+/** Call the API; resolves to the JSON body (null for 204), throws ApiError. */
+export async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${key()}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let resp;
+  try {
+    resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw new ApiError(0, "network", `The server could not be reached: ${e.message}`);
+  }
+  if (resp.status === 204) return null;
+  const text = await resp.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (!resp.ok) {
+    const e = (json && json.error) || {};
+    throw new ApiError(resp.status, e.code || `http_${resp.status}`, e.message || text || resp.statusText, e.field);
+  }
+  return json;
+}
+
+export const get = (path) => api("GET", path);
+export const post = (path, body) => api("POST", path, body ?? {});
+export const put = (path, body) => api("PUT", path, body);
+export const del = (path) => api("DELETE", path);
+
+/** All items of a list endpoint (`{data: [...]}`). */
+export async function list(path) {
+  const body = await get(path);
+  return (body && body.data) || [];
+}
+
+/** URL of a session's WebSocket (the key goes in `?token=`). */
+export function wsUrl(session, after) {
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const token = encodeURIComponent(key());
+  return `${proto}//${location.host}/v1/sessions/${encodeURIComponent(session)}/ws?after=${after}&token=${token}`;
+}

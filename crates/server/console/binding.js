@@ -1,0 +1,103 @@
+// The editor of one tool binding (or startup action): which tool, where
+// each argument and template input comes from (model / variable / literal
+// / template), result assignments and the model's view of the result.
+
+import { h, field, text, select, rows } from "./ui.js";
+
+const SYSTEM_VARIABLES = ["system__session_id", "system__root_session_id", "system__parent_session_id",
+  "system__assistant_id", "system__user_id", "system__time_utc", "system__turn_count", "system__run_mode"];
+
+/** One source picker: the select, the value control, and how to read it back. */
+function sourcePicker(name, source, { allowModel, variables, path }) {
+  const kinds = allowModel ? ["model", "variable", "literal", "template"] : ["variable", "literal", "template"];
+  const current = source?.source || kinds[0];
+  const kind = select(kinds.map((k) => [k, k]), current, { "aria-label": `Source of ${name}` });
+  const varNames = [...variables, ...SYSTEM_VARIABLES];
+  const variable = select(varNames.map((v) => [v, v]), source?.variableName ?? varNames[0], { "aria-label": `Variable for ${name}` });
+  const literal = text(source?.source === "literal" ? JSON.stringify(source.value) : "", { "aria-label": `Literal value for ${name}`, placeholder: '"text", 42, true or JSON' });
+  const template = text(source?.template ?? "", { "aria-label": `Template for ${name}`, placeholder: "Hello {{customer_name}}" });
+  const none = h("span", { class: "muted small" }, "the model fills it in");
+  const slot = h("div");
+  const sync = () => {
+    slot.replaceChildren({ model: none, variable, literal, template }[kind.value]);
+  };
+  kind.addEventListener("change", sync);
+  sync();
+  const row = h("div", { class: "field", dataset: { field: path } },
+    h("div", { class: "source" }, h("span", { class: "name" }, name), kind, slot), h("p", { class: "error" }));
+  row.read = () => {
+    switch (kind.value) {
+      case "model": return { source: "model" };
+      case "variable": return { source: "variable", variableName: variable.value };
+      case "template": return { source: "template", template: template.value };
+      default: {
+        let value;
+        try { value = JSON.parse(literal.value); } catch { value = literal.value; }
+        return { source: "literal", value };
+      }
+    }
+  };
+  return row;
+}
+
+/**
+ * A binding card. `tools` are the workspace's tools, `variables` the
+ * assistant's declared variable names (a function: they change while
+ * editing). Returns an element with `read()`.
+ */
+export function bindingEditor(binding, { tools, variables, path, allowModel, title }) {
+  const card = h("div", { class: "binding", dataset: { path } });
+  const tool = select([["", "— choose a tool —"], ...tools.map((t) => [t.id, `${t.name} (${t.type})`])], binding.toolId || "");
+  const body = h("div");
+  let pickers = [];
+  let inputs = [];
+  const filter = text((binding.modelResultFilter || []).join(", "), { placeholder: "status, items[0].name" });
+  const assignments = rows({
+    items: Object.entries(binding.resultAssignments || {}),
+    blank: () => [variables()[0] || "", ""],
+    addLabel: "Add result assignment",
+    render: ([v, p]) => h("div", { class: "listrow kv" },
+      field("Variable", `${path}.resultAssignments.${v}`, select(variables().map((n) => [n, n]), v, { class: "var" })),
+      field("Result path", `${path}.resultAssignments.${v}`, text(p, { class: "path", placeholder: "data.status" }))),
+  });
+  const render = () => {
+    const t = tools.find((x) => x.id === tool.value);
+    pickers = [];
+    inputs = [];
+    if (!t) { body.replaceChildren(h("p", { class: "muted small" }, "Choose a tool to bind its arguments.")); return; }
+    const props = Object.keys(t.parameters?.properties || {});
+    const ctx = { allowModel, variables: variables() };
+    pickers = props.map((p) => [p, sourcePicker(p, binding.argumentBindings?.[p], { ...ctx, path: `${path}.argumentBindings.${p}` })]);
+    inputs = (t.templateInputs || []).map((i) => [i.name, sourcePicker(`input__${i.name}`, binding.templateBindings?.[i.name], { ...ctx, allowModel: false, path: `${path}.templateBindings.${i.name}` })]);
+    body.replaceChildren(...[
+      h("h3", {}, "Arguments"), pickers.length ? pickers.map(([, el]) => el) : h("p", { class: "muted small" }, "This tool takes no arguments."),
+      inputs.length ? h("h3", {}, "Template inputs") : null, inputs.map(([, el]) => el),
+      allowModel ? h("h3", {}, "Result") : null,
+      allowModel ? h("div", { class: "field", dataset: { field: `${path}.resultAssignments` } }, h("span", { class: "label" }, "Copy into variables"), assignments, h("p", { class: "error" })) : null,
+      allowModel ? field("Fields the model may see", `${path}.modelResultFilter`, filter, "Comma-separated paths; empty shows the whole result.") : null,
+    ].flat().filter(Boolean));
+  };
+  tool.addEventListener("change", () => { binding = { toolId: tool.value }; render(); });
+  card.append(h("div", { class: "row" }, field(title, `${path}.toolId`, tool)), body);
+  render();
+  card.read = () => {
+    const out = { toolId: tool.value };
+    const args = Object.fromEntries(pickers.map(([n, el]) => [n, el.read()]));
+    if (Object.keys(args).length) out.argumentBindings = args;
+    const tpl = Object.fromEntries(inputs.map(([n, el]) => [n, el.read()]));
+    if (Object.keys(tpl).length) out.templateBindings = tpl;
+    if (allowModel) {
+      const ra = {};
+      for (const r of assignments.rows()) {
+        const v = r.querySelector(".var").value;
+        const p = r.querySelector(".path").value.trim();
+        if (v && p) ra[v] = p;
+      }
+      if (Object.keys(ra).length) out.resultAssignments = ra;
+      const f = filter.value.split(",").map((s) => s.trim()).filter(Boolean);
+      if (f.length) out.modelResultFilter = f;
+    }
+    return out;
+  };
+  return card;
+}

@@ -1,0 +1,296 @@
+// The playground: start a session with variable values, chat over the
+// live WebSocket with streamed replies, tool calls as cards, askUser
+// questions as option chips, client tools answered by hand or
+// automatically, handoff replies as the human agent, and live panels.
+// A dropped connection resumes from the last event seen.
+
+import { get, list, post, wsUrl } from "../api.js";
+import { h, page, field, text, area, select, showError, clearErrors, toast } from "../ui.js";
+import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
+
+const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
+
+export async function playgroundPage(sessionId) {
+  return sessionId ? liveSession(sessionId) : startForm();
+}
+
+/** The assistant's client tools, for the playground to declare. */
+async function clientTools(assistant) {
+  const tools = await list("/v1/tools");
+  const ids = new Set(assistant.toolBindings.map((b) => b.toolId));
+  return tools.filter((t) => t.type === "client" && ids.has(t.id));
+}
+
+async function startForm() {
+  const assistants = await list("/v1/assistants");
+  const wanted = new URLSearchParams(location.hash.split("?")[1] || "").get("assistant");
+  const choice = select([["", "— choose an assistant —"], ...assistants.map((a) => [a.id, a.name])], wanted || assistants[0]?.id || "");
+  const userId = text("", { placeholder: "optional end-user id (memories)" });
+  const varsBox = h("div");
+  const clientBox = h("div");
+  let varInputs = [];
+  let clientModes = [];
+  const load = async () => {
+    const a = assistants.find((x) => x.id === choice.value);
+    varInputs = (a?.dynamicVariables || []).map((v) => [v, text(v.default === undefined ? "" : (typeof v.default === "string" ? v.default : JSON.stringify(v.default)), { placeholder: v.default === undefined ? "required" : "" })]);
+    varsBox.replaceChildren(...(varInputs.length ? [h("h2", {}, "Variables")] : []),
+      ...varInputs.map(([v, input]) => field(`${v.name} (${v.type})`, `dynamicVariables.${v.name}`, input)));
+    const tools = a ? await clientTools(a) : [];
+    clientModes = tools.map((t) => {
+      const mode = select([["manual", "answer by hand"], ["auto", "answer automatically"]], "manual", { "aria-label": `How to answer ${t.client.functionName}` });
+      const reply = text('{"ok": true}', { "aria-label": `Automatic result of ${t.client.functionName}` });
+      return [t.client.functionName, mode, reply];
+    });
+    clientBox.replaceChildren(...(clientModes.length ? [h("h2", {}, "Client tools this playground declares")] : []),
+      ...clientModes.map(([fn, mode, reply]) => h("div", { class: "source" }, h("span", { class: "name" }, fn), mode, reply)));
+  };
+  choice.addEventListener("change", load);
+  const form = h("form", { class: "card", "aria-label": "Start a session" },
+    h("div", { class: "row" }, field("Assistant", "assistantId", choice), field("User id", "userId", userId)),
+    varsBox, clientBox,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, "Start session")));
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clearErrors(form);
+    const dynamicVariables = {};
+    for (const [v, input] of varInputs) {
+      if (input.value === "" && v.default === undefined) continue;
+      if (v.type === "string") dynamicVariables[v.name] = input.value;
+      else { try { dynamicVariables[v.name] = JSON.parse(input.value); } catch { dynamicVariables[v.name] = input.value; } }
+    }
+    const body = { assistantId: choice.value, dynamicVariables };
+    if (userId.value.trim()) body.userId = userId.value.trim();
+    try {
+      const s = await post("/v1/sessions", body);
+      sessionStorage.setItem(CLIENT_KEY(s.id), JSON.stringify(clientModes.map(([fn, mode, reply]) => ({ fn, mode: mode.value, reply: reply.value }))));
+      location.hash = `#/playground/${encodeURIComponent(s.id)}`;
+    } catch (e) { showError(form, e); }
+  });
+  page("Playground", form);
+  await load();
+}
+
+function liveSession(sid) {
+  const client = JSON.parse(sessionStorage.getItem(CLIENT_KEY(sid)) || "[]");
+  const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
+  const status = h("span", { class: "status", role: "status" }, "connecting…");
+  const input = text("", { placeholder: "Write a message…", "aria-label": "Message" });
+  const send = h("button", { type: "submit" }, "Send");
+  const composer = h("form", { class: "composer", "aria-label": "Send a message" }, input, send);
+  const handoff = h("div", { class: "card", hidden: true, "aria-label": "Human agent" });
+  const panel = (title) => { const body = h("div"); return [h("section", { class: "card", "aria-label": title }, h("h2", {}, title), body), body]; };
+  const [todoCard, todoBody] = panel("Todo list");
+  const [varCard, varBody] = panel("Variables");
+  const [goalCard, goalBody] = panel("Goals");
+  const [loopCard, loopBody] = panel("Loops");
+  const [treeCard, treeBody] = panel("Sub-agents");
+  page("Playground",
+    h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status),
+    h("div", { class: "play" },
+      h("div", { class: "chat" }, log, handoff, composer),
+      h("div", { class: "panels" }, todoCard, varCard, goalCard, loopCard, treeCard)));
+
+  const goals = new Map();
+  const loops = new Map();
+  const bubbles = new Map();
+  const cards = new Map();
+  let lastSeq = 0;
+  let ws = null;
+  let closed = false;
+  let retry = 500;
+
+  const refresh = {
+    todos: async () => todoBody.replaceChildren(todoPanel((await get(`/v1/sessions/${sid}/todos`)).todos)),
+    vars: async () => varBody.replaceChildren(variablesPanel(await get(`/v1/sessions/${sid}/state`))),
+    goals: async () => { (await list(`/v1/sessions/${sid}/goals`)).forEach((g) => goals.set(g.id, g)); goalBody.replaceChildren(goalsPanel([...goals.values()])); },
+    loops: async () => { (await list(`/v1/sessions/${sid}/loops`)).forEach((l) => loops.set(l.id, l)); loopBody.replaceChildren(loopsPanel([...loops.values()])); },
+    tree: async () => treeBody.replaceChildren(treePanel(await get(`/v1/sessions/${sid}/tree`))),
+  };
+  Object.values(refresh).forEach((f) => f().catch(() => {}));
+
+  const scroll = () => { log.scrollTop = log.scrollHeight; };
+  const line = (textValue, cls = "sysline") => { log.append(h("div", { class: cls }, textValue)); scroll(); };
+  const bubble = (id, role, content, label) => {
+    let b = bubbles.get(id);
+    if (!b) {
+      const body = h("span", { class: "body" });
+      b = h("div", { class: `msg ${role}`, dataset: { messageId: id } }, h("span", { class: "who" }, label || role), body);
+      b.body = body;
+      bubbles.set(id, b);
+      log.append(b);
+    }
+    if (content !== undefined) b.body.textContent = content;
+    scroll();
+    return b;
+  };
+  const frame = (obj) => { if (ws && ws.readyState === WebSocket.OPEN) { ws.send(JSON.stringify(obj)); return true; } return false; };
+
+  function toolCard(e) {
+    const card = h("div", { class: "toolcard", dataset: { callId: e.callId } },
+      h("span", { class: "pill" }, "tool"), " ", h("strong", {}, e.name), h("pre", { class: "args" }, e.arguments || "{}"), h("div", { class: "result muted small" }, "running…"));
+    cards.set(e.callId, card);
+    log.append(card);
+    scroll();
+  }
+  function toolDone(e) {
+    let card = cards.get(e.callId);
+    if (!card) { toolCard({ callId: e.callId, name: e.name, arguments: "" }); card = cards.get(e.callId); }
+    card.classList.toggle("err", !!e.isError);
+    const shown = e.cancelled ? "cancelled" : typeof e.result === "string" ? e.result : JSON.stringify(e.result, null, 2);
+    card.querySelector(".result").replaceChildren(h("span", {}, e.isError ? "error: " : "result: "), h("pre", {}, shown ?? ""));
+  }
+
+  function clientCall(e) {
+    const mine = client.find((c) => c.fn === e.functionName);
+    const card = h("div", { class: "toolcard", dataset: { callId: e.callId } },
+      h("span", { class: "pill" }, "client tool"), " ", h("strong", {}, e.functionName), h("pre", {}, JSON.stringify(e.arguments, null, 2)));
+    log.append(card);
+    scroll();
+    if (!e.waitForResponse) { card.append(h("div", { class: "muted small" }, "no result expected")); return; }
+    if (mine && mine.mode === "auto") {
+      let result;
+      try { result = JSON.parse(mine.reply); } catch { result = mine.reply; }
+      frame({ type: "client_tool.result", callId: e.callId, result });
+      card.append(h("div", { class: "muted small" }, "answered automatically"));
+      return;
+    }
+    const reply = area('{"ok": true}', { rows: 2, "aria-label": `Result for ${e.functionName}` });
+    const answer = (isError) => {
+      let payload;
+      if (isError) payload = { type: "client_tool.result", callId: e.callId, error: reply.value };
+      else { let r; try { r = JSON.parse(reply.value); } catch { r = reply.value; } payload = { type: "client_tool.result", callId: e.callId, result: r }; }
+      frame(payload);
+      box.replaceChildren(h("div", { class: "muted small" }, isError ? "answered with an error" : "answered"));
+    };
+    const box = h("div", {}, reply, h("div", { class: "actions" },
+      h("button", { type: "button", onclick: () => answer(false) }, "Send result"),
+      h("button", { type: "button", class: "ghost", onclick: () => answer(true) }, "Send error")));
+    card.append(box);
+  }
+
+  function question(e) {
+    const q = h("div", { class: "question", role: "group", "aria-label": "Question from the assistant", dataset: { callId: e.callId } });
+    if (e.subSessionTitle) q.append(h("div", { class: "status" }, `Sub-agent “${e.subSessionTitle}” asks:`));
+    const picks = e.questions.map((qq) => {
+      const chosen = new Set();
+      const other = text("", { placeholder: "Other…", "aria-label": `Other answer to: ${qq.question}` });
+      const chips = qq.options.map((o, i) => {
+        const chip = h("button", { type: "button", class: "chip", "aria-pressed": "false", title: o.description }, `${i + 1}. ${o.label}`);
+        chip.addEventListener("click", () => {
+          if (!qq.multiSelect) { chosen.clear(); chips.forEach((c) => c.setAttribute("aria-pressed", "false")); }
+          if (chosen.has(o.label)) { chosen.delete(o.label); chip.setAttribute("aria-pressed", "false"); }
+          else { chosen.add(o.label); chip.setAttribute("aria-pressed", "true"); }
+          if (!qq.multiSelect) other.value = "";
+        });
+        return chip;
+      });
+      q.append(h("div", {}, h("span", { class: "pill" }, qq.header), " ", h("strong", {}, qq.question), qq.multiSelect ? h("span", { class: "status" }, " (choose any)") : null),
+        h("div", { class: "chips" }, chips), other);
+      return () => {
+        const extra = other.value.trim();
+        const answers = [...chosen];
+        if (extra) answers.push(extra);
+        return qq.multiSelect ? answers : (extra || answers[0] || "");
+      };
+    });
+    const err = h("p", { class: "error", role: "alert" });
+    q.append(h("div", { class: "actions" }, h("button", { type: "button", onclick: () => {
+      const answers = picks.map((p) => p());
+      if (answers.some((a) => (Array.isArray(a) ? !a.length : !a))) { err.textContent = "Answer every question (pick an option or write your own)."; return; }
+      frame({ type: "ask_user.answer", callId: e.callId, answers });
+    } }, "Answer")), err);
+    log.append(q);
+    scroll();
+  }
+
+  function showHandoff() {
+    const reply = area("", { class: "prose", rows: 2, "aria-label": "Reply as the human agent" });
+    handoff.hidden = false;
+    handoff.replaceChildren(h("strong", {}, "Handed off to a human agent"), h("p", { class: "hint" }, "Reply as the agent, then hand the conversation back to the model."),
+      reply, h("div", { class: "actions" },
+        h("button", { type: "button", onclick: async () => {
+          if (!reply.value.trim()) return;
+          try { await post(`/v1/sessions/${sid}/handoff/messages`, { text: reply.value }); reply.value = ""; } catch (e) { toast(`${e.code}: ${e.message}`); }
+        } }, "Send as agent"),
+        h("button", { type: "button", class: "ghost", onclick: async () => {
+          try { await post(`/v1/sessions/${sid}/handoff/release`, {}); } catch (e) { toast(`${e.code}: ${e.message}`); }
+        } }, "Hand back to the model")));
+  }
+
+  function onEvent(e) {
+    if (e.seq !== undefined) {
+      if (e.seq <= lastSeq) return;
+      lastSeq = e.seq;
+    }
+    switch (e.type) {
+      case "session.started": line("session started"); break;
+      case "turn.started": status.textContent = "thinking…"; break;
+      case "turn.completed":
+        if (!log.querySelector(".question")) status.textContent = e.interrupted ? "interrupted" : "idle";
+        break;
+      case "message.delta": { const b = bubble(e.messageId, "assistant"); b.body.textContent += e.delta; scroll(); break; }
+      case "message.completed": {
+        const label = e.goalId ? "goal" : e.loopId ? "loop" : e.fromSessionId ? (e.role === "user" ? "sub-agent" : e.role) : e.role === "human_agent" ? "human agent" : e.role;
+        bubble(e.messageId, e.role, e.content, label);
+        break;
+      }
+      case "tool.called": toolCard(e); break;
+      case "tool.completed": toolDone(e); break;
+      case "client_tool.call": clientCall(e); break;
+      case "state.updated": varBody.replaceChildren(variablesPanel(e.variables)); break;
+      case "todo.updated": todoBody.replaceChildren(todoPanel(e.todos)); break;
+      case "goal.updated": goals.set(e.goal.id, e.goal); goalBody.replaceChildren(goalsPanel([...goals.values()])); break;
+      case "loop.updated": loops.set(e.loop.id, e.loop); loopBody.replaceChildren(loopsPanel([...loops.values()])); break;
+      case "subagent.started": case "subagent.completed":
+        line(`sub-agent “${e.title}” ${e.type === "subagent.started" ? "started" : e.status}`);
+        refresh.tree().catch(() => {});
+        break;
+      case "ask_user.question": question(e); status.textContent = "waiting for your answer"; break;
+      case "ask_user.answered": {
+        log.querySelectorAll(`.question[data-call-id="${CSS.escape(e.callId)}"]`).forEach((q) => q.remove());
+        line(e.dismissed ? "question dismissed" : `answered: ${(e.answers || []).join(" · ")}`);
+        break;
+      }
+      case "handoff.requested": showHandoff(); line("handed off to a human agent"); break;
+      case "handoff.released": handoff.hidden = true; line("back to the model"); break;
+      case "turn.skipped": line("the model stayed silent"); break;
+      case "session.ended":
+        status.textContent = "ended";
+        line(`session ended${e.reason ? `: ${e.reason}` : ""}`);
+        input.disabled = true; send.disabled = true;
+        break;
+      case "error": line(`error ${e.code}: ${e.message}`, "sysline bad"); break;
+      default: break;
+    }
+  }
+
+  function connect() {
+    if (closed) return;
+    ws = new WebSocket(wsUrl(sid, lastSeq));
+    ws.onopen = () => {
+      retry = 500;
+      status.textContent = "connected";
+      frame({ type: "client.hello", clientTools: client.map((c) => c.fn) });
+    };
+    ws.onmessage = (m) => { try { onEvent(JSON.parse(m.data)); } catch (err) { console.error(err); } };
+    ws.onclose = () => {
+      if (closed) return;
+      status.textContent = "reconnecting…";
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 8000);
+    };
+  }
+  connect();
+
+  composer.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const value = input.value.trim();
+    if (!value) return;
+    input.value = "";
+    if (!frame({ type: "user.message", text: value })) {
+      try { await post(`/v1/sessions/${sid}/messages`, { text: value }); } catch (e) { toast(`${e.code}: ${e.message}`); }
+    }
+  });
+  input.focus();
+  return () => { closed = true; if (ws) ws.close(); };
+}

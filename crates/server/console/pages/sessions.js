@@ -1,0 +1,76 @@
+// Past and current sessions: list, transcript and event log.
+
+import { get, list, key } from "../api.js";
+import { h, page, formatTime } from "../ui.js";
+
+export async function sessionsPage() {
+  const sessions = await list("/v1/sessions");
+  page("Sessions",
+    sessions.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Session"), h("th", {}, "Assistant"), h("th", {}, "Status"), h("th", {}, "Started"), h("th", {}, ""))),
+      h("tbody", {}, sessions.map((s) => h("tr", {},
+        h("td", {}, h("a", { href: `#/sessions/${encodeURIComponent(s.id)}` }, s.title || s.id), s.parentSessionId ? h("div", { class: "status" }, "sub-agent") : null),
+        h("td", {}, s.assistantId),
+        h("td", {}, h("span", { class: `pill ${s.status === "ended" ? "bad" : "ok"}` }, s.status)),
+        h("td", { class: "small" }, formatTime(s.createdAt)),
+        h("td", {}, s.status === "ended" ? "" : h("a", { href: `#/playground/${encodeURIComponent(s.id)}` }, "Open live"))))))
+      : h("p", { class: "muted" }, "No sessions yet."));
+}
+
+/**
+ * The stored events of a session: read its SSE stream (each event carries
+ * its type as the SSE event name) until it has been quiet for a moment.
+ */
+async function storedEvents(id) {
+  const out = [];
+  const abort = new AbortController();
+  let quiet = setTimeout(() => abort.abort(), 1500);
+  try {
+    const resp = await fetch(`/v1/sessions/${encodeURIComponent(id)}/events?after=0`, {
+      headers: { Authorization: `Bearer ${key()}` }, signal: abort.signal,
+    });
+    const reader = resp.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, end);
+        buf = buf.slice(end + 2);
+        const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+        if (data) out.push(JSON.parse(data));
+      }
+      clearTimeout(quiet);
+      quiet = setTimeout(() => abort.abort(), 400);
+    }
+  } catch (e) {
+    if (e.name !== "AbortError") throw e;
+  }
+  return out;
+}
+
+export async function sessionDetail(id) {
+  const [s, messages] = await Promise.all([get(`/v1/sessions/${encodeURIComponent(id)}`), list(`/v1/sessions/${encodeURIComponent(id)}/messages`)]);
+  const log = h("div", { class: "card" }, h("p", { class: "muted" }, "Loading events…"));
+  page(`Session ${s.title || s.id}`,
+    h("p", {}, h("span", { class: `pill ${s.status === "ended" ? "bad" : "ok"}` }, s.status), " ",
+      `assistant ${s.assistantId}`, s.userId ? ` · user ${s.userId}` : "", s.endReason ? ` · ended: ${s.endReason}` : "",
+      s.parentSessionId ? h("span", {}, " · sub-agent of ", h("a", { href: `#/sessions/${encodeURIComponent(s.parentSessionId)}` }, s.parentSessionId)) : null,
+      s.status === "ended" ? null : h("span", {}, " · ", h("a", { href: `#/playground/${encodeURIComponent(id)}` }, "open live"))),
+    h("h2", {}, "Transcript"),
+    h("div", { class: "card log", style: null }, messages.length ? messages.map((m) => m.role === "tool"
+      ? h("div", { class: "toolcard" }, h("strong", {}, `${m.name || "tool"} result`), h("pre", {}, m.content))
+      : h("div", { class: `msg ${m.role}` }, h("span", { class: "who" }, m.name ? `${m.role} · ${m.name}` : m.role), m.content || (m.toolCalls || []).map((c) => `→ ${c.name}(${c.arguments})`).join("\n")))
+      : h("p", { class: "muted" }, "No messages.")),
+    h("h2", {}, "Event log"), log);
+  const events = await storedEvents(id);
+  log.replaceChildren(h("table", { "aria-label": "Event log" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "Type"), h("th", {}, "Time"), h("th", {}, "Data"))),
+    h("tbody", {}, events.map((e) => {
+      const { type, seq, timestamp, sessionId, ...data } = e;
+      void sessionId;
+      return h("tr", {}, h("td", {}, String(seq)), h("td", {}, h("code", {}, type)), h("td", { class: "small" }, formatTime(timestamp)),
+        h("td", { class: "small" }, h("code", {}, JSON.stringify(data).slice(0, 300))));
+    }))));
+}

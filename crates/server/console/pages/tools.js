@@ -1,0 +1,138 @@
+// Tool resources: HTTP (method, URL, headers, body, timeout), MCP (a tool
+// picked from the server's discovered tools) and client tools (wait policy).
+
+import { get, list, post, put, del } from "../api.js";
+import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, toast, parseJson, stillOn } from "../ui.js";
+import { headerRows, readHeaders, discoveredTools } from "./mcp.js";
+
+export async function toolsPage() {
+  const tools = await list("/v1/tools");
+  page("Tools",
+    h("div", { class: "actions" }, h("a", { href: "#/tools/new" }, h("button", { type: "button", tabindex: -1 }, "New tool"))),
+    tools.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Type"), h("th", {}, "Description"))),
+      h("tbody", {}, tools.map((t) => h("tr", {},
+        h("td", {}, h("a", { href: `#/tools/${encodeURIComponent(t.id)}` }, t.name)),
+        h("td", {}, h("span", { class: "pill" }, t.type)),
+        h("td", { class: "small" }, t.description || "")))))
+      : h("p", { class: "muted" }, "No tools yet."));
+}
+
+const json = (v) => (v === undefined || v === null ? "" : JSON.stringify(v, null, 2));
+
+export async function toolEditor(id) {
+  const isNew = id === "new";
+  const t = isNew ? { name: "", description: "", type: "http", templateInputs: [] } : await get(`/v1/tools/${encodeURIComponent(id)}`);
+  const servers = await list("/v1/mcp-servers");
+  const newId = text("", { placeholder: "optional, e.g. tool_weather" });
+  const name = text(t.name, { placeholder: "get_weather" });
+  const description = area(t.description, { class: "prose", rows: 2 });
+  const kind = select([["http", "HTTP request"], ["mcp", "MCP tool"], ["client", "Client tool"]], t.type);
+  const parameters = area(json(t.parameters), { rows: 8, placeholder: '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}' });
+  const inputs = rows({
+    items: t.templateInputs || [],
+    blank: () => ({ name: "", description: "", required: true }),
+    addLabel: "Add template input",
+    render: (inp, i) => {
+      const [reqLabel] = checkbox("required", inp.required !== false, { class: "req" });
+      return h("div", { class: "listrow" },
+        field("Name", `templateInputs[${i}].name`, text(inp.name, { class: "n" })),
+        field("Description", `templateInputs[${i}].description`, text(inp.description, { class: "d" })),
+        reqLabel, h("span"));
+    },
+  });
+
+  // HTTP
+  const http = t.http || { method: "GET", url: "", headers: {}, timeoutMs: 10000 };
+  const method = select(["GET", "POST", "PUT", "PATCH", "DELETE"], http.method);
+  const url = text(http.url, { placeholder: "https://api.example.com/{{input__region}}/weather?city={{city}}" });
+  const headers = headerRows(http.headers, "http.headers");
+  const body = area(json(http.body), { rows: 5, placeholder: '{"city": "{{city}}"}' });
+  const httpTimeout = h("input", { type: "number", min: 1, value: http.timeoutMs ?? 10000 });
+  const httpPart = h("section", { "aria-label": "HTTP" },
+    h("div", { class: "row" }, field("Method", "http.method", method), field("URL", "http.url", url, "{{param}} for parameters, {{input__name}} for template inputs.")),
+    h("div", { class: "field", dataset: { field: "http.headers" } }, h("span", { class: "label" }, "Headers"), headers, h("p", { class: "hint" }, "Secrets go only in headers: {{secret__name}}."), h("p", { class: "error" })),
+    field("Body (JSON)", "http.body", body), field("Timeout (ms)", "http.timeoutMs", httpTimeout));
+
+  // MCP
+  const mcp = t.mcp || { serverId: servers[0]?.id || "", remoteToolName: "" };
+  const server = select([["", "— choose a server —"], ...servers.map((s) => [s.id, s.name])], mcp.serverId);
+  const remote = select([[mcp.remoteToolName, mcp.remoteToolName || "— discover first —"]], mcp.remoteToolName);
+  let discovered = [];
+  const discoverBtn = h("button", { type: "button", class: "ghost" }, "Discover tools");
+  const discoverNote = h("p", { class: "hint", "aria-live": "polite" });
+  discoverBtn.addEventListener("click", async () => {
+    discoverNote.textContent = "Asking the server…";
+    try {
+      discovered = await discoveredTools(server.value);
+      remote.replaceChildren(...discovered.map((d) => h("option", { value: d.name }, d.name)));
+      discoverNote.textContent = `${discovered.length} tools found. Picking one copies its input schema (pinned).`;
+      pick();
+    } catch (e) { discoverNote.textContent = `${e.code}: ${e.message}`; }
+  });
+  const pick = () => {
+    const d = discovered.find((x) => x.name === remote.value);
+    if (!d) return;
+    parameters.value = json(d.inputSchema);
+    if (!name.value) name.value = d.name.replace(/[^A-Za-z0-9_-]/g, "_");
+    if (!description.value && d.description) description.value = d.description;
+  };
+  remote.addEventListener("change", pick);
+  const mcpPart = h("section", { "aria-label": "MCP" },
+    h("div", { class: "row" }, field("MCP server", "mcp.serverId", server), h("div", { class: "field" }, discoverBtn)),
+    field("Remote tool", "mcp.remoteToolName", remote), discoverNote);
+
+  // Client
+  const client = t.client || { functionName: "", waitForResponse: true, timeoutMs: 30000 };
+  const fn = text(client.functionName, { placeholder: "showMap" });
+  const [waitLabel, wait] = checkbox("Wait for the client's result", client.waitForResponse !== false);
+  const clientTimeout = h("input", { type: "number", min: 1, value: client.timeoutMs ?? 30000 });
+  const clientPart = h("section", { "aria-label": "Client" },
+    field("Function name", "client.functionName", fn, "The function the host app declares over the WebSocket."),
+    h("div", { class: "field", dataset: { field: "client.waitForResponse" } }, waitLabel, h("p", { class: "error" })),
+    field("Timeout (ms)", "client.timeoutMs", clientTimeout));
+
+  const sync = () => { httpPart.hidden = kind.value !== "http"; mcpPart.hidden = kind.value !== "mcp"; clientPart.hidden = kind.value !== "client"; };
+  kind.addEventListener("change", sync);
+  sync();
+
+  const form = h("form", { class: "card", "aria-label": "Tool" },
+    isNew ? field("Id", "id", newId) : null,
+    h("div", { class: "row" }, field("Name", "name", name, "What the model calls it."), field("Type", "type", kind)),
+    field("Description", "description", description, "Tell the model when to use it."),
+    field("Parameters (JSON Schema)", "parameters", parameters),
+    h("div", { class: "field", dataset: { field: "templateInputs" } }, h("span", { class: "label" }, "Template inputs"), inputs, h("p", { class: "hint" }, "Values each assistant binds; used as {{input__name}}."), h("p", { class: "error" })),
+    httpPart, mcpPart, clientPart,
+    h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create tool" : "Save"),
+      isNew ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete")));
+
+  async function remove() {
+    if (!confirm("Delete this tool?")) return;
+    try { await del(`/v1/tools/${encodeURIComponent(id)}`); toast("Deleted"); location.hash = "#/tools"; }
+    catch (e) { showError(form, e); }
+  }
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    clearErrors(form);
+    try {
+      const out = { name: name.value.trim(), description: description.value, type: kind.value };
+      if (isNew && newId.value.trim()) out.id = newId.value.trim();
+      const params = parseJson(parameters.value, "parameters", undefined);
+      if (params !== undefined) out.parameters = params;
+      out.templateInputs = inputs.rows().map((r) => ({ name: r.querySelector(".n").value.trim(), description: r.querySelector(".d").value, required: r.querySelector(".req").checked }));
+      if (kind.value === "http") {
+        out.http = { method: method.value, url: url.value.trim(), headers: readHeaders(headers), timeoutMs: Number(httpTimeout.value) };
+        const b = parseJson(body.value, "http.body", undefined);
+        if (b !== undefined) out.http.body = b;
+      } else if (kind.value === "mcp") {
+        out.mcp = { serverId: server.value, remoteToolName: remote.value };
+      } else {
+        out.client = { functionName: fn.value.trim(), waitForResponse: wait.checked, timeoutMs: Number(clientTimeout.value) };
+      }
+      const saved = isNew ? await post("/v1/tools", out) : await put(`/v1/tools/${encodeURIComponent(id)}`, out);
+      toast(`Tool ${saved.name} saved`);
+      location.hash = `#/tools/${encodeURIComponent(saved.id)}`;
+      if (!isNew && stillOn(id)) toolEditor(saved.id);
+    } catch (e) { showError(form, e); }
+  });
+  page(isNew ? "New tool" : `Tool ${t.name}`, form);
+}

@@ -1,0 +1,114 @@
+//! The web console (R-API-8): plain HTML, CSS and ES modules embedded in
+//! the binary and served at `/` — no build step, no separate server. The
+//! console calls only the public REST and WebSocket API with the
+//! workspace key the operator signs in with.
+
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// Every console file: its path under `/console/` and its text.
+const FILES: &[(&str, &str)] = &[
+    ("index.html", include_str!("../console/index.html")),
+    ("style.css", include_str!("../console/style.css")),
+    ("app.js", include_str!("../console/app.js")),
+    ("api.js", include_str!("../console/api.js")),
+    ("ui.js", include_str!("../console/ui.js")),
+    ("binding.js", include_str!("../console/binding.js")),
+    (
+        "pages/secrets.js",
+        include_str!("../console/pages/secrets.js"),
+    ),
+    ("pages/mcp.js", include_str!("../console/pages/mcp.js")),
+    ("pages/tools.js", include_str!("../console/pages/tools.js")),
+    (
+        "pages/assistants.js",
+        include_str!("../console/pages/assistants.js"),
+    ),
+    (
+        "pages/realtime.js",
+        include_str!("../console/pages/realtime.js"),
+    ),
+    (
+        "pages/sessions.js",
+        include_str!("../console/pages/sessions.js"),
+    ),
+    (
+        "pages/playground.js",
+        include_str!("../console/pages/playground.js"),
+    ),
+    (
+        "pages/panels.js",
+        include_str!("../console/pages/panels.js"),
+    ),
+];
+
+/// Scripts, styles and connections come from this server only.
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+pub fn router() -> Router {
+    Router::new()
+        .route("/", get(|| async { asset("index.html") }))
+        .route(
+            "/console/{*file}",
+            get(|Path(file): Path<String>| async move { asset(&file) }),
+        )
+}
+
+fn asset(path: &str) -> Response {
+    let Some((_, text)) = FILES.iter().find(|(p, _)| *p == path) else {
+        return (StatusCode::NOT_FOUND, "no such console file").into_response();
+    };
+    let kind = match path.rsplit('.').next() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        _ => "text/javascript; charset=utf-8",
+    };
+    let mut response = (*text).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_module_the_console_imports_is_served() {
+        for (path, text) in FILES {
+            for line in text.lines().filter(|l| l.starts_with("import ")) {
+                let Some(spec) = line.split('\'').nth(1).or_else(|| line.split('"').nth(1)) else {
+                    continue;
+                };
+                let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+                let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+                for seg in spec.split('/') {
+                    match seg {
+                        "." => {}
+                        ".." => {
+                            parts.pop();
+                        }
+                        s => parts.push(s),
+                    }
+                }
+                let target = parts.join("/");
+                assert!(
+                    FILES.iter().any(|(p, _)| *p == target),
+                    "{path} imports {spec}, which is not embedded"
+                );
+            }
+        }
+    }
+}
