@@ -1,9 +1,13 @@
-//! The web console in a real browser (R-API-8): `console/console.spec.mjs`
-//! drives Debian's Chromium through playwright-core against the real binary
-//! and the scripted model — forms with a validation error at its field, a
-//! compatibility problem cleaned up, a playground chat with a tool card, a
-//! todo list and an askUser question answered with chips. Screenshots land
-//! in `target/test-output/console/`.
+//! The web console in a real browser (R-API-8): the scenarios in
+//! `console/*.spec.mjs` drive Debian's Chromium through playwright-core
+//! against the real binary and the scripted model. `editor`: forms with a
+//! validation error at its field, a compatibility problem cleaned up, a
+//! playground chat with a tool card, the todo list and an askUser question
+//! answered with chips. `live`: a client tool answered by hand, the
+//! sub-agent and goal panels, a reconnect that resumes from the last event,
+//! a handoff. `mcp`: a secret, an MCP server with discovery against the
+//! real everything server, an MCP tool. Screenshots land in
+//! `target/test-output/console/`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -39,8 +43,44 @@ fn script(req: &Value) -> MockReply {
     }
 }
 
+/// Run one browser scenario against the server at `base`, signed in with
+/// the workspace key of `ws`.
+async fn run_scenario(
+    spec: &str,
+    base: &str,
+    ws: &crate::harness::Api,
+    env: &[(&str, &str)],
+) -> anyhow::Result<()> {
+    let root = rtc_testkit::repo_root();
+    let out_dir = root.join("target/test-output/console");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    anyhow::ensure!(
+        std::path::Path::new(&chromium).exists(),
+        "Chromium is needed for the console tests: apt-get install chromium (or set CHROMIUM)"
+    );
+    let run = tokio::process::Command::new("node")
+        .arg(root.join("crates/cli/tests/console").join(spec))
+        .current_dir(&root)
+        .env("BASE_URL", base)
+        .env("API_KEY", ws.token.as_deref().unwrap_or_default())
+        .env("OUT_DIR", &out_dir)
+        .env("CHROMIUM", &chromium)
+        .envs(env.iter().copied())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(180), run).await??;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    anyhow::ensure!(
+        output.status.success(),
+        "the browser scenario {spec} failed (screenshots in {}):\n{stdout}\n{stderr}",
+        out_dir.display()
+    );
+    Ok(())
+}
+
 #[tokio::test]
-async fn console_in_a_real_browser() -> anyhow::Result<()> {
+async fn console_editor_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::with_recorded_responder(script).await?;
     let env = HashMap::from([
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
@@ -50,30 +90,7 @@ async fn console_in_a_real_browser() -> anyhow::Result<()> {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Console").await?;
-    let root = rtc_testkit::repo_root();
-    let out_dir = root.join("target/test-output/console");
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    anyhow::ensure!(
-        std::path::Path::new(&chromium).exists(),
-        "Chromium is needed for the console test: apt-get install chromium (or set CHROMIUM)"
-    );
-    let run = tokio::process::Command::new("node")
-        .arg(root.join("crates/cli/tests/console/console.spec.mjs"))
-        .current_dir(&root)
-        .env("BASE_URL", &srv.process.base_url)
-        .env("API_KEY", ws.token.as_deref().unwrap_or_default())
-        .env("OUT_DIR", &out_dir)
-        .env("CHROMIUM", &chromium)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(180), run).await??;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the browser flows failed (screenshots in {}):\n{stdout}\n{stderr}",
-        out_dir.display()
-    );
+    run_scenario("editor.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
 
     // What the forms saved is what the API holds.
     let tools = ws.get("/v1/tools").await?;
@@ -113,5 +130,128 @@ async fn console_in_a_real_browser() -> anyhow::Result<()> {
         })
     });
     assert!(answered, "the chip's answer reached the model");
+    Ok(())
+}
+
+/// The Ops assistant's conversations: keyed by the user's last message and
+/// how many answers followed it.
+fn live_script(req: &Value) -> MockReply {
+    if req["response_format"]["type"] == "json_object" {
+        return MockReply::text(r#"{"satisfied": false, "reason": "not yet"}"#);
+    }
+    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+    let first = msgs
+        .get(1)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    if first.starts_with("[Task from your parent agent") {
+        return MockReply::text("Prices: A 900, B 1000, C 1100.");
+    }
+    let last_user = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    let text = msgs[last_user]["content"].as_str().unwrap_or("");
+    let after = msgs[last_user..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    match (text, after) {
+        ("show the map", 0) => MockReply::call("show_map", json!({"city": "Lisbon"})),
+        ("show the map", _) => MockReply::text("Map shown."),
+        ("start a helper", 0) => MockReply::call(
+            "subAgent",
+            json!({"title": "Price check", "instruction": "Check the prices of laptops A, B and C."}),
+        ),
+        ("start a helper", _) => MockReply::text("Helper started."),
+        ("keep at it", 0) => MockReply::call(
+            "createGoal",
+            json!({"condition": "the user says thanks", "max_turns": 2}),
+        ),
+        ("keep at it", _) => MockReply::text("Goal set."),
+        ("after the reconnect", _) => MockReply::text("Reply after the reconnect."),
+        ("I want a human", _) => {
+            MockReply::call("requestHumanHandoff", json!({"reason": "the user asked"}))
+        }
+        (t, _) if t.starts_with("[Sub-agent report]") => MockReply::text("Prices are in."),
+        (t, _) if t.starts_with("[Goal") => MockReply::text("Still working."),
+        _ => MockReply::text("ok"),
+    }
+}
+
+#[tokio::test]
+async fn console_playground_live_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::with_recorded_responder(live_script).await?;
+    let env = HashMap::from([("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone())]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Live").await?;
+    let tool = ws
+        .create(
+            "/v1/tools",
+            json!({"name": "show_map", "type": "client", "description": "Shows a map in the app.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                "client": {"functionName": "show_map", "waitForResponse": true, "timeoutMs": 60000}}),
+        )
+        .await?;
+    ws.create(
+        "/v1/assistants",
+        json!({"name": "Ops", "systemPrompt": "Operate.",
+            "features": {"subAgents": true, "goals": true},
+            "builtInTools": {"requestHumanHandoff": {"message": "A colleague takes over."}},
+            "toolBindings": [{"toolId": tool["id"], "argumentBindings": {"city": {"source": "model"}}}]}),
+    )
+    .await?;
+    run_scenario("live.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+    // The result typed by hand is what the model read.
+    let by_hand = mock.requests().iter().any(|r| {
+        r["messages"].as_array().is_some_and(|m| {
+            m.iter().any(|m| {
+                m["role"] == "tool"
+                    && m["content"]
+                        .as_str()
+                        .is_some_and(|c| c.contains("\"zoom\":12"))
+            })
+        })
+    });
+    assert!(by_hand, "the client tool's result reached the model");
+    Ok(())
+}
+
+#[tokio::test]
+async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::start(vec![]).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Mcp").await?;
+    let mcp = rtc_testkit::McpHttpServer::start().await?;
+    run_scenario(
+        "mcp.spec.mjs",
+        &srv.process.base_url,
+        &ws,
+        &[("MCP_URL", mcp.url.as_str())],
+    )
+    .await?;
+    let tools = ws.get("/v1/tools").await?;
+    let tool = &tools.assert_status(200)["data"][0];
+    assert_eq!(tool["mcp"]["remoteToolName"], "echo");
+    assert!(
+        tool["parameters"]["properties"]["message"].is_object(),
+        "the discovered schema is pinned: {tool}"
+    );
+    let server = ws
+        .get(&format!(
+            "/v1/mcp-servers/{}",
+            tool["mcp"]["serverId"].as_str().unwrap()
+        ))
+        .await?;
+    assert_eq!(
+        server.assert_status(200)["transport"]["headers"]["Authorization"],
+        "Bearer {{secret__mcp_token}}"
+    );
+    mcp.stop().await;
     Ok(())
 }

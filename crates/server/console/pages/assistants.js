@@ -212,8 +212,8 @@ export async function assistantEditor(id) {
       if (maxTokens.value !== "") out.llm.maxTokens = Number(maxTokens.value);
       const saved = isNew ? await post("/v1/assistants", out) : await put(`/v1/assistants/${encodeURIComponent(id)}`, out);
       toast(`Assistant ${saved.name} saved`);
-      location.hash = `#/assistants/${encodeURIComponent(saved.id)}`;
-      if (!isNew && stillOn(id)) assistantEditor(saved.id);
+      if (isNew) { if (stillOn("new")) location.hash = `#/assistants/${encodeURIComponent(saved.id)}`; }
+      else if (stillOn(id)) assistantEditor(saved.id);
     } catch (e) {
       showError(form, e);
       if (e.code === "realtime_incompatible") {

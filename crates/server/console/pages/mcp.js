@@ -89,8 +89,8 @@ export async function mcpEditor(id) {
     try {
       const saved = isNew ? await post("/v1/mcp-servers", body) : await put(`/v1/mcp-servers/${encodeURIComponent(id)}`, body);
       toast("Saved");
-      location.hash = `#/mcp/${encodeURIComponent(saved.id)}`;
-      if (!isNew && stillOn(id)) mcpEditor(saved.id);
+      if (isNew) { if (stillOn("new")) location.hash = `#/mcp/${encodeURIComponent(saved.id)}`; }
+      else if (stillOn(id)) mcpEditor(saved.id);
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New MCP server" : `MCP server ${s.name}`, form);

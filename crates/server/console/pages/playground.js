@@ -77,7 +77,7 @@ function liveSession(sid) {
   const input = text("", { placeholder: "Write a message…", "aria-label": "Message" });
   const send = h("button", { type: "submit" }, "Send");
   const composer = h("form", { class: "composer", "aria-label": "Send a message" }, input, send);
-  const handoff = h("div", { class: "card", hidden: true, "aria-label": "Human agent" });
+  const handoff = h("div", { class: "card", hidden: true, role: "region", "aria-label": "Human agent" });
   const panel = (title) => { const body = h("div"); return [h("section", { class: "card", "aria-label": title }, h("h2", {}, title), body), body]; };
   const [todoCard, todoBody] = panel("Todo list");
   const [varCard, varBody] = panel("Variables");

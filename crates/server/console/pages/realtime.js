@@ -63,8 +63,8 @@ export async function realtimeEditor(id) {
     try {
       const saved = isNew ? await post("/v1/realtime-interfaces", body) : await put(`/v1/realtime-interfaces/${encodeURIComponent(id)}`, body);
       toast("Saved");
-      location.hash = `#/realtime/${encodeURIComponent(saved.id)}`;
-      if (!isNew && stillOn(id)) realtimeEditor(saved.id);
+      if (isNew) { if (stillOn("new")) location.hash = `#/realtime/${encodeURIComponent(saved.id)}`; }
+      else if (stillOn(id)) realtimeEditor(saved.id);
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New realtime interface" : `Realtime interface ${iface.name}`, form);

@@ -130,8 +130,8 @@ export async function toolEditor(id) {
       }
       const saved = isNew ? await post("/v1/tools", out) : await put(`/v1/tools/${encodeURIComponent(id)}`, out);
       toast(`Tool ${saved.name} saved`);
-      location.hash = `#/tools/${encodeURIComponent(saved.id)}`;
-      if (!isNew && stillOn(id)) toolEditor(saved.id);
+      if (isNew) { if (stillOn("new")) location.hash = `#/tools/${encodeURIComponent(saved.id)}`; }
+      else if (stillOn(id)) toolEditor(saved.id);
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New tool" : `Tool ${t.name}`, form);

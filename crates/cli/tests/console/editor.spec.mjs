@@ -1,49 +1,25 @@
-// Console flows in a real browser (Debian's Chromium through playwright-core),
-// against the real binary and the scripted mock model. Started by the Rust
-// test `console::console_in_a_real_browser`, which passes BASE_URL, API_KEY
-// and OUT_DIR (screenshots). Exits non-zero with the failing step.
+// The editor side of the console in a real browser: sign-in, a tool and
+// assistants made through the forms (a validation error shown at its
+// field), a compatibility problem cleaned up, a playground chat with a tool
+// card, the todo list and an askUser question answered with chips, the
+// sessions list, and a narrow screen.
 
-import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
 import assert from "node:assert/strict";
+import { scenario, BASE, KEY } from "./lib.mjs";
 
-const BASE = process.env.BASE_URL;
-const KEY = process.env.API_KEY;
-const OUT = process.env.OUT_DIR;
-mkdirSync(OUT, { recursive: true });
-
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
-const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-const page = await context.newPage();
-page.setDefaultTimeout(15000);
-const problems = [];
-page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
-// HTTP errors the flows provoke on purpose (401, 422) are logged by the
-// browser as failed loads; anything else is a problem.
-page.on("console", (m) => {
-  if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(`console error: ${m.text()}`);
-});
-
-let step = "start";
-const shot = (name) => page.screenshot({ path: `${OUT}/${name}.png`, fullPage: true });
-const fieldError = (path) => page.locator(`.field.invalid[data-field="${path}"] .error`);
-
-try {
-  step = "sign in with a wrong key, then the right one";
+await scenario("editor", async (t) => {
+  const { page } = t;
+  t.step = "sign in with a wrong key, then the right one";
   await page.goto(`${BASE}/`);
   await page.getByLabel("Workspace API key").fill("rtc_ws_wrong");
   await page.getByRole("button", { name: "Sign in" }).click();
-  await fieldError("key").waitFor();
-  await shot("01-sign-in-error");
+  await t.fieldError("key").waitFor();
+  await t.shot("01-sign-in-error");
   await page.getByLabel("Workspace API key").fill(KEY);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Assistants" }).waitFor();
 
-  step = "create an HTTP tool; a bad name is shown at its field";
+  t.step = "create an HTTP tool; a bad name is shown at its field";
   await page.getByRole("link", { name: "Tools", exact: true }).click();
   await page.getByRole("button", { name: "New tool" }).click();
   await page.getByLabel("Name", { exact: true }).fill("check health");
@@ -51,16 +27,16 @@ try {
   await page.getByLabel("Parameters (JSON Schema)").fill('{"type": "object", "properties": {}}');
   await page.getByLabel("URL").fill(`${BASE}/healthz`);
   await page.getByRole("button", { name: "Create tool" }).click();
-  await fieldError("name").waitFor();
-  assert.match(await fieldError("name").innerText(), /name/i);
+  await t.fieldError("name").waitFor();
+  assert.match(await t.fieldError("name").innerText(), /name/i);
   assert.equal(await page.getByLabel("Name", { exact: true }).getAttribute("aria-invalid"), "true");
-  await shot("02-tool-validation-error");
+  await t.shot("02-tool-validation-error");
   await page.getByLabel("Name", { exact: true }).fill("check_health");
   await page.getByRole("button", { name: "Create tool" }).click();
   await page.getByRole("heading", { name: "Tool check_health" }).waitFor();
-  await shot("03-tool-saved");
+  await t.shot("03-tool-saved");
 
-  step = "create the Support assistant with askUser, todo and the tool bound";
+  t.step = "create the Support assistant with askUser, todo and the tool bound";
   await page.getByRole("link", { name: "Assistants", exact: true }).click();
   await page.getByRole("button", { name: "New assistant" }).click();
   await page.getByLabel("Name", { exact: true }).fill("Support");
@@ -74,9 +50,9 @@ try {
   await page.getByLabel("Tool", { exact: true }).selectOption({ label: "check_health (http)" });
   await page.getByRole("button", { name: "Create assistant" }).click();
   await page.getByRole("heading", { name: "Assistant Support" }).waitFor();
-  await shot("04-assistant-editor");
+  await t.shot("04-assistant-editor");
 
-  step = "a realtime interface and a realtime assistant using the HTTP tool";
+  t.step = "a realtime interface and a realtime assistant using the HTTP tool";
   await page.getByRole("link", { name: "Realtime", exact: true }).click();
   await page.getByRole("button", { name: "New interface" }).click();
   await page.getByLabel("Id (optional)").fill("acme-rt");
@@ -98,7 +74,7 @@ try {
   await page.getByRole("heading", { name: "Assistant Voice" }).waitFor();
   const voiceUrl = page.url();
 
-  step = "the interface drops HTTP tools: the assistant shows the problem and cleans it up";
+  t.step = "the interface drops HTTP tools: the assistant shows the problem and cleans it up";
   await page.goto(`${BASE}/#/realtime/acme-rt`);
   await page.getByLabel("http", { exact: true }).uncheck();
   await Promise.all([
@@ -110,16 +86,16 @@ try {
   await report.waitFor();
   assert.match(await report.innerText(), /toolBindings\[0\]/);
   assert.equal(await page.locator('.binding.incompatible[data-path="toolBindings[0]"]').count(), 1, "marked in place");
-  await shot("05-compatibility-problem");
+  await t.shot("05-compatibility-problem");
   await page.getByRole("button", { name: /Clean up 1 incompatible item/ }).click();
   await page.getByText("Removed 1 incompatible item(s)").waitFor();
   await report.waitFor({ state: "detached" });
   assert.equal(await page.locator(".binding").count(), 0, "the binding was removed by the cleanup");
-  await shot("06-compatibility-cleaned");
+  await t.shot("06-compatibility-cleaned");
 
-  step = "playground: chat, tool card, todo list, askUser chips";
+  t.step = "playground: chat, tool card, todo list, askUser chips";
   await page.getByRole("link", { name: "Playground", exact: true }).click();
-  await page.getByRole("heading", { name: "Playground" }).waitFor();
+  await page.getByRole("heading", { name: "Playground", exact: true }).waitFor();
   await page.getByRole("combobox", { name: "Assistant" }).selectOption({ label: "Support" });
   await page.getByLabel("customer (string)").fill("Globex");
   await page.getByRole("button", { name: "Start session" }).click();
@@ -132,7 +108,7 @@ try {
   await page.locator('.todo li[data-status="in_progress"]', { hasText: "Checking the service" }).waitFor();
   const q = page.getByRole("group", { name: "Question from the assistant" });
   await q.waitFor();
-  await shot("07-playground-question");
+  await t.shot("07-playground-question");
   await q.getByRole("button", { name: "2. Detailed" }).click();
   await q.getByRole("button", { name: "Answer" }).click();
   await page.locator(".msg.assistant", { hasText: "The service is healthy." }).waitFor();
@@ -140,27 +116,18 @@ try {
   assert.equal(await page.locator(".question").count(), 0, "the answered question is gone");
   const vars = await page.getByRole("region", { name: "Variables" }).innerText();
   assert.match(vars, /Globex/);
-  await shot("08-playground-done");
+  await t.shot("08-playground-done");
 
-  step = "the session in the sessions list, with transcript and event log";
+  t.step = "the session in the sessions list, with transcript and event log";
   await page.getByRole("link", { name: "Sessions", exact: true }).click();
   await page.locator("tbody tr").first().getByRole("link").first().click();
   await page.getByRole("table", { name: "Event log" }).waitFor();
   assert.match(await page.locator("main").innerText(), /ask_user\.answered/);
-  await shot("09-session-detail");
+  await t.shot("09-session-detail");
 
-  step = "narrow screen";
+  t.step = "narrow screen";
   await page.setViewportSize({ width: 390, height: 844 });
   await page.getByRole("link", { name: "Playground", exact: true }).click();
   await page.getByRole("button", { name: "Start session" }).waitFor();
-  await shot("10-narrow-playground");
-
-  assert.deepEqual(problems, [], "no errors in the page");
-  console.log("console flows passed");
-} catch (e) {
-  await shot("failure").catch(() => {});
-  console.error(`FAILED at: ${step}\n${e.stack || e}\n${problems.join("\n")}`);
-  process.exitCode = 1;
-} finally {
-  await browser.close();
-}
+  await t.shot("10-narrow-playground");
+});
