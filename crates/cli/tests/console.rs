@@ -90,6 +90,25 @@ async fn console_editor_in_a_real_browser() -> anyhow::Result<()> {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Console").await?;
+    // Served by the binary itself, with a strict content security policy.
+    let index = srv
+        .client
+        .get(format!("{}/", srv.process.base_url))
+        .send()
+        .await?;
+    assert_eq!(index.status(), 200);
+    assert_eq!(index.headers()["content-type"], "text/html; charset=utf-8");
+    assert!(
+        index.headers()["content-security-policy"]
+            .to_str()?
+            .contains("script-src 'self'")
+    );
+    let missing = srv
+        .client
+        .get(format!("{}/console/nope.js", srv.process.base_url))
+        .send()
+        .await?;
+    assert_eq!(missing.status(), 404);
     run_scenario("editor.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
 
     // What the forms saved is what the API holds.

@@ -526,3 +526,92 @@ async fn report_survives_restart_sqlite() -> anyhow::Result<()> {
 async fn report_survives_restart_postgres() -> anyhow::Result<()> {
     report_survives_restart(Engine::Postgres).await
 }
+
+/// A message to a sub-agent in the middle of its turn waits for the turn
+/// to end, is read in the next turn, and the sub-agent reports once, at the
+/// end of all its work.
+async fn message_waits_for_the_turn_boundary(engine: Engine) -> anyhow::Result<()> {
+    let mock = MockLlm::with_recorded_responder(|req| {
+        let (who, n, msgs) = conversation(req);
+        match (who.as_str(), n) {
+            ("root", 0) => spawn("Slow writer", "Write a short draft about Lisbon trams.", "async"),
+            ("root", 1) => MockReply::call(
+                "sendMessageToSubAgent",
+                json!({"sub_session_id": child_id(&msgs, "Slow writer"), "message": "Also add a title."}),
+            ),
+            ("root", 2) => MockReply::text("Sent."),
+            ("root", _) => MockReply::text("Got the draft."),
+            (_, 0) => MockReply::Delayed(
+                Duration::from_millis(800),
+                Box::new(MockReply::text("Draft one.")),
+            ),
+            _ => MockReply::text("Draft with a title."),
+        }
+    })
+    .await?;
+    let env = HashMap::from([("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone())]);
+    let Some(srv) = start(engine, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let id = assistant(
+        &ws,
+        json!({"name": "Editor", "systemPrompt": PROMPT, "features": {"subAgents": true}}),
+    )
+    .await?;
+    let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "draft it"}),
+    )
+    .await?
+    .assert_status(202);
+    let ev = events_until(&srv, &token, &sid, 0, message_is("Got the draft.")).await?;
+    let sent = tool_results(&request_of(&mock, "root", 2).unwrap());
+    assert!(
+        sent.last().unwrap().contains("next turn boundary"),
+        "{sent:?}"
+    );
+    // The child read the message after its first answer, not in the middle.
+    let second = request_of(&mock, "Slow writer", 1).unwrap();
+    let roles: Vec<(&str, &str)> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(roles.len(), 3, "{roles:?}");
+    assert_eq!(roles[1], ("assistant", "Draft one."));
+    assert!(
+        roles[2]
+            .1
+            .starts_with("[Message from your parent agent]\nAlso add a title.")
+    );
+    let reports: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "subagent.completed")
+        .collect();
+    assert_eq!(
+        reports.len(),
+        1,
+        "one report, after all the work: {reports:?}"
+    );
+    assert_eq!(reports[0]["report"], "Draft with a title.");
+    Ok(())
+}
+
+#[tokio::test]
+async fn message_waits_for_the_turn_boundary_sqlite() -> anyhow::Result<()> {
+    message_waits_for_the_turn_boundary(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn message_waits_for_the_turn_boundary_postgres() -> anyhow::Result<()> {
+    message_waits_for_the_turn_boundary(Engine::Postgres).await
+}
