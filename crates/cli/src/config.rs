@@ -225,8 +225,10 @@ impl Settings {
 pub fn init_tracing(settings: &Settings) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    // Colours only on a terminal: a log file or collector gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if settings.json_logs {
         builder.json().init();

@@ -274,3 +274,43 @@ async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
     mcp.stop().await;
     Ok(())
 }
+
+/// Browsers put the key in the URL of the WebSocket and SSE (`?token=`);
+/// even a debug log never holds it.
+#[tokio::test]
+async fn tokens_in_urls_never_reach_the_log() -> anyhow::Result<()> {
+    let mock = MockLlm::start(vec![]).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RUST_LOG".to_owned(), "debug".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Logs").await?;
+    let id = crate::conversation::assistant(&ws, json!({"name": "Quiet", "systemPrompt": "Hi."}))
+        .await?;
+    let (sid, client_token) = crate::conversation::open(&ws, json!({"assistantId": id})).await?;
+    let key = ws.token.clone().unwrap_or_default();
+    for token in [&key, &client_token] {
+        let url = format!(
+            "{}/v1/sessions/{sid}/events?after=0&token={token}",
+            srv.process.base_url
+        );
+        let resp = srv.client.get(url).send().await?;
+        assert_eq!(resp.status(), 200);
+        drop(resp);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = srv.process.log();
+    assert!(
+        log.contains(&format!("path=/v1/sessions/{sid}/events")),
+        "debug request spans are logged"
+    );
+    assert!(!log.contains(&key), "the workspace key is not in the log");
+    assert!(
+        !log.contains(&client_token),
+        "the client token is not in the log"
+    );
+    Ok(())
+}

@@ -74,6 +74,6 @@ pub fn router(state: AppState) -> Router {
         .merge(openapi::docs_router())
         .merge(console::router())
         .layer(DefaultBodyLimit::max(max_body))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(observe::request_span))
         .layer(CatchPanicLayer::custom(observe::panic_response))
 }

@@ -47,3 +47,10 @@ pub async fn record_request(req: Request, next: Next) -> Response<Body> {
 pub fn panic_response(_err: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
     ApiError::internal("handler panicked", &"panic").into_response()
 }
+
+/// The span of one request: method and path only. The query is left out
+/// because browsers must put the key or client token there
+/// (`?token=`, R-API-5), and secrets never reach a log.
+pub fn request_span<B>(req: &axum::http::Request<B>) -> tracing::Span {
+    tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+}

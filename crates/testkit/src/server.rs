@@ -27,6 +27,7 @@ pub struct ServerProcess {
     pub admin_token: String,
     child: Child,
     stdout_lines: Arc<Mutex<Vec<String>>>,
+    stderr_lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerProcess {
@@ -65,6 +66,14 @@ impl ServerProcess {
         })
     }
 
+    /// Everything the process logged so far (stderr).
+    pub fn log(&self) -> String {
+        self.stderr_lines
+            .lock()
+            .map(|l| l.join("\n"))
+            .unwrap_or_default()
+    }
+
     fn saw_listening(&self) -> bool {
         self.stdout_lines
             .lock()
@@ -92,7 +101,7 @@ impl ServerProcess {
             .envs(env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         match &admin_token {
             Some(t) => cmd.env("RTC_ADMIN_TOKEN", t),
@@ -113,11 +122,26 @@ impl ServerProcess {
                 }
             });
         }
+        // The log is kept (for tests about what it holds) and echoed.
+        let stderr_lines = Arc::new(Mutex::new(Vec::new()));
+        if let Some(err) = child.stderr.take() {
+            let lines = stderr_lines.clone();
+            tokio::spawn(async move {
+                let mut reader = BufReader::new(err).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    eprintln!("{line}");
+                    if let Ok(mut l) = lines.lock() {
+                        l.push(line);
+                    }
+                }
+            });
+        }
         let mut server = Self {
             base_url: format!("http://127.0.0.1:{port}"),
             admin_token: String::new(),
             child,
             stdout_lines,
+            stderr_lines,
         };
         let client = reqwest::Client::new();
         for _ in 0..600 {
