@@ -370,6 +370,10 @@ impl Runtime {
         after: i64,
     ) -> Result<impl Stream<Item = SessionEvent> + Send + use<>, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
+        // A context dropped just before (its session ended) may have left
+        // events in the journal that no live channel of this context will
+        // carry: commit them first so the replay reads them.
+        self.inner.journal.flush().await;
         Ok(ctx.events.subscribe(after))
     }
 

@@ -33,18 +33,19 @@ function variableRows(vars) {
       field("Name", `dynamicVariables[${i}].name`, text(v.name, { class: "n", placeholder: "customer_name" })),
       field("Type", `dynamicVariables[${i}].type`, select(["string", "number", "boolean", "json"], v.type, { class: "t" })),
       field("Default", `dynamicVariables[${i}].default`, text(v.default === undefined ? "" : JSON.stringify(v.default), { class: "dv", placeholder: "none (required at start)" })),
-      h("span")),
+      field("Description", `dynamicVariables[${i}].description`, text(v.description || "", { class: "ds" }))),
   });
 }
 
 function readVariables(box) {
-  return box.rows().map((r, i) => {
+  return box.rows().map((r) => {
     const v = { name: r.querySelector(".n").value.trim(), type: r.querySelector(".t").value };
+    const description = r.querySelector(".ds").value.trim();
+    if (description) v.description = description;
     const d = r.querySelector(".dv").value.trim();
     if (d) {
       try { v.default = JSON.parse(d); } catch { v.default = d; }
     }
-    void i;
     return v;
   });
 }
