@@ -10,12 +10,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rtc_protocol::{MessageRole, SessionStatus};
-use rtc_store::{InboxItem, InboxKind, new_id, now_millis};
+use rtc_store::{InboxItem, InboxKind};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
 use crate::session::SessionCtx;
+use crate::subagents::report_item;
 use crate::turn::message;
 use crate::{Inner, RuntimeError};
 
@@ -98,9 +99,7 @@ impl Inner {
         }
         {
             let mut state = ctx.state.lock().await;
-            let ready = state.status == SessionStatus::Active
-                && state.pending_question.is_none()
-                && state.ending.is_none()
+            let ready = state.asks_nobody()
                 && state.awaited.iter().all(|call| {
                     items.iter().any(|i| {
                         i.kind == InboxKind::CallResult && i.call_id.as_ref() == Some(call)
@@ -201,21 +200,14 @@ impl Inner {
             return Ok(());
         }
         let report = self.final_words(ctx).await?;
-        let content = json!({"sub_session_id": ctx.id, "title": info.title, "status": status, "report": report});
-        let item = InboxItem {
-            id: new_id("inbox"),
-            session_id: info.parent_id.clone(),
-            kind: if agent.call_id.is_some() {
-                InboxKind::CallResult
-            } else {
-                InboxKind::Report
-            },
-            from_session_id: Some(ctx.id.clone()),
-            call_id: agent.call_id.clone(),
-            content: content.to_string(),
-            message_id: new_id("msg"),
-            created_at: now_millis(),
-        };
+        let item = report_item(
+            &info.parent_id,
+            &ctx.id,
+            Some(&info.title),
+            status,
+            &report,
+            agent.call_id.clone(),
+        );
         self.store.finish_sub_agent_run(&ctx.id, &item).await?;
         let parent = self.session(&info.parent_id).await?;
         let event = json!({"subSessionId": ctx.id, "title": info.title, "status": status, "report": report});

@@ -44,9 +44,14 @@ impl SessionState {
     /// Whether the runtime may give the model a turn by itself (a goal,
     /// a loop tick, an inbox delivery): nobody is asked or waited for.
     pub fn can_continue(&self) -> bool {
+        self.asks_nobody() && self.awaited.is_empty()
+    }
+
+    /// Active, with no question open and not ending (sync sub-agents may
+    /// still be awaited).
+    pub fn asks_nobody(&self) -> bool {
         self.status == SessionStatus::Active
             && self.pending_question.is_none()
-            && self.awaited.is_empty()
             && self.ending.is_none()
     }
 }

@@ -50,6 +50,26 @@ pub(crate) enum SubAgentTool {
     SendMessage,
 }
 
+/// A sub-agent's report for its parent's inbox: the awaited call's result
+/// when a sync call waits for it, else a notification.
+pub(crate) fn report_item(
+    parent: &str,
+    child: &str,
+    title: Option<&str>,
+    status: &str,
+    report: &str,
+    call_id: Option<String>,
+) -> InboxItem {
+    let kind = if call_id.is_some() {
+        InboxKind::CallResult
+    } else {
+        InboxKind::Report
+    };
+    let content =
+        json!({"sub_session_id": child, "title": title, "status": status, "report": report});
+    InboxItem::new(parent, kind, child, call_id, content.to_string())
+}
+
 /// The text a sub-agent's first input carries around the instruction.
 fn briefing(title: &str, instruction: &str) -> String {
     format!(
@@ -142,16 +162,14 @@ impl Inner {
                         args.sub_session_id
                     )));
                 }
-                let item = InboxItem {
-                    id: new_id("inbox"),
-                    session_id: args.sub_session_id.clone(),
-                    kind: InboxKind::ParentMessage,
-                    from_session_id: Some(ctx.id.clone()),
-                    call_id: None,
-                    content: format!("[Message from your parent agent]\n{}", args.message),
-                    message_id: new_id("msg"),
-                    created_at: now_millis(),
-                };
+                let content = format!("[Message from your parent agent]\n{}", args.message);
+                let item = InboxItem::new(
+                    &args.sub_session_id,
+                    InboxKind::ParentMessage,
+                    &ctx.id,
+                    None,
+                    content,
+                );
                 self.post(&item).await?;
                 Ok(CallOutcome::ok(
                     json!({"sub_session_id": args.sub_session_id, "delivered": "at the sub-agent's next turn boundary"}),
@@ -211,16 +229,13 @@ impl Inner {
             created_at: now,
             updated_at: now,
         };
-        let first = InboxItem {
-            id: new_id("inbox"),
-            session_id: id.clone(),
-            kind: InboxKind::ParentMessage,
-            from_session_id: Some(ctx.id.clone()),
-            call_id: None,
-            content: briefing(&args.title, &args.instruction),
-            message_id: new_id("msg"),
-            created_at: now,
-        };
+        let first = InboxItem::new(
+            &id,
+            InboxKind::ParentMessage,
+            &ctx.id,
+            None,
+            briefing(&args.title, &args.instruction),
+        );
         let assistant_id = ctx.config.assistant.id.clone().unwrap_or_default();
         self.store
             .create_sub_agent(

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{AnswerParams, AnswerResponse, PendingQuestion, SessionStatus, SessionTreeNode};
-use rtc_store::{InboxItem, InboxKind, SessionRecord, SubAgentRecord, new_id, now_millis};
+use rtc_store::{SessionRecord, SubAgentRecord};
 use serde_json::json;
 
+use crate::subagents::report_item;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// One session of a tree.
@@ -142,19 +143,15 @@ impl Inner {
                 if let Some(call_id) = &agent.call_id
                     && !stopping.contains(&agent.parent_id.as_str())
                 {
-                    let content = json!({"sub_session_id": node.session.id, "title": title,
-                        "status": "stopped", "report": format!("The sub-agent was stopped: {reason}.")});
-                    self.post(&InboxItem {
-                        id: new_id("inbox"),
-                        session_id: agent.parent_id.clone(),
-                        kind: InboxKind::CallResult,
-                        from_session_id: Some(node.session.id.clone()),
-                        call_id: Some(call_id.clone()),
-                        content: content.to_string(),
-                        message_id: new_id("msg"),
-                        created_at: now_millis(),
-                    })
-                    .await?;
+                    let item = report_item(
+                        &agent.parent_id,
+                        &node.session.id,
+                        title.as_deref(),
+                        "stopped",
+                        &format!("The sub-agent was stopped: {reason}."),
+                        Some(call_id.clone()),
+                    );
+                    self.post(&item).await?;
                 }
             }
             stopped.push((node.session.id.clone(), title));

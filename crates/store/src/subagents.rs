@@ -68,6 +68,28 @@ pub struct InboxItem {
     pub created_at: i64,
 }
 
+impl InboxItem {
+    /// A new item for `session` from `from`, with fresh ids, made now.
+    pub fn new(
+        session: &str,
+        kind: InboxKind,
+        from: &str,
+        call_id: Option<String>,
+        content: String,
+    ) -> Self {
+        Self {
+            id: crate::new_id("inbox"),
+            session_id: session.to_owned(),
+            kind,
+            from_session_id: Some(from.to_owned()),
+            call_id,
+            content,
+            message_id: crate::new_id("msg"),
+            created_at: now_millis(),
+        }
+    }
+}
+
 const AGENT_COLUMNS: &str =
     "session_id, parent_id, root_id, mode, call_id, depth, running, created_at, updated_at";
 const INBOX_COLUMNS: &str =
