@@ -1,5 +1,8 @@
 // Small DOM helpers shared by the pages: element building, labelled
-// fields that know their API path, errors shown next to their field.
+// fields that know their API path, errors shown next to their field, and
+// saving or deleting a resource from its editor.
+
+import { post, put, del } from "./api.js";
 
 let uid = 0;
 
@@ -148,4 +151,34 @@ export function formatTime(t) {
  * arrives after the user navigated away must not redraw the old page). */
 export function stillOn(id) {
   return decodeURIComponent(location.hash).endsWith(`/${id}`);
+}
+
+/**
+ * Create (POST to `collection`) or replace (PUT to `collection/<id>`) a
+ * resource from its editor, then show it: a new one by going to
+ * `#/<route>/<its id>`, a replaced one by `redraw(id)` — only while the
+ * user is still on that editor.
+ */
+export async function saveResource({ collection, route, id, body, what, redraw }) {
+  const isNew = id === "new";
+  const saved = isNew ? await post(collection, body) : await put(`${collection}/${encodeURIComponent(id)}`, body);
+  toast(`${what} ${saved.name} saved`);
+  if (isNew) {
+    if (stillOn("new")) location.hash = `#/${route}/${encodeURIComponent(saved.id)}`;
+  } else if (stillOn(id)) {
+    redraw(saved.id);
+  }
+  return saved;
+}
+
+/** Delete the resource an editor shows, after asking; back to its list. */
+export async function removeResource({ form, collection, route, id, what }) {
+  if (!confirm(`Delete this ${what}?`)) return;
+  try {
+    await del(`${collection}/${encodeURIComponent(id)}`);
+    toast(`${what} deleted`);
+    location.hash = `#/${route}`;
+  } catch (e) {
+    showError(form, e);
+  }
 }

@@ -2,8 +2,8 @@
 // bindings with a source per argument, startup actions, run mode and
 // realtime interface — and the compatibility report with explicit cleanup.
 
-import { get, list, post, put, del } from "../api.js";
-import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, toast, parseJson, stillOn } from "../ui.js";
+import { get, list, post } from "../api.js";
+import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, toast, parseJson, stillOn, saveResource, removeResource } from "../ui.js";
 import { bindingEditor } from "../binding.js";
 
 const FEATURES = [
@@ -188,11 +188,7 @@ export async function assistantEditor(id) {
     markIncompatible(form, paths);
   }
 
-  async function remove() {
-    if (!confirm("Delete this assistant?")) return;
-    try { await del(`/v1/assistants/${encodeURIComponent(id)}`); toast("Deleted"); location.hash = "#/assistants"; }
-    catch (e) { showError(form, e); }
-  }
+  function remove() { return removeResource({ form, collection: "/v1/assistants", route: "assistants", id, what: "assistant" }); }
 
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -211,10 +207,7 @@ export async function assistantEditor(id) {
       if (model.value.trim()) out.llm.model = model.value.trim();
       if (temperature.value !== "") out.llm.temperature = Number(temperature.value);
       if (maxTokens.value !== "") out.llm.maxTokens = Number(maxTokens.value);
-      const saved = isNew ? await post("/v1/assistants", out) : await put(`/v1/assistants/${encodeURIComponent(id)}`, out);
-      toast(`Assistant ${saved.name} saved`);
-      if (isNew) { if (stillOn("new")) location.hash = `#/assistants/${encodeURIComponent(saved.id)}`; }
-      else if (stillOn(id)) assistantEditor(saved.id);
+      await saveResource({ collection: "/v1/assistants", route: "assistants", id, body: out, what: "Assistant", redraw: assistantEditor });
     } catch (e) {
       showError(form, e);
       if (e.code === "realtime_incompatible") {

@@ -1,7 +1,7 @@
 // MCP servers: transport, headers (secrets by reference) and tool discovery.
 
-import { get, list, post, put, del } from "../api.js";
-import { h, page, field, text, select, rows, showError, clearErrors, toast, stillOn } from "../ui.js";
+import { get, list } from "../api.js";
+import { h, page, field, text, select, rows, showError, clearErrors, saveResource, removeResource } from "../ui.js";
 
 export async function mcpPage() {
   const servers = await list("/v1/mcp-servers");
@@ -74,11 +74,7 @@ export async function mcpEditor(id) {
       found.replaceChildren(h("div", { class: "banner bad", role: "alert" }, `${e.code}: ${e.message}`));
     }
   }
-  async function remove() {
-    if (!confirm("Delete this MCP server?")) return;
-    try { await del(`/v1/mcp-servers/${encodeURIComponent(id)}`); toast("Deleted"); location.hash = "#/mcp"; }
-    catch (e) { showError(form, e); }
-  }
+  function remove() { return removeResource({ form, collection: "/v1/mcp-servers", route: "mcp", id, what: "MCP server" }); }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clearErrors(form);
@@ -87,10 +83,7 @@ export async function mcpEditor(id) {
       : { type: "streamableHttp", url: url.value.trim(), headers: readHeaders(headers) };
     const body = { name: name.value.trim(), description: description.value, transport };
     try {
-      const saved = isNew ? await post("/v1/mcp-servers", body) : await put(`/v1/mcp-servers/${encodeURIComponent(id)}`, body);
-      toast("Saved");
-      if (isNew) { if (stillOn("new")) location.hash = `#/mcp/${encodeURIComponent(saved.id)}`; }
-      else if (stillOn(id)) mcpEditor(saved.id);
+      await saveResource({ collection: "/v1/mcp-servers", route: "mcp", id, body: body, what: "MCP server", redraw: mcpEditor });
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New MCP server" : `MCP server ${s.name}`, form);

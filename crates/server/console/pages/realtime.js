@@ -1,7 +1,7 @@
 // Realtime interfaces: what a realtime model can use as prompt tools.
 
-import { get, list, post, put, del } from "../api.js";
-import { h, page, field, text, checkbox, showError, clearErrors, toast, stillOn } from "../ui.js";
+import { get, list } from "../api.js";
+import { h, page, field, text, checkbox, showError, clearErrors, saveResource, removeResource } from "../ui.js";
 
 const TOOL_TYPES = ["http", "mcp", "client"];
 const BUILT_INS = ["endConversation", "updateState", "requestHumanHandoff"];
@@ -43,11 +43,7 @@ export async function realtimeEditor(id) {
     ro ? null : h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create" : "Save"),
       isNew ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete")));
   if (ro) form.querySelectorAll("input").forEach((i) => { i.disabled = true; });
-  async function remove() {
-    if (!confirm("Delete this interface?")) return;
-    try { await del(`/v1/realtime-interfaces/${encodeURIComponent(id)}`); location.hash = "#/realtime"; }
-    catch (e) { showError(form, e); }
-  }
+  function remove() { return removeResource({ form, collection: "/v1/realtime-interfaces", route: "realtime", id, what: "interface" }); }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clearErrors(form);
@@ -61,10 +57,7 @@ export async function realtimeEditor(id) {
       builtInTools: builtIns.filter(([, [, box]]) => box.checked).map(([b]) => b),
     };
     try {
-      const saved = isNew ? await post("/v1/realtime-interfaces", body) : await put(`/v1/realtime-interfaces/${encodeURIComponent(id)}`, body);
-      toast("Saved");
-      if (isNew) { if (stillOn("new")) location.hash = `#/realtime/${encodeURIComponent(saved.id)}`; }
-      else if (stillOn(id)) realtimeEditor(saved.id);
+      await saveResource({ collection: "/v1/realtime-interfaces", route: "realtime", id, body: body, what: "Realtime interface", redraw: realtimeEditor });
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New realtime interface" : `Realtime interface ${iface.name}`, form);

@@ -1,8 +1,8 @@
 // Tool resources: HTTP (method, URL, headers, body, timeout), MCP (a tool
 // picked from the server's discovered tools) and client tools (wait policy).
 
-import { get, list, post, put, del } from "../api.js";
-import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, toast, parseJson, stillOn } from "../ui.js";
+import { get, list } from "../api.js";
+import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, parseJson, saveResource, removeResource } from "../ui.js";
 import { headerRows, readHeaders, discoveredTools } from "./mcp.js";
 
 export async function toolsPage() {
@@ -105,11 +105,7 @@ export async function toolEditor(id) {
     h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create tool" : "Save"),
       isNew ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete")));
 
-  async function remove() {
-    if (!confirm("Delete this tool?")) return;
-    try { await del(`/v1/tools/${encodeURIComponent(id)}`); toast("Deleted"); location.hash = "#/tools"; }
-    catch (e) { showError(form, e); }
-  }
+  function remove() { return removeResource({ form, collection: "/v1/tools", route: "tools", id, what: "tool" }); }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clearErrors(form);
@@ -128,10 +124,7 @@ export async function toolEditor(id) {
       } else {
         out.client = { functionName: fn.value.trim(), waitForResponse: wait.checked, timeoutMs: Number(clientTimeout.value) };
       }
-      const saved = isNew ? await post("/v1/tools", out) : await put(`/v1/tools/${encodeURIComponent(id)}`, out);
-      toast(`Tool ${saved.name} saved`);
-      if (isNew) { if (stillOn("new")) location.hash = `#/tools/${encodeURIComponent(saved.id)}`; }
-      else if (stillOn(id)) toolEditor(saved.id);
+      await saveResource({ collection: "/v1/tools", route: "tools", id, body: out, what: "Tool", redraw: toolEditor });
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New tool" : `Tool ${t.name}`, form);
