@@ -11,7 +11,7 @@ use rtc_testkit::{Engine, MockLlm, MockReply, ServerProcess};
 use serde_json::{Value, json};
 
 use crate::conversation::{assistant, open};
-use crate::harness::{Api, binary, start};
+use crate::harness::{Api, Server, binary, start};
 
 const LEASE_SECS: u64 = 2;
 
@@ -39,6 +39,42 @@ fn model(req: &Value) -> MockReply {
             json!({"prompt": "tick", "interval_seconds": 1, "max_turns": 8}),
         )
     }
+}
+
+/// Instance A (holding the throwaway PostgreSQL) and instance B on the
+/// same database, each with `env` plus its own settings, and workspace "A"
+/// as each one serves it.
+struct Pair {
+    a: Server,
+    b: ServerProcess,
+    ws_a: Api,
+    ws_b: Api,
+}
+
+async fn two_instances(
+    env: HashMap<String, String>,
+    only_a: &[(&str, &str)],
+    only_b: &[(&str, &str)],
+) -> anyhow::Result<Option<Pair>> {
+    let with = |extra: &[(&str, &str)]| {
+        let mut e = env.clone();
+        e.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        e
+    };
+    let Some(a) = start(Engine::Postgres, with(only_a)).await? else {
+        return Ok(None);
+    };
+    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &with(only_b)).await?;
+    let (_, ws_a) = a.workspace("A").await?;
+    let ws_b = Api {
+        base: b.base_url.clone(),
+        ..ws_a.clone()
+    };
+    Ok(Some(Pair { a, b, ws_a, ws_b }))
 }
 
 async fn loop_state(api: &Api, sid: &str) -> anyhow::Result<Value> {
@@ -93,20 +129,14 @@ async fn loop_ticks_run_once_across_instances_and_survive_one_dying() -> anyhow:
         ("RTC_LOOP_LEASE_SECS".to_owned(), LEASE_SECS.to_string()),
     ]);
     // A polls faster, so it usually wins the claims until it dies.
-    let mut env_a = env.clone();
-    env_a.insert("RTC_INSTANCE_ID".into(), "inst_a".into());
-    env_a.insert("RTC_LOOP_POLL_MS".into(), "20".into());
-    let mut env_b = env;
-    env_b.insert("RTC_INSTANCE_ID".into(), "inst_b".into());
-    env_b.insert("RTC_LOOP_POLL_MS".into(), "100".into());
-    let Some(a) = start(Engine::Postgres, env_a).await? else {
+    let Some(Pair { a, b, ws_a, ws_b }) = two_instances(
+        env,
+        &[("RTC_INSTANCE_ID", "inst_a"), ("RTC_LOOP_POLL_MS", "20")],
+        &[("RTC_INSTANCE_ID", "inst_b"), ("RTC_LOOP_POLL_MS", "100")],
+    )
+    .await?
+    else {
         return Ok(());
-    };
-    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &env_b).await?;
-    let (_, ws_a) = a.workspace("A").await?;
-    let ws_b = Api {
-        base: b.base_url.clone(),
-        ..ws_a.clone()
     };
     let id = assistant(
         &ws_a,
@@ -198,14 +228,8 @@ async fn events_written_by_another_instance_reach_live_subscribers() -> anyhow::
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
     ]);
-    let Some(a) = start(Engine::Postgres, env.clone()).await? else {
+    let Some(Pair { a, b, ws_a, ws_b }) = two_instances(env, &[], &[]).await? else {
         return Ok(());
-    };
-    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &env).await?;
-    let (_, ws_a) = a.workspace("A").await?;
-    let ws_b = Api {
-        base: b.base_url.clone(),
-        ..ws_a.clone()
     };
     let id = assistant(&ws_a, json!({"name": "Plain", "systemPrompt": "Hi."})).await?;
     let (sid, token) = open(&ws_a, json!({"assistantId": id})).await?;
@@ -311,18 +335,14 @@ async fn goal_continuations_run_once_and_move_to_the_surviving_instance() -> any
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_LOOP_LEASE_SECS".to_owned(), LEASE_SECS.to_string()),
     ]);
-    let mut env_a = env.clone();
-    env_a.insert("RTC_INSTANCE_ID".into(), "inst_a".into());
-    let mut env_b = env;
-    env_b.insert("RTC_INSTANCE_ID".into(), "inst_b".into());
-    let Some(a) = start(Engine::Postgres, env_a).await? else {
+    let Some(Pair { a, b, ws_a, ws_b }) = two_instances(
+        env,
+        &[("RTC_INSTANCE_ID", "inst_a")],
+        &[("RTC_INSTANCE_ID", "inst_b")],
+    )
+    .await?
+    else {
         return Ok(());
-    };
-    let b = ServerProcess::start(&binary(), &a.db.url, a.data_dir.path(), &env_b).await?;
-    let (_, ws_a) = a.workspace("A").await?;
-    let ws_b = Api {
-        base: b.base_url.clone(),
-        ..ws_a.clone()
     };
     let id = assistant(
         &ws_a,

@@ -177,23 +177,36 @@ async fn wait_for_request(mock: &MockLlm, who: &str, answers: usize) -> anyhow::
     anyhow::bail!("{who} never made its request #{answers}")
 }
 
+/// A server on `engine` with `env`, an assistant with the test prompt and
+/// `features`, and a session of it: `(server, workspace api, session, client token)`.
+async fn planner(
+    engine: Engine,
+    env: &HashMap<String, String>,
+    features: Value,
+) -> anyhow::Result<Option<(Server, crate::harness::Api, String, String)>> {
+    let Some(srv) = start(engine, env.clone()).await? else {
+        return Ok(None);
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let id = assistant(
+        &ws,
+        json!({"name": "Planner", "systemPrompt": PROMPT, "features": features}),
+    )
+    .await?;
+    let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
+    Ok(Some((srv, ws, sid, token)))
+}
+
 async fn tree_of_sub_agents(engine: Engine) -> anyhow::Result<()> {
     let mock = MockLlm::with_recorded_responder(script).await?;
     let env = HashMap::from([
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_SUBAGENT_MAX_DEPTH".to_owned(), "2".to_owned()),
     ]);
-    let Some(srv) = start(engine, env).await? else {
+    let features = json!({"subAgents": true, "askUser": true});
+    let Some((srv, ws, sid, token)) = planner(engine, &env, features).await? else {
         return Ok(());
     };
-    let (_, ws) = srv.workspace("A").await?;
-    let id = assistant(
-        &ws,
-        json!({"name": "Planner", "systemPrompt": PROMPT,
-            "features": {"subAgents": true, "askUser": true}}),
-    )
-    .await?;
-    let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
     let msgs = format!("/v1/sessions/{sid}/messages");
 
     // async: the report arrives later and starts a turn of the parent.
@@ -459,16 +472,10 @@ async fn report_survives_restart(engine: Engine) -> anyhow::Result<()> {
     })
     .await?;
     let env = HashMap::from([("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone())]);
-    let Some(srv) = start(engine, env.clone()).await? else {
+    let features = json!({"subAgents": true});
+    let Some((srv, ws, sid, token)) = planner(engine, &env, features).await? else {
         return Ok(());
     };
-    let (_, ws) = srv.workspace("A").await?;
-    let id = assistant(
-        &ws,
-        json!({"name": "Planner", "systemPrompt": PROMPT, "features": {"subAgents": true}}),
-    )
-    .await?;
-    let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
     ws.post(
         &format!("/v1/sessions/{sid}/messages"),
         json!({"text": "count them"}),
@@ -550,16 +557,10 @@ async fn message_waits_for_the_turn_boundary(engine: Engine) -> anyhow::Result<(
     })
     .await?;
     let env = HashMap::from([("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone())]);
-    let Some(srv) = start(engine, env).await? else {
+    let features = json!({"subAgents": true});
+    let Some((srv, ws, sid, token)) = planner(engine, &env, features).await? else {
         return Ok(());
     };
-    let (_, ws) = srv.workspace("A").await?;
-    let id = assistant(
-        &ws,
-        json!({"name": "Editor", "systemPrompt": PROMPT, "features": {"subAgents": true}}),
-    )
-    .await?;
-    let (sid, token) = open(&ws, json!({"assistantId": id})).await?;
     ws.post(
         &format!("/v1/sessions/{sid}/messages"),
         json!({"text": "draft it"}),
