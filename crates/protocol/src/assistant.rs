@@ -91,24 +91,54 @@ pub struct DynamicVariable {
     pub description: String,
 }
 
-/// The LLM built-in tool families of seed 000, switched on per assistant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+/// The LLM built-in tool families of seed 000. The platform registers
+/// them without configuration: every family is on unless the assistant
+/// switches it off (`{"askUser": false}`); webSearch and webFetch are
+/// offered only where the operator configured them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Features {
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub sub_agents: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub ask_user: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub todo: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub goals: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub loops: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub web_search: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub web_fetch: bool,
-    #[serde(default)]
+    #[serde(default = "on")]
+    #[schema(default = true)]
     pub memory: bool,
+}
+
+fn on() -> bool {
+    true
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Self {
+            sub_agents: true,
+            ask_user: true,
+            todo: true,
+            goals: true,
+            loops: true,
+            web_search: true,
+            web_fetch: true,
+            memory: true,
+        }
+    }
 }

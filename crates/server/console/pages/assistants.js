@@ -137,7 +137,7 @@ export async function assistantEditor(id) {
   const vars = variableRows(a.dynamicVariables || []);
   const variables = () => readVariables(vars).map((v) => v.name).filter(Boolean);
   const built = builtIns(a.builtInTools || {});
-  const features = FEATURES.map(([k, label]) => [k, checkbox(label, !!a.features?.[k])]);
+  const features = FEATURES.map(([k, label]) => [k, checkbox(label, a.features?.[k] !== false)]);
   const bindings = bindingList(a.toolBindings || [], { tools, variables, allowModel: true, prefix: "toolBindings", title: "Tool", addLabel: "Bind a tool" });
   const startup = bindingList(a.startupActions || [], { tools, variables, allowModel: false, prefix: "startupActions", title: "Startup tool", addLabel: "Add startup action" });
   const compat = h("div", { "aria-live": "polite" });
