@@ -45,6 +45,7 @@ struct FileConfig {
     small_model: Option<String>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
+    shutdown_grace_secs: Option<u64>,
     loop_poll_ms: Option<u64>,
     loop_lease_secs: Option<u64>,
     loop_max_hours: Option<u64>,
@@ -97,6 +98,9 @@ pub struct Settings {
     /// How long an unused session stays in memory (it is reloaded from the
     /// store when used again).
     pub idle_session_secs: u64,
+    /// On SIGTERM: how long running turns may take to finish before they
+    /// are checkpointed (cancelled with their results recorded).
+    pub shutdown_grace_secs: u64,
     /// Loop scheduler: poll interval, tick lease, longest loop life.
     pub loop_poll_ms: u64,
     pub loop_lease_secs: u64,
@@ -200,6 +204,7 @@ impl Settings {
                     .context("RTC_IDLE_SESSION_SECS must be a number of seconds")?,
                 None => file.idle_session_secs.unwrap_or(300),
             },
+            shutdown_grace_secs: number("RTC_SHUTDOWN_GRACE_SECS", file.shutdown_grace_secs, 10)?,
             loop_poll_ms: number("RTC_LOOP_POLL_MS", file.loop_poll_ms, 100)?,
             loop_lease_secs: number("RTC_LOOP_LEASE_SECS", file.loop_lease_secs, 30)?,
             loop_max_hours: number("RTC_LOOP_MAX_HOURS", file.loop_max_hours, 24)?,

@@ -84,11 +84,13 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
             "turns interrupted by the last stop were marked as such"
         );
     }
+    let shutdown = tokio_util::sync::CancellationToken::new();
     let state = AppState {
         store: store.clone(),
         auth,
         limits,
         runtime: runtime.clone(),
+        shutdown: shutdown.clone(),
     };
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
@@ -97,10 +99,21 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     writeln!(std::io::stdout(), "rtc-agent listening on http://{addr}")?;
     std::io::stdout().flush()?;
     tracing::info!(%addr, database = %rtc_store::redact_url(&settings.database_url), "serving");
+    let signalled = shutdown.clone();
     axum::serve(listener, rtc_server::router(state))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            // Live streams end, so the server can drain its connections.
+            signalled.cancel();
+        })
         .await?;
-    runtime.shutdown(std::time::Duration::from_secs(10)).await;
+    let grace = Duration::from_secs(settings.shutdown_grace_secs);
+    let report = runtime.shutdown(grace).await;
+    tracing::info!(
+        finished = report.finished,
+        checkpointed = report.checkpointed,
+        "stopped"
+    );
     store.close().await;
     Ok(())
 }

@@ -20,6 +20,7 @@ mod mcp;
 mod memory;
 mod operations;
 mod secrets;
+mod shutdown;
 mod subagents;
 mod tools;
 mod web;

@@ -140,18 +140,3 @@ pub struct SendMessageResponse {
     pub message_id: String,
     pub accepted: bool,
 }
-
-/// An event of a session: `type`, `sessionId`, `seq`, `timestamp`, plus
-/// the fields of its type.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionEvent {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub session_id: String,
-    pub seq: i64,
-    pub timestamp: String,
-    #[serde(flatten)]
-    #[schema(value_type = Object)]
-    pub data: Map<String, Value>,
-}

@@ -9,8 +9,11 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use rtc_protocol::{MessageRole, SessionStatus};
+use rtc_protocol::{
+    MessageCompleted, MessageRole, SessionEnded, SessionStatus, SubAgentCompleted, ToolCompleted,
+};
 use rtc_store::{InboxItem, InboxKind};
+use rtc_tools::builtin::subagents::sub_agent;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -41,6 +44,12 @@ impl Inner {
         let mut slot = ctx.turn.lock().await;
         // Cancelled, or someone took the slot: they decide what comes next.
         if cancel.is_cancelled() || slot.as_ref().map(|t| t.id) != Some(turn) {
+            return;
+        }
+        // Shutting down: what would come next stays in the store (inbox,
+        // goals) and goes on after the next start.
+        if self.tasks.is_closed() {
+            *slot = None;
             return;
         }
         let started = async {
@@ -77,7 +86,7 @@ impl Inner {
     pub(crate) async fn kick(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
         ctx.inbox_hint.store(true, Ordering::SeqCst);
         let mut slot = ctx.turn.lock().await;
-        if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) {
+        if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
             return Ok(());
         }
         if self.deliver_inbox(ctx).await? {
@@ -139,14 +148,11 @@ impl Inner {
             let mut m = message(MessageRole::Tool, &item.content);
             m.id = item.message_id;
             m.tool_call_id = Some(call_id.clone());
-            m.name = Some(rtc_tools::builtin::subagents::sub_agent::NAME.to_owned());
+            m.name = Some(sub_agent::NAME.to_owned());
             let result: serde_json::Value =
                 serde_json::from_str(&item.content).unwrap_or(json!(item.content));
-            let event =
-                json!({"callId": call_id, "name": m.name, "isError": false, "result": result});
-            return self
-                .append(ctx, m, vec![("tool.completed", event)], Durability::Queued)
-                .await;
+            let event = ToolCompleted::new(&call_id, sub_agent::NAME, false, result).into();
+            return self.append(ctx, m, vec![event], Durability::Queued).await;
         }
         let (name, content) = match item.kind {
             InboxKind::ParentMessage => {
@@ -161,15 +167,10 @@ impl Inner {
         let mut m = message(MessageRole::User, &content);
         m.id = item.message_id;
         m.name = Some(name.to_owned());
-        let event =
-            json!({"messageId": m.id, "role": "user", "content": content, "fromSessionId": from});
-        self.append(
-            ctx,
-            m,
-            vec![("message.completed", event)],
-            Durability::Queued,
-        )
-        .await
+        let mut event = MessageCompleted::of(&m);
+        event.from_session_id = from;
+        self.append(ctx, m, vec![event.into()], Durability::Queued)
+            .await
     }
 
     /// A sub-agent with nothing left to do reports its last words to its
@@ -210,9 +211,14 @@ impl Inner {
         );
         self.store.finish_sub_agent_run(&ctx.id, &item).await?;
         let parent = self.session(&info.parent_id).await?;
-        let event = json!({"subSessionId": ctx.id, "title": info.title, "status": status, "report": report});
-        self.tree_event(&parent, "subagent.completed", event)
-            .await?;
+        let event = SubAgentCompleted {
+            sub_session_id: ctx.id.clone(),
+            title: Some(info.title.clone()),
+            status: status.to_owned(),
+            report: Some(report),
+            reason: None,
+        };
+        self.tree_event(&parent, event.into()).await?;
         self.kick(&parent).await
     }
 
@@ -229,9 +235,11 @@ impl Inner {
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
-        ctx.events
-            .emit("session.ended", json!({"reason": reason, "endedBy": by}))
-            .await?;
+        let ended = SessionEnded {
+            reason: reason.map(str::to_owned),
+            ended_by: by.to_owned(),
+        };
+        ctx.events.emit(ended.into()).await?;
         self.forget(&ctx.id);
         Ok(())
     }

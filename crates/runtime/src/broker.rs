@@ -162,8 +162,13 @@ impl Broker {
         } else {
             None
         };
-        let event = json!({"callId": call_id, "functionName": function, "arguments": arguments, "waitForResponse": wait});
-        if let Err(e) = events.emit("client_tool.call", event).await {
+        let event = rtc_protocol::ClientToolCall {
+            call_id: call_id.to_owned(),
+            function_name: function.to_owned(),
+            arguments,
+            wait_for_response: wait,
+        };
+        if let Err(e) = events.emit(event.into()).await {
             self.resolve(call_id, Err(String::new()));
             return ClientOutcome::Error(format!("the call could not be delivered: {e}"));
         }

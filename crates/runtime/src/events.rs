@@ -4,21 +4,20 @@
 //! never blocks the session.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::Stream;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Message, SessionEvent};
+use rtc_protocol::{EventBody, Message, SessionEvent};
 use rtc_store::{SessionUpdate, Store, now_millis};
-use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use crate::RuntimeError;
 use crate::journal::{Entry, Journal};
+#[cfg(test)]
+use crate::live::LIVE_BUFFER;
+use crate::live::Live;
 
-/// How many live events a subscriber may fall behind before it re-reads
-/// from the store.
-const LIVE_BUFFER: usize = 256;
 const REPLAY_PAGE: i64 = 500;
 
 pub(crate) struct EventLog {
@@ -26,41 +25,6 @@ pub(crate) struct EventLog {
     store: Store,
     journal: Journal,
     live: Arc<Live>,
-}
-
-/// The live side of a session's events: a broadcast channel created when
-/// the first subscriber comes (an idle session pays nothing for it), told
-/// by the journal after each commit.
-#[derive(Default)]
-pub(crate) struct Live(Mutex<Option<broadcast::Sender<SessionEvent>>>);
-
-impl Live {
-    /// Tell the subscribers, if any.
-    pub fn send(&self, event: SessionEvent) {
-        if let Ok(slot) = self.0.lock()
-            && let Some(tx) = slot.as_ref()
-            && tx.receiver_count() > 0
-        {
-            let _ = tx.send(event);
-        }
-    }
-
-    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
-        match self.0.lock() {
-            Ok(mut slot) => slot
-                .get_or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
-                .subscribe(),
-            Err(_) => broadcast::channel(1).1,
-        }
-    }
-
-    fn receivers(&self) -> usize {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|slot| slot.as_ref().map(broadcast::Sender::receiver_count))
-            .unwrap_or(0)
-    }
 }
 
 /// Whether [`EventLog::record`] waits for the commit.
@@ -83,15 +47,9 @@ impl EventLog {
     }
 
     /// Another instance committed events of this session: live
-    /// subscribers re-read the store (a marker no subscriber yields).
+    /// subscribers re-read the store.
     pub fn poke(&self) {
-        self.live.send(SessionEvent {
-            kind: String::new(),
-            session_id: self.session_id.clone(),
-            seq: i64::MAX,
-            timestamp: String::new(),
-            data: Map::new(),
-        });
+        self.live.send(None);
     }
 
     /// How many live subscribers are attached.
@@ -99,11 +57,11 @@ impl EventLog {
         self.live.receivers()
     }
 
-    /// Record and broadcast an event; `data` should be a JSON object.
-    pub async fn emit(&self, kind: &str, data: Value) -> Result<(), RuntimeError> {
+    /// Record and broadcast an event.
+    pub async fn emit(&self, event: EventBody) -> Result<(), RuntimeError> {
         self.record(
             None,
-            vec![(kind, data)],
+            vec![event],
             SessionUpdate::default(),
             Durability::Queued,
         )
@@ -113,10 +71,10 @@ impl EventLog {
     /// Record events together with a change of the session row.
     pub async fn emit_with(
         &self,
-        items: Vec<(&str, Value)>,
+        events: Vec<EventBody>,
         update: SessionUpdate,
     ) -> Result<(), RuntimeError> {
-        self.record(None, items, update, Durability::Queued).await
+        self.record(None, events, update, Durability::Queued).await
     }
 
     /// Store a message (if any) with events in one transaction, then
@@ -126,23 +84,19 @@ impl EventLog {
     pub async fn record(
         &self,
         message: Option<Message>,
-        items: Vec<(&str, Value)>,
+        events: Vec<EventBody>,
         update: SessionUpdate,
         durability: Durability,
     ) -> Result<(), RuntimeError> {
         let now = now_millis();
         let timestamp = rfc3339_from_millis(now);
-        let events: Vec<SessionEvent> = items
+        let events: Vec<SessionEvent> = events
             .into_iter()
-            .map(|(kind, data)| SessionEvent {
-                kind: kind.to_owned(),
+            .map(|body| SessionEvent {
                 session_id: self.session_id.clone(),
                 seq: 0,
                 timestamp: timestamp.clone(),
-                data: match data {
-                    Value::Object(m) => m,
-                    other => Map::from_iter([("value".to_owned(), other)]),
-                },
+                body,
             })
             .collect();
         let entry = Entry {
@@ -196,13 +150,15 @@ impl EventLog {
                     }
                 }
                 match st.rx.recv().await {
-                    Ok(ev) if ev.seq == st.last + 1 => {
+                    Ok(Some(ev)) if Some(ev.seq) == st.last.checked_add(1) => {
                         st.last = ev.seq;
                         return Some((ev, st));
                     }
                     // A gap: the missing events are in the store.
-                    Ok(ev) if ev.seq > st.last => st.replaying = true,
-                    Ok(_) => {}
+                    Ok(Some(ev)) if ev.seq > st.last => st.replaying = true,
+                    // Another instance wrote: the store has what is new.
+                    Ok(None) => st.replaying = true,
+                    Ok(Some(_)) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => st.replaying = true,
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }
@@ -212,7 +168,7 @@ impl EventLog {
 }
 
 struct Subscription {
-    rx: broadcast::Receiver<SessionEvent>,
+    rx: broadcast::Receiver<Option<SessionEvent>>,
     store: Store,
     session: String,
     last: i64,
@@ -223,7 +179,7 @@ struct Subscription {
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;
-    use serde_json::json;
+    use rtc_protocol::EventBody;
 
     use super::*;
     use crate::test_support::store_with_session;
@@ -239,18 +195,22 @@ mod tests {
         let mut early = Box::pin(log.subscribe(0));
         let total = LIVE_BUFFER as i64 * 3;
         for i in 1..=total {
-            log.emit("test", json!({"i": i})).await.unwrap();
+            log.emit(EventBody::error("test", i.to_string()))
+                .await
+                .unwrap();
         }
         let mut late = Box::pin(log.subscribe(total - 5));
         for want in 1..=total {
             let ev = early.next().await.unwrap();
             assert_eq!(ev.seq, want);
-            assert_eq!(ev.data["i"], want);
+            assert_eq!(ev.body, EventBody::error("test", want.to_string()));
         }
         for want in total - 4..=total {
             assert_eq!(late.next().await.unwrap().seq, want);
         }
-        log.emit("test", json!({"i": total + 1})).await.unwrap();
+        log.emit(EventBody::error("test", (total + 1).to_string()))
+            .await
+            .unwrap();
         assert_eq!(
             early.next().await.unwrap().seq,
             total + 1,

@@ -14,8 +14,8 @@ use rtc_core::placeholders::{self, Placeholder};
 use rtc_core::tool_rules::referenced_secrets;
 use rtc_expr::evaluate;
 use rtc_protocol::{
-    BuiltInToolName, EndMessageType, McpServer, McpTransport, SessionStatus, Tool, ToolBinding,
-    ToolKind,
+    BuiltInToolName, EndMessageType, EventBody, HandoffRequested, McpServer, McpTransport,
+    SessionStatus, Tool, ToolBinding, ToolKind,
 };
 use rtc_tools::http_exec::CallSecrets;
 use rtc_tools::mcp::{McpCall, ResolvedHeaders};
@@ -186,9 +186,7 @@ impl Inner {
                 self.store
                     .set_session_status(&ctx.id, SessionStatus::Handoff, None, None)
                     .await?;
-                ctx.events
-                    .emit("handoff.requested", json!({"reason": reason}))
-                    .await?;
+                ctx.events.emit(HandoffRequested { reason }.into()).await?;
                 if let Some(message) = built_ins
                     .request_human_handoff
                     .as_ref()
@@ -235,10 +233,7 @@ impl Inner {
         errors.extend(problems);
         if !errors.is_empty() {
             ctx.events
-                .emit(
-                    "error",
-                    json!({"code": "update_state_failed", "message": errors.join("; ")}),
-                )
+                .emit(EventBody::error("update_state_failed", errors.join("; ")))
                 .await?;
         }
         Ok(CallOutcome::ok(
@@ -275,10 +270,10 @@ impl Inner {
                 variables::apply(ctx, changes, &format!("tool:{}", tool.name)).await?;
             if !problems.is_empty() {
                 ctx.events
-                    .emit(
-                        "error",
-                        json!({"code": "result_assignment_failed", "message": problems.join("; ")}),
-                    )
+                    .emit(EventBody::error(
+                        "result_assignment_failed",
+                        problems.join("; "),
+                    ))
                     .await?;
             }
         }

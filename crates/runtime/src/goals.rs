@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use rtc_core::ValidationError;
 use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Goal, GoalStatus, ResumeGoalParams};
+use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, new_id, now_millis};
 use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use serde_json::{Value, json};
@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use crate::execute::{CallOutcome, parsed};
 use crate::llm_leaf::answer_text;
 use crate::session::{RunningTurn, SessionCtx};
+use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most goals active at once in a session.
@@ -125,7 +126,7 @@ impl Inner {
     async fn save_goal(&self, ctx: &SessionCtx, goal: &GoalRecord) -> Result<(), RuntimeError> {
         self.store.save_goal(goal).await?;
         ctx.events
-            .emit("goal.updated", json!({"goal": view(goal)}))
+            .emit(GoalUpdated { goal: view(goal) }.into())
             .await
     }
 
@@ -236,7 +237,8 @@ impl Inner {
         self.store
             .set_goal_lease(&goal.id, &self.config.loops.instance, until)
             .await?;
-        self.runtime_input(ctx, &text, "goal", &goal.id).await?;
+        self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
+            .await?;
         *slot = Some(self.spawn_turn(ctx));
         Ok(())
     }

@@ -9,7 +9,8 @@ use rtc_core::llm::ToolCall;
 use std::sync::Arc;
 
 use rtc_protocol::{
-    AnswerParams, AnswerResponse, MessageRole, PendingQuestion, SessionStatus, TodoItem,
+    AnswerParams, AnswerResponse, AskUserAnswered, AskUserQuestion, EventBody, MessageRole,
+    PendingQuestion, SessionStatus, TodoItem, TodoUpdated, ToolCompleted,
 };
 use rtc_store::{SessionUpdate, now_millis};
 use rtc_tools::builtin::{ask_user, todo_write};
@@ -48,16 +49,22 @@ impl Inner {
             }
             state.pending_question = Some(pending.clone());
         }
-        let event = json!({"callId": pending.call_id, "questions": pending.questions,
-            "subSessionId": pending.sub_session_id, "subSessionTitle": pending.sub_session_title});
+        let event = AskUserQuestion {
+            call_id: pending.call_id.clone(),
+            questions: pending.questions.clone(),
+            sub_session_id: pending.sub_session_id.clone(),
+            sub_session_title: pending.sub_session_title.clone(),
+        };
         let update = SessionUpdate {
             pending_question: Some(Some(pending)),
             ..SessionUpdate::default()
         };
         ctx.events
-            .emit_with(vec![("ask_user.question", event.clone())], update)
+            .emit_with(vec![event.clone().into()], update)
             .await?;
-        self.to_root(ctx, "ask_user.question", event).await?;
+        if ctx.sub_agent.is_some() {
+            self.to_root(ctx, event.into()).await?;
+        }
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
         outcome.deferred = true;
         Ok(outcome.interrupt(Interrupt::Ask))
@@ -76,7 +83,7 @@ impl Inner {
             ..SessionUpdate::default()
         };
         ctx.events
-            .emit_with(vec![("todo.updated", json!({"todos": todos}))], update)
+            .emit_with(vec![TodoUpdated { todos }.into()], update)
             .await?;
         Ok(CallOutcome::ok(json!(summary)))
     }
@@ -88,12 +95,12 @@ impl Inner {
         ctx: &SessionCtx,
         pending: &PendingQuestion,
         result: &str,
-        event: serde_json::Value,
+        event: AskUserAnswered,
     ) -> Result<(), RuntimeError> {
         let mut m = message(MessageRole::Tool, result);
         m.tool_call_id = Some(pending.call_id.clone());
         m.name = Some(ask_user::NAME.to_owned());
-        let completed = json!({"callId": pending.call_id, "name": ask_user::NAME, "isError": false, "result": result});
+        let completed = ToolCompleted::new(&pending.call_id, ask_user::NAME, false, json!(result));
         let update = SessionUpdate {
             pending_question: Some(None),
             ..SessionUpdate::default()
@@ -101,35 +108,26 @@ impl Inner {
         self.append_with(
             ctx,
             m,
-            vec![
-                ("ask_user.answered", event.clone()),
-                ("tool.completed", completed),
-            ],
+            vec![event.clone().into(), completed.into()],
             update,
             Durability::Committed,
         )
         .await?;
-        self.to_root(ctx, "ask_user.answered", event).await
+        let Some(info) = &ctx.sub_agent else {
+            return Ok(());
+        };
+        let forwarded = AskUserAnswered {
+            sub_session_id: Some(ctx.id.clone()),
+            sub_session_title: Some(info.title.clone()),
+            ..event
+        };
+        self.to_root(ctx, forwarded.into()).await
     }
 
     /// A sub-agent's question and its answer also reach the root session's
     /// user (R-BX-4), labelled with the sub-agent.
-    async fn to_root(
-        &self,
-        ctx: &SessionCtx,
-        kind: &str,
-        mut event: serde_json::Value,
-    ) -> Result<(), RuntimeError> {
-        let Some(info) = &ctx.sub_agent else {
-            return Ok(());
-        };
-        event["subSessionId"] = json!(ctx.id);
-        event["subSessionTitle"] = json!(info.title);
-        self.session(&ctx.root_id)
-            .await?
-            .events
-            .emit(kind, event)
-            .await
+    async fn to_root(&self, ctx: &SessionCtx, event: EventBody) -> Result<(), RuntimeError> {
+        self.session(&ctx.root_id).await?.events.emit(event).await
     }
 
     /// A user message instead of answers: the question is dismissed.
@@ -137,7 +135,13 @@ impl Inner {
         let Some(pending) = ctx.state.lock().await.pending_question.take() else {
             return Ok(());
         };
-        let event = json!({"callId": pending.call_id, "dismissed": true});
+        let event = AskUserAnswered {
+            call_id: pending.call_id.clone(),
+            answers: None,
+            dismissed: true,
+            sub_session_id: None,
+            sub_session_title: None,
+        };
         self.settle_question(ctx, &pending, DISMISSED, event).await
     }
 }
@@ -201,7 +205,13 @@ impl Inner {
             (pending, answers)
         };
         let result = ask_user::result_text(&pending.questions, &answers);
-        let event = json!({"callId": pending.call_id, "answers": answers});
+        let event = AskUserAnswered {
+            call_id: pending.call_id.clone(),
+            answers: Some(answers.clone()),
+            dismissed: false,
+            sub_session_id: None,
+            sub_session_title: None,
+        };
         inner.settle_question(ctx, &pending, &result, event).await?;
         ctx.wait_turn().await;
         if ctx.state.lock().await.status == SessionStatus::Active {

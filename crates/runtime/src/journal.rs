@@ -18,7 +18,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::RuntimeError;
-use crate::events::Live;
+use crate::live::Live;
 
 /// Records waiting for the writer before `write` waits for room
 /// (backpressure instead of unbounded memory).
@@ -166,7 +166,7 @@ fn records(e: &mut Entry) -> SessionRecords<'_> {
 fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
     if outcome.is_ok() {
         for event in entry.events {
-            entry.live.send(event);
+            entry.live.send(Some(event));
         }
     }
     if let Some(done) = done {
@@ -176,8 +176,7 @@ fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
 
 #[cfg(test)]
 mod tests {
-    use rtc_protocol::SessionEvent;
-    use serde_json::{Map, json};
+    use rtc_protocol::{EventBody, SessionEvent};
 
     use super::*;
     use crate::test_support::store_with_session;
@@ -187,11 +186,10 @@ mod tests {
             session: session.into(),
             message: None,
             events: vec![SessionEvent {
-                kind: "test".into(),
                 session_id: session.into(),
                 seq: 0,
                 timestamp: String::new(),
-                data: Map::from_iter([("n".to_owned(), json!(n))]),
+                body: EventBody::error("test", n.to_string()),
             }],
             update: SessionUpdate::default(),
             at_millis: 0,
@@ -230,11 +228,16 @@ mod tests {
             .await
             .unwrap()
             .iter()
-            .map(|e| (e.seq, e.data["n"].as_i64().unwrap()))
+            .map(|e| {
+                let rtc_protocol::EventBody::Error(n) = &e.body else {
+                    panic!("a test event")
+                };
+                (e.seq, n.message.parse::<i64>().unwrap())
+            })
             .collect();
         assert_eq!(stored, [(1, 1), (2, 2), (3, 4)]);
         let mut told = Vec::new();
-        while let Ok(e) = rx.try_recv() {
+        while let Ok(Some(e)) = rx.try_recv() {
             told.push(e.seq);
         }
         assert_eq!(

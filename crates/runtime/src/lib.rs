@@ -15,6 +15,7 @@ mod execute;
 mod goals;
 mod interaction;
 mod journal;
+mod live;
 mod llm_leaf;
 mod llm_tools;
 mod loops;
@@ -92,6 +93,15 @@ pub(crate) struct Inner {
     pub tasks: TaskTracker,
 }
 
+/// What a graceful shutdown did with the turns that were running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownReport {
+    /// Turns that finished within the grace period.
+    pub finished: usize,
+    /// Turns cancelled at the end of it, with their state recorded.
+    pub checkpointed: usize,
+}
+
 /// The runtime; cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
@@ -141,32 +151,80 @@ impl Runtime {
         let ids = self.inner.store.sessions_with_running_turn().await?;
         for id in &ids {
             let ctx = self.inner.session(id).await?;
-            let event = serde_json::json!({"interrupted": true, "reason": "the server restarted during the turn"});
+            let event = rtc_protocol::TurnCompleted {
+                turn_id: None,
+                interrupted: true,
+                reason: Some("the server restarted during the turn".to_owned()),
+            };
             let update = rtc_store::SessionUpdate {
                 turn_running: Some(false),
                 ..Default::default()
             };
-            ctx.events
-                .emit_with(vec![("turn.completed", event)], update)
-                .await?;
+            ctx.events.emit_with(vec![event.into()], update).await?;
         }
         self.inner.resume_trees().await?;
         Ok(ids.len())
     }
 
-    /// Stop accepting work and wait for running turns to finish.
-    pub async fn shutdown(&self, grace: Duration) {
+    /// Graceful shutdown: no new turn starts by itself (loop ticks, goal
+    /// continuations and inbox deliveries wait in the store for the next
+    /// start); running turns get `grace` to finish; those still running
+    /// then are checkpointed (cancelled: finished calls keep their
+    /// results, the rest are recorded as cancelled, the turn as
+    /// interrupted); the journal is flushed.
+    pub async fn shutdown(&self, grace: Duration) -> ShutdownReport {
+        let inner = &self.inner;
+        inner.tasks.close();
+        let running = self.running_turns().await;
+        let in_time = tokio::time::timeout(grace, inner.tasks.wait())
+            .await
+            .is_ok();
+        let mut checkpointed = 0;
+        if !in_time {
+            let ctxs: Vec<_> = inner
+                .sessions
+                .lock()
+                .map(|m| m.values().cloned().collect())
+                .unwrap_or_default();
+            for ctx in ctxs {
+                if ctx.cancel_turn().await {
+                    checkpointed += 1;
+                }
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(5), inner.tasks.wait()).await;
+        }
+        inner.journal.flush().await;
+        ShutdownReport {
+            finished: running.saturating_sub(checkpointed),
+            checkpointed,
+        }
+    }
+
+    /// How many turns are running in this process.
+    async fn running_turns(&self) -> usize {
         let ctxs: Vec<_> = self
             .inner
             .sessions
             .lock()
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default();
+        let mut n = 0;
         for ctx in ctxs {
-            ctx.cancel_turn().await;
+            if ctx
+                .turn
+                .lock()
+                .await
+                .as_ref()
+                .is_some_and(|t| !t.handle.is_finished())
+            {
+                n += 1;
+            }
         }
-        self.inner.tasks.close();
-        let _ = tokio::time::timeout(grace, self.inner.tasks.wait()).await;
-        self.inner.journal.flush().await;
+        n
+    }
+
+    /// Whether [`Self::shutdown`] has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.tasks.is_closed()
     }
 }

@@ -12,19 +12,25 @@ use std::time::Duration;
 
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Loop, LoopStatus, SessionStatus};
+use rtc_protocol::{Loop, LoopStatus, LoopUpdated, SessionStatus};
 use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
 use rtc_tools::builtin::loops::{cancel, complete, create, list, pause, resume};
 use serde_json::{Value, json};
 
 use crate::execute::{CallOutcome, parsed};
 use crate::session::SessionCtx;
+use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most loops active or paused at once in a session.
 const MAX_OPEN_LOOPS: usize = 5;
 /// Most ticks claimed in one poll.
 const CLAIM_BATCH: i64 = 500;
+/// Why a loop ended at its expiry (R-LP-4).
+const EXPIRED: &str = "the loop expired";
+/// How often loops past their expiry that no tick settles (paused ones)
+/// are looked for.
+const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
 
 /// How the scheduler runs.
 #[derive(Debug, Clone)]
@@ -213,8 +219,33 @@ impl Inner {
     async fn loop_event(&self, ctx: &SessionCtx, id: &str) -> Result<(), RuntimeError> {
         if let Some(l) = self.store.loop_by_id(id).await? {
             ctx.events
-                .emit("loop.updated", json!({"loop": view(&l)}))
+                .emit(LoopUpdated { loop_: view(&l) }.into())
                 .await?;
+        }
+        Ok(())
+    }
+
+    /// Loops past their expiry that no tick settles (paused, or between
+    /// ticks) become exhausted (R-LP-4); one instance wins each.
+    async fn expire_loops(&self) -> Result<(), RuntimeError> {
+        let now = now_millis();
+        for l in self.store.expired_loops(now, CLAIM_BATCH).await? {
+            let from = [LoopStatus::Active, LoopStatus::Paused];
+            if self
+                .store
+                .set_loop_status(
+                    &l.id,
+                    &from,
+                    LoopStatus::Exhausted,
+                    Some(EXPIRED),
+                    None,
+                    now,
+                )
+                .await?
+                && let Ok(ctx) = self.session(&l.session_id).await
+            {
+                self.loop_event(&ctx, &l.id).await?;
+            }
         }
         Ok(())
     }
@@ -252,7 +283,12 @@ impl Inner {
         if let Ok(ctx) = self.session(&tick.session_id).await {
             let _ = ctx
                 .events
-                .emit("loop.updated", json!({"loop": view(&finished)}))
+                .emit(
+                    LoopUpdated {
+                        loop_: view(&finished),
+                    }
+                    .into(),
+                )
                 .await;
         }
     }
@@ -291,13 +327,13 @@ impl Inner {
             .as_ref()
             .is_some_and(|t| !t.handle.is_finished());
         if busy || waiting || status == SessionStatus::Handoff {
+            // A loop whose ticks are always skipped expires all the same.
             return Ok(TickOutcome {
                 ran: false,
                 next_tick_at: next(now),
-                status: None,
+                status: (now >= l.expires_at).then(|| (LoopStatus::Exhausted, EXPIRED.to_owned())),
             });
         }
-        let mut finished = ctx.turns_finished.subscribe();
         if let Ok(mut current) = ctx.current_loop.lock() {
             *current = Some(l.id.clone());
         }
@@ -308,10 +344,10 @@ impl Inner {
             l.max_turns,
             l.prompt
         );
-        self.runtime_input(&ctx, &text, "loop", &l.id).await?;
-        self.start_turn(&ctx).await;
-        self.await_turn_with_heartbeat(&ctx, &l.id, &mut finished)
-            .await;
+        self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
+            .await?;
+        let turn = self.start_turn(&ctx).await;
+        self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
         if let Ok(mut current) = ctx.current_loop.lock() {
             current.take();
         }
@@ -322,7 +358,7 @@ impl Inner {
                 format!("max_turns ({}) reached", l.max_turns),
             ))
         } else if now >= l.expires_at {
-            Some((LoopStatus::Exhausted, "the loop expired".to_owned()))
+            Some((LoopStatus::Exhausted, EXPIRED.to_owned()))
         } else {
             None
         };
@@ -334,20 +370,13 @@ impl Inner {
     }
 
     /// Wait for the tick's turn, extending the lease meanwhile.
-    async fn await_turn_with_heartbeat(
-        &self,
-        ctx: &SessionCtx,
-        loop_id: &str,
-        finished: &mut tokio::sync::watch::Receiver<u64>,
-    ) {
+    async fn await_turn_with_heartbeat(&self, ctx: &SessionCtx, loop_id: &str, turn: u64) {
         let lease = self.config.loops.lease;
+        let ended = ctx.wait_turn_ended(turn);
+        tokio::pin!(ended);
         loop {
             tokio::select! {
-                changed = finished.changed() => {
-                    if changed.is_err() || ctx.turn.lock().await.as_ref().is_none_or(|t| t.handle.is_finished()) {
-                        return;
-                    }
-                }
+                () = &mut ended => return,
                 () = tokio::time::sleep(lease / 3) => {
                     let until = now_millis() + millis(lease);
                     if !self.store.heartbeat_tick(loop_id, &self.config.loops.instance, until).await.unwrap_or(false) {
@@ -368,6 +397,7 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
         let mut tick = tokio::time::interval(poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut goals_swept = tokio::time::Instant::now();
+        let mut expiry_swept = tokio::time::Instant::now();
         loop {
             tick.tick().await;
             let Some(inner) = weak.upgrade() else { return };
@@ -378,6 +408,12 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
                 goals_swept = tokio::time::Instant::now();
                 if let Err(e) = inner.sweep_goals().await {
                     tracing::warn!(error = %e, "renewing or taking over goals failed");
+                }
+            }
+            if expiry_swept.elapsed() >= EXPIRY_SWEEP {
+                expiry_swept = tokio::time::Instant::now();
+                if let Err(e) = inner.expire_loops().await {
+                    tracing::warn!(error = %e, "expiring loops failed");
                 }
             }
             let settings = &inner.config.loops;
@@ -408,9 +444,4 @@ impl Runtime {
         self.inner.session_in(workspace, id).await?;
         Ok(self.inner.store.loops(id).await?.iter().map(view).collect())
     }
-}
-
-/// Counts finished turns, for the tick waiting on its own.
-pub(crate) fn turn_finished(ctx: &SessionCtx) {
-    ctx.turns_finished.send_modify(|n| *n += 1);
 }

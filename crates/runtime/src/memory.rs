@@ -4,7 +4,7 @@
 
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::Memory;
+use rtc_protocol::{Memory, MemoryUpdated};
 use rtc_store::MemoryRecord;
 use rtc_tools::builtin::memory::{delete, list, save, search, update};
 use serde_json::{Value, json};
@@ -128,7 +128,13 @@ impl Inner {
         id: &str,
     ) -> Result<(), RuntimeError> {
         ctx.events
-            .emit("memory.updated", json!({"action": action, "memoryId": id}))
+            .emit(
+                MemoryUpdated {
+                    action: action.to_owned(),
+                    memory_id: id.to_owned(),
+                }
+                .into(),
+            )
             .await
     }
 }

@@ -97,14 +97,16 @@ pub(crate) struct SessionCtx {
     pub turn_tokens: AtomicI64,
     /// The loop whose tick's turn is running (for `completeLoop`).
     pub current_loop: std::sync::Mutex<Option<String>>,
-    /// Counts finished turns (a loop tick waits for its own).
+    /// The highest id of a turn whose task has ended, after-turn work
+    /// included (a loop tick waits for its own turn's). Turns of a session
+    /// never overlap and ids only grow, so `>= id` means turn `id` ended.
     pub turns_finished: tokio::sync::watch::Sender<u64>,
 }
 
 impl SessionCtx {
     /// Cancel the running turn, if any, and wait until it has recorded its
-    /// consistent end.
-    pub async fn cancel_turn(&self) {
+    /// consistent end; whether a turn was still running.
+    pub async fn cancel_turn(&self) -> bool {
         // Cancelled under the lock: a turn that starts its own continuation
         // (a goal) checks its token under the same lock.
         let running = {
@@ -115,9 +117,20 @@ impl SessionCtx {
             }
             running
         };
-        if let Some(t) = running {
-            let _ = t.handle.await;
+        match running {
+            Some(t) => {
+                let was_running = !t.handle.is_finished();
+                let _ = t.handle.await;
+                was_running
+            }
+            None => false,
         }
+    }
+
+    /// Wait until turn `id`'s task has ended.
+    pub async fn wait_turn_ended(&self, id: u64) {
+        let mut ended = self.turns_finished.subscribe();
+        let _ = ended.wait_for(|last| *last >= id).await;
     }
 
     /// Wait for the running turn to finish by itself.

@@ -9,8 +9,9 @@ use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_ass
 use rtc_core::model_tools::render_variables;
 use rtc_core::realtime::shipped_interfaces;
 use rtc_protocol::{
-    Assistant, CreateSessionParams, CreateSessionResponse, McpServer, McpToolInfo, Message,
-    MessageRole, RealtimeInterface, SessionEvent, SessionStatus, Tool,
+    Assistant, CreateSessionParams, CreateSessionResponse, EventBody, HandoffReleased, McpServer,
+    McpToolInfo, Message, MessageCompleted, MessageRole, RealtimeInterface, SessionEvent,
+    SessionStarted, SessionStatus, Tool, ToolCalled, ToolCompleted,
 };
 use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token};
 use serde_json::{Map, Value, json};
@@ -182,12 +183,13 @@ impl Runtime {
             })
             .await?;
         let ctx = inner.session(&id).await?;
-        ctx.events
-            .emit(
-                "session.started",
-                json!({"assistantId": assistant_id, "variables": vars}),
-            )
-            .await?;
+        let started = SessionStarted {
+            assistant_id: assistant_id.to_owned(),
+            variables: vars.clone(),
+            parent_session_id: None,
+            title: None,
+        };
+        ctx.events.emit(started.into()).await?;
         inner.run_startup_actions(&ctx).await?;
         if let Some(first) = ctx.config.assistant.first_message.as_deref() {
             let vars = ctx.state.lock().await.variables.clone();
@@ -258,8 +260,17 @@ impl Runtime {
             .into());
         }
         let (status, keep_ending) = {
-            let s = ctx.state.lock().await;
-            (s.status, s.ending.as_ref().is_some_and(|(_, allow)| !allow))
+            let mut s = ctx.state.lock().await;
+            let keep = match &s.ending {
+                Some((_, allow)) => !allow,
+                None => false,
+            };
+            if !keep && s.status == SessionStatus::Active {
+                // allowEndInterruption: the user speaking during the
+                // goodbye calls the end off; the new message is answered.
+                s.ending = None;
+            }
+            (s.status, keep)
         };
         if status == SessionStatus::Ended {
             return Err(RuntimeError::Conflict {
@@ -272,14 +283,9 @@ impl Runtime {
         inner.dismiss_question(&ctx).await?;
         inner.stop_awaiting(&ctx).await?;
         let m = message(MessageRole::User, text);
-        let event = json!({"messageId": m.id, "role": "user", "content": text});
+        let event = MessageCompleted::of(&m).into();
         inner
-            .append(
-                &ctx,
-                m.clone(),
-                vec![("message.completed", event)],
-                Durability::Committed,
-            )
+            .append(&ctx, m.clone(), vec![event], Durability::Committed)
             .await?;
         if status == SessionStatus::Handoff {
             return Ok(m);
@@ -329,14 +335,9 @@ impl Runtime {
         }
         let mut m = message(MessageRole::User, text);
         m.role = MessageRole::HumanAgent;
-        let event = json!({"messageId": m.id, "role": "human_agent", "content": text});
+        let event = MessageCompleted::of(&m).into();
         self.inner
-            .append(
-                &ctx,
-                m.clone(),
-                vec![("message.completed", event)],
-                Durability::Committed,
-            )
+            .append(&ctx, m.clone(), vec![event], Durability::Committed)
             .await?;
         Ok(m)
     }
@@ -358,7 +359,7 @@ impl Runtime {
             .store
             .set_session_status(id, SessionStatus::Active, None, None)
             .await?;
-        ctx.events.emit("handoff.released", json!({})).await?;
+        ctx.events.emit(HandoffReleased {}.into()).await?;
         Ok(())
     }
 
@@ -399,9 +400,13 @@ impl Runtime {
 }
 
 impl Inner {
-    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) {
+    /// Start a turn in the session's slot; returns its id.
+    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> u64 {
         let mut slot = ctx.turn.lock().await;
-        *slot = Some(self.spawn_turn(ctx));
+        let turn = self.spawn_turn(ctx);
+        let id = turn.id;
+        *slot = Some(turn);
+        id
     }
 
     /// Spawn a turn; the caller puts it in the session's turn slot.
@@ -409,9 +414,15 @@ impl Inner {
         static NEXT_TURN: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_TURN.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
-        let handle = self
-            .tasks
-            .spawn(self.clone().run_turn(ctx.clone(), cancel.clone(), id));
+        let run = self.clone().run_turn(ctx.clone(), cancel.clone(), id);
+        let session = ctx.clone();
+        let handle = self.tasks.spawn(async move {
+            run.await;
+            // Everything the turn does, what comes after it included, is done.
+            session
+                .turns_finished
+                .send_modify(|last| *last = (*last).max(id));
+        });
         RunningTurn { id, cancel, handle }
     }
 
@@ -425,21 +436,27 @@ impl Inner {
                 .get(&binding.tool_id)
                 .map(|t| t.name.clone())
                 .unwrap_or_default();
-            ctx.events
-                .emit(
-                    "tool.called",
-                    json!({"callId": call_id, "name": name, "arguments": "{}", "startup": true}),
-                )
-                .await?;
+            let called = ToolCalled {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                arguments: "{}".to_owned(),
+                startup: true,
+            };
+            ctx.events.emit(called.into()).await?;
             let outcome = self.run_binding(ctx, binding, &call_id, "{}").await?;
             let (is_error, result) = match outcome {
                 Ok(v) => (false, rtc_core::model_tools::model_view(binding, &v)),
                 Err(e) => {
-                    ctx.events.emit("error", json!({"code": "startup_action_failed", "message": format!("startup action {i} ({name}): {e}")})).await?;
+                    let message = format!("startup action {i} ({name}): {e}");
+                    ctx.events
+                        .emit(EventBody::error("startup_action_failed", message))
+                        .await?;
                     (true, json!({"error": e}))
                 }
             };
-            ctx.events.emit("tool.completed", json!({"callId": call_id, "name": name, "isError": is_error, "result": result, "startup": true})).await?;
+            let mut completed = ToolCompleted::new(&call_id, &name, is_error, result);
+            completed.startup = true;
+            ctx.events.emit(completed.into()).await?;
         }
         Ok(())
     }

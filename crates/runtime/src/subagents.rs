@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{MessageRole, SessionStatus};
+use rtc_protocol::{
+    EventBody, MessageRole, SessionStarted, SessionStatus, SubAgentStarted, ToolCompleted,
+};
 use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_token, now_millis};
 use rtc_tools::builtin::subagents::sub_agent::Mode;
 use rtc_tools::builtin::subagents::{get_message, list, send_message, stop, sub_agent};
@@ -258,14 +260,22 @@ impl Inner {
         if args.mode == Mode::Sync {
             ctx.state.lock().await.awaited.insert(call.id.clone());
         }
-        let started = json!({"subSessionId": id, "title": args.title, "mode": args.mode.as_str(),
-            "parentSessionId": ctx.id, "depth": depth});
-        self.tree_event(ctx, "subagent.started", started).await?;
+        let started = SubAgentStarted {
+            sub_session_id: id.clone(),
+            title: args.title.clone(),
+            mode: args.mode.as_str().to_owned(),
+            parent_session_id: ctx.id.clone(),
+            depth,
+        };
+        self.tree_event(ctx, started.into()).await?;
         let child = self.session(&id).await?;
-        child
-            .events
-            .emit("session.started", json!({"assistantId": assistant_id, "variables": vars, "parentSessionId": ctx.id, "title": args.title}))
-            .await?;
+        let child_started = SessionStarted {
+            assistant_id,
+            variables: vars,
+            parent_session_id: Some(ctx.id.clone()),
+            title: Some(args.title.clone()),
+        };
+        child.events.emit(child_started.into()).await?;
         self.kick(&child).await?;
         if args.mode == Mode::Sync {
             let mut outcome =
@@ -295,14 +305,9 @@ impl Inner {
             let mut m = message(MessageRole::Tool, text);
             m.tool_call_id = Some(call_id.clone());
             m.name = Some(sub_agent::NAME.to_owned());
-            let event = json!({"callId": call_id, "name": sub_agent::NAME, "isError": false, "result": text});
-            self.append(
-                ctx,
-                m,
-                vec![("tool.completed", event)],
-                Durability::Committed,
-            )
-            .await?;
+            let event = ToolCompleted::new(&call_id, sub_agent::NAME, false, json!(text));
+            self.append(ctx, m, vec![event.into()], Durability::Committed)
+                .await?;
         }
         Ok(())
     }
@@ -312,15 +317,14 @@ impl Inner {
     pub(crate) async fn tree_event(
         &self,
         ctx: &SessionCtx,
-        kind: &str,
-        payload: Value,
+        event: EventBody,
     ) -> Result<(), RuntimeError> {
-        ctx.events.emit(kind, payload.clone()).await?;
-        if ctx.root_id != ctx.id {
-            let root = self.session(&ctx.root_id).await?;
-            root.events.emit(kind, payload).await?;
+        if ctx.root_id == ctx.id {
+            return ctx.events.emit(event).await;
         }
-        Ok(())
+        ctx.events.emit(event.clone()).await?;
+        let root = self.session(&ctx.root_id).await?;
+        root.events.emit(event).await
     }
 
     /// The report a sub-agent's run ends with: its last words.

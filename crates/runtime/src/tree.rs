@@ -8,9 +8,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{AnswerParams, AnswerResponse, PendingQuestion, SessionStatus, SessionTreeNode};
+use rtc_protocol::{
+    AnswerParams, AnswerResponse, PendingQuestion, SessionStatus, SessionTreeNode,
+    SubAgentCompleted,
+};
 use rtc_store::{SessionRecord, SubAgentRecord};
-use serde_json::json;
 
 use crate::subagents::report_item;
 use crate::{Inner, Runtime, RuntimeError};
@@ -137,9 +139,14 @@ impl Inner {
             let title = node.session.title.clone();
             if let Some(agent) = &node.agent {
                 let parent = self.session(&agent.parent_id).await?;
-                let event = json!({"subSessionId": node.session.id, "title": title, "status": "stopped", "reason": reason});
-                self.tree_event(&parent, "subagent.completed", event)
-                    .await?;
+                let event = SubAgentCompleted {
+                    sub_session_id: node.session.id.clone(),
+                    title: title.clone(),
+                    status: "stopped".to_owned(),
+                    report: None,
+                    reason: Some(reason.to_owned()),
+                };
+                self.tree_event(&parent, event.into()).await?;
                 if let Some(call_id) = &agent.call_id
                     && !stopping.contains(&agent.parent_id.as_str())
                 {

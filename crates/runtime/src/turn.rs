@@ -9,15 +9,35 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall, ToolSpec};
 use rtc_core::model_tools::{model_tools, render_variables};
-use rtc_protocol::{Assistant, Message, MessageRole, MessageToolCall, SessionStatus};
+use rtc_protocol::{
+    Assistant, EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall,
+    SessionEnded, SessionStatus, StateUpdated, ToolCalled, ToolCompleted, TurnCompleted,
+    TurnSkipped, TurnStarted,
+};
 use rtc_store::{SessionUpdate, new_id, now_millis};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
 use crate::execute::{Interrupt, Target};
 use crate::session::SessionCtx;
 use crate::{Inner, Provider, RuntimeError, variables};
+
+/// Where an input the runtime gives the model by itself comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RuntimeInput {
+    Goal,
+    Loop,
+}
+
+impl RuntimeInput {
+    /// The stored message's `name`.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Goal => "goal",
+            Self::Loop => "loop",
+        }
+    }
+}
 
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
@@ -103,7 +123,7 @@ impl Inner {
         &self,
         ctx: &SessionCtx,
         m: Message,
-        events: Vec<(&str, serde_json::Value)>,
+        events: Vec<EventBody>,
         durability: Durability,
     ) -> Result<(), RuntimeError> {
         self.append_with(ctx, m, events, SessionUpdate::default(), durability)
@@ -116,7 +136,7 @@ impl Inner {
         &self,
         ctx: &SessionCtx,
         m: Message,
-        events: Vec<(&str, serde_json::Value)>,
+        events: Vec<EventBody>,
         update: SessionUpdate,
         durability: Durability,
     ) -> Result<(), RuntimeError> {
@@ -146,40 +166,32 @@ impl Inner {
         Ok(f(history.as_deref().unwrap_or_default()))
     }
 
-    /// An input the runtime gives the model by itself (`source` "goal": a
-    /// continuation; "loop": a tick), stored as a user message named after
+    /// An input the runtime gives the model by itself (a goal's
+    /// continuation, a loop's tick), stored as a user message named after
     /// its source; the event carries `goalId` / `loopId`.
     pub(crate) async fn runtime_input(
         &self,
         ctx: &SessionCtx,
         text: &str,
-        source: &str,
+        source: RuntimeInput,
         id: &str,
     ) -> Result<(), RuntimeError> {
         let mut m = message(MessageRole::User, text);
-        m.name = Some(source.to_owned());
-        let mut event = json!({"messageId": m.id, "role": "user", "content": text});
-        event[format!("{source}Id")] = json!(id);
-        self.append(
-            ctx,
-            m,
-            vec![("message.completed", event)],
-            Durability::Queued,
-        )
-        .await
+        m.name = Some(source.as_str().to_owned());
+        let mut event = MessageCompleted::of(&m);
+        match source {
+            RuntimeInput::Goal => event.goal_id = Some(id.to_owned()),
+            RuntimeInput::Loop => event.loop_id = Some(id.to_owned()),
+        }
+        self.append(ctx, m, vec![event.into()], Durability::Queued)
+            .await
     }
 
     /// The assistant says `text` outside the model (first message, custom goodbye).
     pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
         let m = message(MessageRole::Assistant, text);
-        let event = json!({"messageId": m.id, "role": "assistant", "content": text});
-        self.append(
-            ctx,
-            m,
-            vec![("message.completed", event)],
-            Durability::Queued,
-        )
-        .await
+        let event = MessageCompleted::of(&m).into();
+        self.append(ctx, m, vec![event], Durability::Queued).await
     }
 
     /// The recent conversation as text, for extraction and judges.
@@ -215,25 +227,34 @@ impl Inner {
         let turn_id = new_id("turn");
         if let Err(e) = self.turn_inner(&ctx, &cancel, &turn_id).await {
             tracing::error!(session = %ctx.id, error = %e, "turn failed");
-            let _ = ctx.events.emit("error", json!({"code": "turn_failed", "message": "the turn failed; see the server log"})).await;
+            let _ = ctx
+                .events
+                .emit(EventBody::error(
+                    "turn_failed",
+                    "the turn failed; see the server log",
+                ))
+                .await;
         }
         if let Err(e) = self.finish_ending(&ctx).await {
             tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
         }
         let interrupted = cancel.is_cancelled();
-        let completed = json!({"turnId": turn_id, "interrupted": interrupted});
+        let completed = TurnCompleted {
+            turn_id: Some(turn_id),
+            interrupted,
+            reason: None,
+        };
         let not_running = SessionUpdate {
             turn_running: Some(false),
             ..SessionUpdate::default()
         };
         if let Err(e) = ctx
             .events
-            .emit_with(vec![("turn.completed", completed)], not_running)
+            .emit_with(vec![completed.into()], not_running)
             .await
         {
             tracing::error!(session = %ctx.id, error = %e, "recording the end of a turn failed");
         }
-        crate::loops::turn_finished(&ctx);
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
             if let Err(e) = self.after_end(&ctx).await {
@@ -264,8 +285,11 @@ impl Inner {
             .await?;
         ctx.events
             .emit(
-                "session.ended",
-                json!({"reason": ending, "endedBy": "model"}),
+                SessionEnded {
+                    reason: ending,
+                    ended_by: "model".to_owned(),
+                }
+                .into(),
             )
             .await?;
         Ok(())
@@ -279,20 +303,21 @@ impl Inner {
     ) -> Result<(), RuntimeError> {
         self.refresh_if_stale(ctx).await?;
         let (variables, changes) = variables::begin_turn(ctx).await;
-        let state = json!({"changes": changes, "variables": variables, "source": "system"});
+        let state = StateUpdated {
+            changes,
+            variables: variables.clone(),
+            source: "system".to_owned(),
+        };
         let update = SessionUpdate {
             variables: Some(variables),
             turn_running: Some(true),
             ..SessionUpdate::default()
         };
+        let started = TurnStarted {
+            turn_id: turn_id.to_owned(),
+        };
         ctx.events
-            .emit_with(
-                vec![
-                    ("turn.started", json!({"turnId": turn_id})),
-                    ("state.updated", state),
-                ],
-                update,
-            )
+            .emit_with(vec![started.into(), state.into()], update)
             .await?;
         let assistant = &ctx.config.assistant;
         let provider = self.provider_for(assistant);
@@ -333,12 +358,11 @@ impl Inner {
                 };
                 match next {
                     Some(Ok(LlmEvent::TextDelta(delta))) => {
-                        ctx.events
-                            .emit(
-                                "message.delta",
-                                json!({"messageId": message_id, "delta": delta}),
-                            )
-                            .await?;
+                        let delta = MessageDelta {
+                            message_id: message_id.clone(),
+                            delta,
+                        };
+                        ctx.events.emit(delta.into()).await?;
                     }
                     Some(Ok(LlmEvent::Done(r))) => {
                         if let Some(u) = &r.usage {
@@ -352,15 +376,17 @@ impl Inner {
                     }
                     Some(Err(e)) => {
                         ctx.events
-                            .emit(
-                                "error",
-                                json!({"code": "llm_failed", "message": e.to_string()}),
-                            )
+                            .emit(EventBody::error("llm_failed", e.to_string()))
                             .await?;
                         return Ok(());
                     }
                     None => {
-                        ctx.events.emit("error", json!({"code": "llm_failed", "message": "the model stream ended without an answer"})).await?;
+                        ctx.events
+                            .emit(EventBody::error(
+                                "llm_failed",
+                                "the model stream ended without an answer",
+                            ))
+                            .await?;
                         return Ok(());
                     }
                 }
@@ -376,15 +402,18 @@ impl Inner {
                     arguments: c.arguments.clone(),
                 })
                 .collect();
-            let mut events = Vec::new();
+            let mut events: Vec<EventBody> = Vec::new();
             if !response.content.is_empty() || response.tool_calls.is_empty() {
-                events.push(("message.completed", json!({"messageId": message_id, "role": "assistant", "content": response.content})));
+                events.push(MessageCompleted::of(&stored).into());
             }
             for c in &response.tool_calls {
-                events.push((
-                    "tool.called",
-                    json!({"callId": c.id, "name": c.name, "arguments": c.arguments}),
-                ));
+                let called = ToolCalled {
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: c.arguments.clone(),
+                    startup: false,
+                };
+                events.push(called.into());
             }
             self.append(ctx, stored, events, Durability::Queued).await?;
             if response.tool_calls.is_empty() {
@@ -395,14 +424,21 @@ impl Inner {
                 .await?
             {
                 if interrupt == Interrupt::Skip {
-                    ctx.events
-                        .emit("turn.skipped", json!({"turnId": turn_id}))
-                        .await?;
+                    let skipped = TurnSkipped {
+                        turn_id: turn_id.to_owned(),
+                    };
+                    ctx.events.emit(skipped.into()).await?;
                 }
                 return Ok(());
             }
         }
-        ctx.events.emit("error", json!({"code": "step_limit", "message": format!("the turn stopped after {} model calls", self.config.max_steps_per_turn)})).await?;
+        let limit = format!(
+            "the turn stopped after {} model calls",
+            self.config.max_steps_per_turn
+        );
+        ctx.events
+            .emit(EventBody::error("step_limit", limit))
+            .await?;
         Ok(())
     }
 
@@ -442,19 +478,21 @@ impl Inner {
             let mut m = message(MessageRole::Tool, &outcome.content);
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
-            let event = json!({"callId": call.id, "name": call.name, "isError": outcome.is_error, "result": outcome.shown});
-            self.append(ctx, m, vec![("tool.completed", event)], Durability::Queued)
-                .await?;
+            let event =
+                ToolCompleted::new(&call.id, &call.name, outcome.is_error, outcome.shown).into();
+            self.append(ctx, m, vec![event], Durability::Queued).await?;
         }
         drop(running);
         for id in pending {
-            let call = calls.iter().find(|c| c.id == id);
+            let name = calls
+                .iter()
+                .find(|c| c.id == id)
+                .map_or("", |c| c.name.as_str());
             let mut m = message(MessageRole::Tool, CANCELLED);
             m.tool_call_id = Some(id.to_owned());
-            m.name = call.map(|c| c.name.clone());
-            let event = json!({"callId": id, "name": m.name, "isError": true, "cancelled": true});
-            self.append(ctx, m, vec![("tool.completed", event)], Durability::Queued)
-                .await?;
+            m.name = Some(name.to_owned());
+            let event = ToolCompleted::cancelled(id, name).into();
+            self.append(ctx, m, vec![event], Durability::Queued).await?;
         }
         Ok(interrupt)
     }

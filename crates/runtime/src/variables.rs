@@ -8,7 +8,7 @@ use rtc_core::ValidationError;
 use rtc_core::names::SYSTEM_PREFIX;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_expr::value_fits;
-use rtc_protocol::{Assistant, RunMode};
+use rtc_protocol::{Assistant, RunMode, StateUpdated};
 use rtc_store::{SessionUpdate, now_millis};
 use serde_json::{Map, Value, json};
 
@@ -116,21 +116,23 @@ pub(crate) async fn apply(
         state.variables.clone()
     };
     if !applied.is_empty() {
-        let event = json!({"changes": applied, "variables": snapshot, "source": source});
+        let event = StateUpdated {
+            changes: applied.clone(),
+            variables: snapshot.clone(),
+            source: source.to_owned(),
+        };
         let update = SessionUpdate {
             variables: Some(snapshot),
             ..SessionUpdate::default()
         };
-        ctx.events
-            .emit_with(vec![("state.updated", event)], update)
-            .await?;
+        ctx.events.emit_with(vec![event.into()], update).await?;
     }
     Ok((applied, problems))
 }
 
 /// Update the platform's own variables at the start of a turn; returns
 /// all values and the changed ones, for the caller to record.
-pub(crate) async fn begin_turn(ctx: &SessionCtx) -> (Map<String, Value>, Value) {
+pub(crate) async fn begin_turn(ctx: &SessionCtx) -> (Map<String, Value>, Map<String, Value>) {
     let snapshot = {
         let mut state = ctx.state.lock().await;
         let count = state
@@ -148,6 +150,9 @@ pub(crate) async fn begin_turn(ctx: &SessionCtx) -> (Map<String, Value>, Value) 
         );
         state.variables.clone()
     };
-    let changes = json!({"system__turn_count": snapshot["system__turn_count"], "system__time_utc": snapshot["system__time_utc"]});
+    let changes = ["system__turn_count", "system__time_utc"]
+        .into_iter()
+        .filter_map(|k| Some((k.to_owned(), snapshot.get(k)?.clone())))
+        .collect();
     (snapshot, changes)
 }

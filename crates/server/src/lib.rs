@@ -49,6 +49,9 @@ pub struct AppState {
     pub auth: AdminAuth,
     pub limits: Limits,
     pub runtime: rtc_runtime::Runtime,
+    /// Cancelled when the server shuts down: live streams (SSE and
+    /// WebSocket) close so the HTTP server can drain.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// The whole application router.

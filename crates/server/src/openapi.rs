@@ -44,7 +44,11 @@ impl Modify for BearerAuth {
         sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
         interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,
         memories::list, memories::forget_user, memories::forget,
-    )
+    ),
+    components(schemas(
+        rtc_protocol::SessionEvent, rtc_protocol::EventBody,
+        rtc_protocol::ClientFrame, rtc_protocol::ErrorFrame,
+    ))
 )]
 struct ApiDoc;
 
@@ -58,4 +62,45 @@ pub fn docs_router() -> Router {
     SwaggerUi::new("/docs")
         .url("/openapi.json", api_doc())
         .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every event kind and every client frame type has its schema in the
+    /// document (R-API-6).
+    #[test]
+    fn events_and_frames_are_documented() {
+        let doc = serde_json::to_value(api_doc()).unwrap_or_default();
+        let schemas = &doc["components"]["schemas"];
+        let text = schemas.to_string();
+        for kind in rtc_protocol::EventBody::KINDS {
+            assert!(
+                text.contains(&format!("\"{kind}\"")),
+                "event {kind} is documented"
+            );
+        }
+        for frame in [
+            "client.hello",
+            "user.message",
+            "client_tool.result",
+            "ask_user.answer",
+            "resume",
+        ] {
+            assert!(
+                text.contains(&format!("\"{frame}\"")),
+                "frame {frame} is documented"
+            );
+        }
+        for name in [
+            "SessionEvent",
+            "EventBody",
+            "ClientFrame",
+            "ErrorFrame",
+            "ToolCompleted",
+        ] {
+            assert!(schemas.get(name).is_some(), "schema {name}");
+        }
+    }
 }

@@ -159,6 +159,22 @@ impl Store {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Loops past their expiry that are active or paused and not held by
+    /// a running tick (which settles its loop's expiry itself), at most
+    /// `limit`, soonest expired first (R-LP-4).
+    pub async fn expired_loops(&self, now: i64, limit: i64) -> Result<Vec<LoopRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM loops WHERE status IN ('active', 'paused') AND expires_at <= $1 \
+             AND (lease_until IS NULL OR lease_until < $1) ORDER BY expires_at, id LIMIT $2"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(record).collect()
+    }
+
     /// Claim up to `limit` due ticks for `instance`, with a lease until
     /// `now + lease_ms`.
     pub async fn claim_due_ticks(

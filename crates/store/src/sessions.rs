@@ -414,12 +414,16 @@ impl Store {
             .await?;
         rows.iter()
             .map(|r| {
+                let kind: String = r.try_get("kind")?;
+                let mut payload: Map<String, Value> = json_text(r, "payload")?;
+                payload.insert("type".to_owned(), Value::String(kind.clone()));
+                let body = serde_json::from_value(Value::Object(payload))
+                    .map_err(|e| StoreError::Corrupt(format!("event `{kind}`: {e}")))?;
                 Ok(SessionEvent {
-                    kind: r.try_get("kind")?,
                     session_id: session.to_owned(),
                     seq: r.try_get("seq")?,
                     timestamp: rfc3339_from_millis(r.try_get("created_at")?),
-                    data: json_text(r, "payload")?,
+                    body,
                 })
             })
             .collect()
@@ -502,6 +506,16 @@ fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
 /// engines' parameter limits).
 const EVENTS_PER_INSERT: usize = 200;
 
+/// The event's fields without its `type` (stored in its own column).
+fn event_payload(event: &SessionEvent) -> Result<String, StoreError> {
+    let mut value = serde_json::to_value(&event.body)
+        .map_err(|e| StoreError::Corrupt(format!("event `{}`: {e}", event.kind())))?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("type");
+    }
+    Ok(value.to_string())
+}
+
 async fn insert_events(
     conn: &mut sqlx::AnyConnection,
     events: &[(&SessionEvent, i64)],
@@ -527,8 +541,8 @@ async fn insert_events(
         query = query
             .bind(event.session_id.as_str())
             .bind(event.seq)
-            .bind(event.kind.as_str())
-            .bind(Value::Object(event.data.clone()).to_string())
+            .bind(event.kind())
+            .bind(event_payload(event)?)
             .bind(*at_millis);
     }
     query.execute(&mut *conn).await?;

@@ -212,7 +212,7 @@ fn message(id: &str, role: rtc_protocol::MessageRole, content: &str) -> rtc_prot
 }
 
 on_both!(sessions_messages_and_events, |store| {
-    use rtc_protocol::{MessageRole, SessionEvent, SessionStatus};
+    use rtc_protocol::{EventBody, MessageRole, SessionEvent, SessionStatus};
     store.create_workspace("ws_a", "A", "key-a").await?;
     let vars = serde_json::Map::from_iter([("tenant".to_owned(), json!("acme"))]);
     let config = json!({"assistant": {"name": "x"}});
@@ -260,18 +260,17 @@ on_both!(sessions_messages_and_events, |store| {
     );
     for seq in 1..=3 {
         let ev = SessionEvent {
-            kind: "test".into(),
             session_id: "sess_1".into(),
             seq,
             timestamp: String::new(),
-            data: serde_json::Map::from_iter([("n".to_owned(), json!(seq))]),
+            body: EventBody::error("test", seq.to_string()),
         };
         store.append_event(&ev, 1_000 + seq).await?;
     }
     assert_eq!(store.last_event_seq("sess_1").await?, 3);
     let after = store.events_after("sess_1", 1, 10).await?;
     assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
-    assert_eq!(after[0].data["n"], 2);
+    assert_eq!(after[0].body, EventBody::error("test", "2"));
     store.set_turn_running("sess_1", true).await?;
     assert_eq!(store.sessions_with_running_turn().await?, ["sess_1"]);
     store.set_turn_running("sess_1", false).await?;

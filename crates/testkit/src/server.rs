@@ -165,6 +165,24 @@ impl ServerProcess {
         bail!("rtc-agent did not become ready within 15 s")
     }
 
+    /// Ask the process to stop (SIGTERM) and wait up to `within` for it
+    /// to exit; its exit status.
+    pub async fn terminate(mut self, within: Duration) -> anyhow::Result<std::process::ExitStatus> {
+        let pid = self
+            .child
+            .id()
+            .ok_or_else(|| anyhow::anyhow!("the process has already exited"))?;
+        let sent = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(pid.to_string())
+            .status()?;
+        anyhow::ensure!(sent.success(), "kill -TERM {pid} failed");
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .map_err(|_| anyhow::anyhow!("rtc-agent did not exit within {within:?} of SIGTERM"))?
+            .map_err(Into::into)
+    }
+
     /// Stop the process (SIGKILL) and wait for it.
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;

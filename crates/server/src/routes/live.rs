@@ -5,18 +5,23 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
-use axum::extract::{Query, State};
+use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{
+    CloseFrame, Message as WsMessage, WebSocket, WebSocketUpgrade, close_code,
+};
 use axum::http::HeaderMap;
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{SinkExt, Stream, StreamExt};
-use rtc_protocol::SessionEvent;
+use rtc_protocol::{ClientFrame, DeclaredClientTool, ErrorFrame, SessionEvent};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::extract::SessionAccess;
+use crate::error::ApiError;
+use crate::extract::{ApiQuery, SessionAccess};
 use crate::{ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -33,12 +38,12 @@ pub struct AfterQuery {
 /// Server-sent events from `after` (or `Last-Event-ID`), then live.
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions", security(("bearer" = [])),
     params(("after" = Option<i64>, Query, description = "resume after this sequence number")),
-    responses((status = 200, description = "text/event-stream of session events", content_type = "text/event-stream")))]
+    responses((status = 200, description = "text/event-stream of session events: each `data:` is a SessionEvent, `id:` its seq, `event:` its type", body = SessionEvent, content_type = "text/event-stream")))]
 pub async fn events(
     access: SessionAccess,
     State(s): State<AppState>,
     headers: HeaderMap,
-    Query(q): Query<AfterQuery>,
+    ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let last_id = headers
         .get("last-event-id")
@@ -49,11 +54,12 @@ pub async fn events(
         .runtime
         .subscribe(&access.workspace, &access.session, after)
         .await?;
-    let sse = stream.map(|ev| {
+    let closing = s.shutdown.clone().cancelled_owned();
+    let sse = stream.take_until(closing).map(|ev| {
         let data = serde_json::to_string(&ev).unwrap_or_default();
         Ok(Event::default()
             .id(ev.seq.to_string())
-            .event(ev.kind)
+            .event(ev.kind())
             .data(data))
     });
     Ok(Sse::new(sse).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
@@ -62,13 +68,20 @@ pub async fn events(
 /// The live WebSocket of a session.
 #[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "sessions", security(("bearer" = [])),
     params(("after" = Option<i64>, Query, description = "resume after this sequence number"), ("token" = Option<String>, Query, description = "key or client token")),
-    responses((status = 101, description = "WebSocket upgrade")))]
+    responses((status = 101, description = "WebSocket upgrade: the client sends ClientFrame objects; the server sends SessionEvent objects and ErrorFrame objects")))]
 pub async fn ws(
     access: SessionAccess,
     State(s): State<AppState>,
-    Query(q): Query<AfterQuery>,
-    upgrade: WebSocketUpgrade,
+    ApiQuery(q): ApiQuery<AfterQuery>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
+    let upgrade = upgrade.map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "websocket_upgrade_required",
+            format!("this endpoint speaks WebSocket only: {e}"),
+        )
+    })?;
     // Check the session exists before upgrading.
     s.runtime
         .session(&access.workspace, &access.session)
@@ -84,12 +97,19 @@ fn frame(ev: &SessionEvent) -> WsMessage {
     WsMessage::Text(serde_json::to_string(ev).unwrap_or_default().into())
 }
 
-fn error_frame(code: &str, message: &str) -> WsMessage {
-    WsMessage::Text(
-        json!({"type": "error", "code": code, "message": message})
-            .to_string()
-            .into(),
-    )
+/// An error frame with the code, message and field an HTTP error would
+/// carry (a server fault's details stay in the log).
+fn error_frame(e: ApiError) -> WsMessage {
+    let frame = ErrorFrame::new(&e.code, e.message, e.field);
+    WsMessage::Text(serde_json::to_string(&frame).unwrap_or_default().into())
+}
+
+fn invalid_frame(message: String) -> WsMessage {
+    error_frame(ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "invalid_frame",
+        message,
+    ))
 }
 
 async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, after: i64) {
@@ -109,8 +129,14 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
         return;
     };
     let (mut tx, mut rx) = socket.split();
+    let shutdown = s.shutdown.clone();
     loop {
         tokio::select! {
+            () = shutdown.cancelled() => {
+                let close = CloseFrame { code: close_code::AWAY, reason: "the server is shutting down".into() };
+                let _ = tx.send(WsMessage::Close(Some(close))).await;
+                break;
+            }
             ev = events.next() => {
                 let Some(ev) = ev else { break };
                 if tx.send(frame(&ev)).await.is_err() {
@@ -120,13 +146,13 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
             incoming = rx.next() => {
                 let Some(Ok(msg)) = incoming else { break };
                 let text = match msg {
-                    WsMessage::Text(t) => t.to_string(),
+                    WsMessage::Text(t) => t,
                     WsMessage::Close(_) => break,
                     _ => continue,
                 };
-                let reply = match serde_json::from_str::<Value>(&text) {
-                    Err(_) => Some(error_frame("invalid_json", "frames must be JSON objects with a `type`")),
-                    Ok(v) => handle_frame(&s, &access, &conn, &v, &mut events).await,
+                let reply = match serde_json::from_str::<ClientFrame>(&text) {
+                    Ok(f) => handle_frame(&s, &access, &conn, f, &mut events).await.err().map(error_frame),
+                    Err(e) => Some(frame_error(&text, &e)),
                 };
                 if let Some(r) = reply
                     && tx.send(r).await.is_err() {
@@ -137,106 +163,83 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
     }
 }
 
-/// One entry of `clientTools`: a name, or `{name, schemaHash}`.
-fn declared_tool(t: &Value) -> Option<(String, Option<String>)> {
-    match t {
-        Value::String(name) => Some((name.clone(), None)),
-        Value::Object(o) => {
-            let name = o.get("name")?.as_str()?.to_owned();
-            Some((
-                name,
-                o.get("schemaHash")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-            ))
-        }
-        _ => None,
+/// Why a frame could not be read: not JSON, an unknown `type`, or a field
+/// that does not fit its type.
+fn frame_error(text: &str, e: &serde_json::Error) -> WsMessage {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return error_frame(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            "frames must be JSON objects with a `type`",
+        ));
+    };
+    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
+    if !CLIENT_FRAME_TYPES.contains(&kind) {
+        return error_frame(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unsupported_frame",
+            format!(
+                "unknown frame type `{kind}`; one of: {}",
+                CLIENT_FRAME_TYPES.join(", ")
+            ),
+        ));
     }
+    invalid_frame(format!("`{kind}`: {e}"))
 }
 
-/// One client frame; returns an error frame to send back, if any.
+const CLIENT_FRAME_TYPES: &[&str] = &[
+    "client.hello",
+    "user.message",
+    "client_tool.result",
+    "ask_user.answer",
+    "resume",
+];
+
+/// One client frame; an error becomes an error frame.
 async fn handle_frame(
     s: &AppState,
     access: &SessionAccess,
     conn: &rtc_runtime::ClientConnection,
-    v: &Value,
+    frame: ClientFrame,
     events: &mut futures::stream::BoxStream<'static, SessionEvent>,
-) -> Option<WsMessage> {
-    let kind = v.get("type").and_then(Value::as_str).unwrap_or("");
-    match kind {
-        "client.hello" => {
-            // `clientTools`: names, or `{name, schemaHash}` objects (R-BX-9).
-            let tools = v
-                .get("clientTools")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(declared_tool).collect())
-                .unwrap_or_default();
+) -> ApiResult<()> {
+    match frame {
+        ClientFrame::Hello(hello) => {
+            let tools = hello
+                .client_tools
+                .into_iter()
+                .map(DeclaredClientTool::into_parts)
+                .collect();
             conn.declare(tools);
-            None
         }
-        "user.message" => {
-            let text = v.get("text").and_then(Value::as_str).unwrap_or("");
-            match s
-                .runtime
-                .send_user_message(&access.workspace, &access.session, text)
-                .await
-            {
-                Ok(_) => None,
-                Err(e) => Some(error_frame("user_message_rejected", &e.to_string())),
-            }
+        ClientFrame::UserMessage(m) => {
+            s.runtime
+                .send_user_message(&access.workspace, &access.session, &m.text)
+                .await?;
         }
-        "client_tool.result" => {
-            let Some(call_id) = v.get("callId").and_then(Value::as_str) else {
-                return Some(error_frame("invalid_frame", "`callId` is required"));
-            };
-            let reply = match v.get("error") {
-                Some(e) if !e.is_null() => {
-                    Err(e.as_str().map_or_else(|| e.to_string(), str::to_owned))
-                }
-                _ => Ok(v.get("result").cloned().unwrap_or(Value::Null)),
-            };
-            if conn.resolve(call_id, reply) {
-                None
-            } else {
-                Some(error_frame(
+        ClientFrame::ClientToolResult(r) => {
+            let call_id = r.call_id.clone();
+            if !conn.resolve(&call_id, r.into_reply()) {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
                     "unknown_call",
                     "no call waits under that `callId`",
-                ))
+                )
+                .with_field("callId"));
             }
         }
-        "ask_user.answer" => {
-            let params = match serde_json::from_value::<rtc_protocol::AnswerParams>(
-                serde_json::json!({"callId": v.get("callId"), "answers": v.get("answers")}),
-            ) {
-                Ok(p) => p,
-                Err(e) => return Some(error_frame("invalid_frame", &format!("`answers`: {e}"))),
-            };
-            match s
+        ClientFrame::AskUserAnswer(a) => {
+            s.runtime
+                .answer(&access.workspace, &access.session, a.into())
+                .await?;
+        }
+        ClientFrame::Resume(r) => {
+            let stream = s
                 .runtime
-                .answer(&access.workspace, &access.session, params)
-                .await
-            {
-                Ok(_) => None,
-                Err(e) => Some(error_frame("answer_rejected", &e.to_string())),
-            }
+                .subscribe(&access.workspace, &access.session, r.after_seq)
+                .await?;
+            *events = stream.boxed();
         }
-        "resume" => {
-            let after = v.get("afterSeq").and_then(Value::as_i64).unwrap_or(0);
-            match s
-                .runtime
-                .subscribe(&access.workspace, &access.session, after)
-                .await
-            {
-                Ok(stream) => {
-                    *events = stream.boxed();
-                    None
-                }
-                Err(e) => Some(error_frame("resume_failed", &e.to_string())),
-            }
-        }
-        other => Some(error_frame(
-            "unsupported_frame",
-            &format!("unknown frame type `{other}`"),
-        )),
     }
+    Ok(())
 }

@@ -1,0 +1,498 @@
+//! Session events (R-API-6) and the WebSocket's client frames (R-API-5),
+//! one typed shape per kind. The runtime emits [`EventBody`] values; the
+//! store keeps them as `kind` + payload; SSE and the WebSocket send a
+//! [`SessionEvent`]: `type`, `sessionId`, `seq`, `timestamp` and the
+//! fields of its type. Adding a kind is adding a variant here: the
+//! compiler then shows every place that must handle it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use crate::{AnswerParams, Answers, AskQuestion, Goal, Loop, Message, MessageRole, TodoItem};
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// One stored event of a session as clients receive it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEvent {
+    pub session_id: String,
+    /// Increases by one per event of the session; resume after it.
+    pub seq: i64,
+    /// RFC 3339.
+    pub timestamp: String,
+    /// `type` and the fields of that type.
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+impl SessionEvent {
+    /// The event's `type`.
+    pub fn kind(&self) -> &'static str {
+        self.body.kind()
+    }
+}
+
+macro_rules! event_kinds {
+    ($( $(#[$doc:meta])* $variant:ident($payload:ty) = $kind:tt, )*) => {
+        /// What happened, by `type`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+        #[serde(tag = "type")]
+        pub enum EventBody {
+            $( $(#[$doc])* #[serde(rename = $kind)] $variant($payload), )*
+        }
+
+        impl EventBody {
+            /// Every `type`, in declaration order.
+            pub const KINDS: &'static [&'static str] = &[$($kind),*];
+
+            /// The event's `type`.
+            pub fn kind(&self) -> &'static str {
+                match self { $( Self::$variant(_) => $kind, )* }
+            }
+        }
+
+        $( impl From<$payload> for EventBody {
+            fn from(payload: $payload) -> Self {
+                Self::$variant(payload)
+            }
+        } )*
+    };
+}
+
+event_kinds! {
+    /// The session was created (a sub-agent's names its parent and title).
+    SessionStarted(SessionStarted) = "session.started",
+    /// The session ended; no more turns.
+    SessionEnded(SessionEnded) = "session.ended",
+    TurnStarted(TurnStarted) = "turn.started",
+    /// `skipTurn` was called: the model stays silent this turn.
+    TurnSkipped(TurnSkipped) = "turn.skipped",
+    TurnCompleted(TurnCompleted) = "turn.completed",
+    /// A piece of the assistant's streamed answer.
+    MessageDelta(MessageDelta) = "message.delta",
+    /// A whole message of the history.
+    MessageCompleted(MessageCompleted) = "message.completed",
+    ToolCalled(ToolCalled) = "tool.called",
+    ToolCompleted(ToolCompleted) = "tool.completed",
+    /// The host's client must run a function (R-CT-3).
+    ClientToolCall(ClientToolCall) = "client_tool.call",
+    TodoUpdated(TodoUpdated) = "todo.updated",
+    StateUpdated(StateUpdated) = "state.updated",
+    AskUserQuestion(AskUserQuestion) = "ask_user.question",
+    AskUserAnswered(AskUserAnswered) = "ask_user.answered",
+    SubAgentStarted(SubAgentStarted) = "subagent.started",
+    SubAgentCompleted(SubAgentCompleted) = "subagent.completed",
+    GoalUpdated(GoalUpdated) = "goal.updated",
+    LoopUpdated(LoopUpdated) = "loop.updated",
+    MemoryUpdated(MemoryUpdated) = "memory.updated",
+    HandoffRequested(HandoffRequested) = "handoff.requested",
+    HandoffReleased(HandoffReleased) = "handoff.released",
+    /// Something failed; the session stays usable.
+    Error(ErrorEvent) = "error",
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStarted {
+    pub assistant_id: String,
+    #[schema(value_type = Object)]
+    pub variables: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEnded {
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// `host`, `model`, or `parent` (a stopping parent agent).
+    pub ended_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnStarted {
+    pub turn_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSkipped {
+    pub turn_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnCompleted {
+    /// Absent when recovery closes a turn cut off by a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Cancelled by a new message, an end, a shutdown or a restart.
+    pub interrupted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageDelta {
+    pub message_id: String,
+    pub delta: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageCompleted {
+    pub message_id: String,
+    pub role: MessageRole,
+    pub content: String,
+    /// A goal's continuation input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_id: Option<String>,
+    /// A loop tick's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_id: Option<String>,
+    /// A message from another session of the tree (a report, a parent's message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_session_id: Option<String>,
+}
+
+impl MessageCompleted {
+    /// The event of a stored message.
+    pub fn of(m: &Message) -> Self {
+        Self {
+            message_id: m.id.clone(),
+            role: m.role,
+            content: m.content.clone(),
+            goal_id: None,
+            loop_id: None,
+            from_session_id: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCalled {
+    pub call_id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (JSON text).
+    pub arguments: String,
+    /// A startup action, run before the first turn.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub startup: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCompleted {
+    pub call_id: String,
+    pub name: String,
+    pub is_error: bool,
+    /// What the model was shown (filtered); `{"error": …}` for an error;
+    /// absent for a cancelled call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<Value>,
+    /// The call did not run to its end (the turn was interrupted).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub cancelled: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub startup: bool,
+}
+
+impl ToolCompleted {
+    /// A call that ran: `result` is what the model was shown.
+    pub fn new(call_id: &str, name: &str, is_error: bool, result: Value) -> Self {
+        Self {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            is_error,
+            result: Some(result),
+            cancelled: false,
+            startup: false,
+        }
+    }
+
+    /// A call that did not run to its end.
+    pub fn cancelled(call_id: &str, name: &str) -> Self {
+        Self {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            is_error: true,
+            result: None,
+            cancelled: true,
+            startup: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientToolCall {
+    pub call_id: String,
+    pub function_name: String,
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// Whether the client must answer with `client_tool.result`.
+    pub wait_for_response: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TodoUpdated {
+    pub todos: Vec<TodoItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateUpdated {
+    /// The variables that changed, with their new values.
+    #[schema(value_type = Object)]
+    pub changes: Map<String, Value>,
+    /// Every variable after the change.
+    #[schema(value_type = Object)]
+    pub variables: Map<String, Value>,
+    /// `system`, `updateState`, or `tool:<name>`.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserQuestion {
+    pub call_id: String,
+    pub questions: Vec<AskQuestion>,
+    /// The sub-agent that asks, when the question reaches the root's user.
+    #[serde(default)]
+    pub sub_session_id: Option<String>,
+    #[serde(default)]
+    pub sub_session_title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserAnswered {
+    pub call_id: String,
+    /// The answers as the model reads them, one per question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Vec<String>>,
+    /// The user wrote a message instead of answering.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dismissed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_session_title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubAgentStarted {
+    pub sub_session_id: String,
+    pub title: String,
+    /// `async` or `sync`.
+    pub mode: String,
+    pub parent_session_id: String,
+    pub depth: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubAgentCompleted {
+    pub sub_session_id: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// `completed`, `ended` or `stopped` (by its parent or the host).
+    pub status: String,
+    /// Its last words; absent when it was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+    /// Why it was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct GoalUpdated {
+    pub goal: Goal,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct LoopUpdated {
+    #[serde(rename = "loop")]
+    pub loop_: Loop,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryUpdated {
+    /// `saved`, `updated` or `deleted`.
+    pub action: String,
+    pub memory_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HandoffRequested {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HandoffReleased {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorEvent {
+    /// Stable machine-readable code, e.g. `llm_failed`.
+    pub code: String,
+    pub message: String,
+}
+
+impl EventBody {
+    /// An `error` event.
+    pub fn error(code: &str, message: impl Into<String>) -> Self {
+        Self::Error(ErrorEvent {
+            code: code.to_owned(),
+            message: message.into(),
+        })
+    }
+}
+
+/// A frame a client sends on the WebSocket (R-API-5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type")]
+pub enum ClientFrame {
+    /// The functions this client runs (replaces earlier declarations).
+    #[serde(rename = "client.hello")]
+    Hello(ClientHello),
+    /// A user turn, as `POST …/messages`.
+    #[serde(rename = "user.message")]
+    UserMessage(UserMessageFrame),
+    /// The answer to a `client_tool.call`.
+    #[serde(rename = "client_tool.result")]
+    ClientToolResult(ClientToolResult),
+    /// Answers to a pending askUser question, as `POST …/answers`.
+    #[serde(rename = "ask_user.answer")]
+    AskUserAnswer(AskUserAnswerFrame),
+    /// Replay the events after `afterSeq`, then live.
+    #[serde(rename = "resume")]
+    Resume(ResumeFrame),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientHello {
+    #[serde(default)]
+    pub client_tools: Vec<DeclaredClientTool>,
+}
+
+/// A function a client runs: its name, or its name with the hash of the
+/// parameter schema it implements (R-BX-9).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum DeclaredClientTool {
+    Name(String),
+    #[serde(rename_all = "camelCase")]
+    WithSchema {
+        name: String,
+        #[serde(default)]
+        schema_hash: Option<String>,
+    },
+}
+
+impl DeclaredClientTool {
+    /// `(name, schema hash)`.
+    pub fn into_parts(self) -> (String, Option<String>) {
+        match self {
+            Self::Name(name) => (name, None),
+            Self::WithSchema { name, schema_hash } => (name, schema_hash),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UserMessageFrame {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserAnswerFrame {
+    /// The askUser call answered; defaults to the pending one.
+    #[serde(default)]
+    pub call_id: Option<String>,
+    pub answers: Answers,
+}
+
+impl From<AskUserAnswerFrame> for AnswerParams {
+    fn from(f: AskUserAnswerFrame) -> Self {
+        Self {
+            call_id: f.call_id,
+            answers: f.answers,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientToolResult {
+    pub call_id: String,
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<Value>,
+    /// Set when the function failed: a message for the model.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub error: Option<Value>,
+}
+
+impl ClientToolResult {
+    /// `Ok(result)` or `Err(message)`.
+    pub fn into_reply(self) -> Result<Value, String> {
+        match self.error {
+            Some(Value::String(e)) => Err(e),
+            Some(e) if !e.is_null() => Err(e.to_string()),
+            _ => Ok(self.result.unwrap_or(Value::Null)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeFrame {
+    #[serde(default)]
+    pub after_seq: i64,
+}
+
+/// An error the server sends on the WebSocket: the codes and messages of
+/// the HTTP errors (R-API-2), never a server fault's details.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorFrame {
+    /// Always `error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ErrorFrame {
+    pub fn new(code: &str, message: impl Into<String>, field: Option<String>) -> Self {
+        Self {
+            kind: "error".to_owned(),
+            code: code.to_owned(),
+            message: message.into(),
+            field,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "events_tests.rs"]
+mod tests;

@@ -1,0 +1,47 @@
+//! The live side of a session's events: what the journal tells
+//! subscribers after each commit.
+
+use std::sync::Mutex;
+
+use rtc_protocol::SessionEvent;
+use tokio::sync::broadcast;
+
+/// How many live events a subscriber may fall behind before it re-reads
+/// from the store.
+pub(crate) const LIVE_BUFFER: usize = 256;
+
+/// The live side of a session's events: a broadcast channel created when
+/// the first subscriber comes (an idle session pays nothing for it), told
+/// by the journal after each commit. `None` tells subscribers to re-read
+/// the store (another instance committed events of the session).
+#[derive(Default)]
+pub(crate) struct Live(Mutex<Option<broadcast::Sender<Option<SessionEvent>>>>);
+
+impl Live {
+    /// Tell the subscribers, if any.
+    pub fn send(&self, event: Option<SessionEvent>) {
+        if let Ok(slot) = self.0.lock()
+            && let Some(tx) = slot.as_ref()
+            && tx.receiver_count() > 0
+        {
+            let _ = tx.send(event);
+        }
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Option<SessionEvent>> {
+        match self.0.lock() {
+            Ok(mut slot) => slot
+                .get_or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
+                .subscribe(),
+            Err(_) => broadcast::channel(1).1,
+        }
+    }
+
+    pub fn receivers(&self) -> usize {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|slot| slot.as_ref().map(broadcast::Sender::receiver_count))
+            .unwrap_or(0)
+    }
+}

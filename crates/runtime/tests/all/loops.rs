@@ -1,0 +1,140 @@
+//! Loops at the runtime's level (R-LP-3, R-LP-4).
+
+use std::time::Duration;
+
+use rtc_protocol::LoopStatus;
+use rtc_testkit::{MockLlm, MockReply};
+use serde_json::{Value, json};
+
+use crate::harness::{Harness, WS};
+
+/// The last message of a request.
+fn last(req: &Value) -> &Value {
+    req["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .unwrap_or(&Value::Null)
+}
+
+/// The id of the loop `createLoop` answered with earlier in the request.
+fn created_loop(req: &Value) -> String {
+    req["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .find_map(|m| {
+            let result: Value = serde_json::from_str(m["content"].as_str()?).ok()?;
+            result["loop_id"].as_str().map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
+/// Pauses the loop on "pause it", calls `first` on other user messages, answers a tick with text, and
+/// says "ok" after any tool result.
+fn loop_model(first: MockReply) -> impl Fn(&Value) -> MockReply + Send + Sync + 'static {
+    move |req| {
+        let m = last(req);
+        let content = m["content"].as_str().unwrap_or("");
+        if m["role"] == "tool" {
+            MockReply::text("ok")
+        } else if content == "pause it" {
+            MockReply::call("pauseLoop", json!({"loop_id": created_loop(req)}))
+        } else if content.starts_with("[Loop") {
+            MockReply::text("tick done")
+        } else {
+            first.clone()
+        }
+    }
+}
+
+/// A loop ticking while a client is connected (a host on the WebSocket)
+/// runs its two ticks and is exhausted: each tick waits for its own turn
+/// to end, not for a counter the turn bumps while it still runs.
+#[tokio::test]
+async fn loop_ticks_finish_with_a_client_connected() {
+    let create = MockReply::call(
+        "createLoop",
+        json!({"prompt": "check", "interval_seconds": 1, "max_turns": 2}),
+    );
+    let mock = MockLlm::with_recorded_responder(loop_model(create))
+        .await
+        .unwrap();
+    let h = Harness::on(mock, |_| {}).await;
+    let a = h
+        .assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+        .await;
+    let s = h.session(&a).await;
+    let _client = h.rt.connect_client(WS, &s).await.unwrap();
+    let mut events = h.events(&s).await;
+    h.rt.send_user_message(WS, &s, "start a loop")
+        .await
+        .unwrap();
+    let done = events
+        .until("loop.updated", |v| v["loop"]["status"] == "exhausted")
+        .await;
+    let rtc_protocol::EventBody::LoopUpdated(done) = done.body else {
+        unreachable!()
+    };
+    assert_eq!(done.loop_.turns_done, 2);
+    assert_eq!(done.loop_.reason.as_deref(), Some("max_turns (2) reached"));
+    let loops = h.rt.loops(WS, &s).await.unwrap();
+    assert_eq!(loops[0].status, LoopStatus::Exhausted);
+    let ticks = h
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| {
+            last(r)["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[Loop"))
+        })
+        .count();
+    assert_eq!(ticks, 2, "two tick turns reached the model");
+}
+
+/// A paused loop, and an active one between distant ticks, expire at
+/// their deadline (R-LP-4).
+#[tokio::test]
+async fn paused_and_waiting_loops_expire() {
+    for pause in [true, false] {
+        let create = MockReply::call(
+            "createLoop",
+            json!({"prompt": "check", "interval_seconds": 3600}),
+        );
+        let mock = MockLlm::with_recorded_responder(loop_model(create))
+            .await
+            .unwrap();
+        let h = Harness::on(mock, |c| {
+            c.loops.max_lifetime = Duration::from_millis(1500);
+        })
+        .await;
+        let a = h
+            .assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+            .await;
+        let s = h.session(&a).await;
+        let mut events = h.events(&s).await;
+        h.rt.send_user_message(WS, &s, "start").await.unwrap();
+        let created = events
+            .until("loop.updated", |v| v["loop"]["status"] == "active")
+            .await;
+        let id = serde_json::to_value(&created).unwrap()["loop"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if pause {
+            events.next_of("turn.completed").await;
+            h.rt.send_user_message(WS, &s, "pause it").await.unwrap();
+            events
+                .until("loop.updated", |v| v["loop"]["status"] == "paused")
+                .await;
+        }
+        let expired = events
+            .until("loop.updated", |v| v["loop"]["status"] == "exhausted")
+            .await;
+        let v = serde_json::to_value(&expired).unwrap();
+        assert_eq!(v["loop"]["id"], id.as_str());
+        assert_eq!(v["loop"]["reason"], "the loop expired");
+        assert_eq!(v["loop"]["turnsDone"], 0, "no tick ran");
+    }
+}

@@ -1,0 +1,17 @@
+//! The runtime driven in-process, on SQLite, against the scripted model:
+//! turns, tools, loops, endings, shutdown. No binary, no PostgreSQL, no
+//! Node; tests wait on events, not on time.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "integration tests fail loudly"
+)]
+
+mod harness;
+
+mod ending;
+mod eviction;
+mod features;
+mod loops;
+mod shutdown;
