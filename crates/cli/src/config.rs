@@ -69,6 +69,10 @@ pub struct ProviderSettings {
     #[serde(default)]
     pub api_key: Option<String>,
     pub model: String,
+    /// The model this provider serves for judges, `llm` leaves and
+    /// extraction; without one those calls go to the default provider.
+    #[serde(default)]
+    pub small_model: Option<String>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -76,6 +80,7 @@ impl std::fmt::Debug for ProviderSettings {
         f.debug_struct("ProviderSettings")
             .field("base_url", &self.base_url)
             .field("model", &self.model)
+            .field("small_model", &self.small_model)
             .finish_non_exhaustive()
     }
 }
@@ -191,6 +196,7 @@ impl Settings {
                     .unwrap_or_else(|| "https://api.openai.com/v1".to_owned()),
                 api_key: env("RTC_LLM_API_KEY").or(file.llm_api_key),
                 model: llm_model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+                small_model: None,
             },
             max_steps_per_turn: match env("RTC_MAX_STEPS_PER_TURN") {
                 Some(v) => v

@@ -118,7 +118,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn provider(p: &ProviderSettings) -> anyhow::Result<Provider> {
+fn provider(p: &ProviderSettings, small_model: Option<String>) -> anyhow::Result<Provider> {
     let http = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .build()?;
@@ -126,6 +126,7 @@ fn provider(p: &ProviderSettings) -> anyhow::Result<Provider> {
     Ok(Provider {
         client: Arc::new(client),
         default_model: p.model.clone(),
+        small_model,
     })
 }
 
@@ -137,12 +138,11 @@ fn build_runtime(
 ) -> anyhow::Result<Runtime> {
     let mut providers = BTreeMap::new();
     for (name, p) in &settings.providers {
-        providers.insert(name.clone(), provider(p)?);
+        providers.insert(name.clone(), provider(p, p.small_model.clone())?);
     }
     let config = RuntimeConfig {
-        default_provider: provider(&settings.llm)?,
+        default_provider: provider(&settings.llm, Some(settings.small_model.clone()))?,
         providers,
-        small_model: settings.small_model.clone(),
         max_steps_per_turn: settings.max_steps_per_turn,
         http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES)?,
         mcp,

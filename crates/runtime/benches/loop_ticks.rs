@@ -43,9 +43,9 @@ fn runtime(store: Store, mock: &MockLlm, instance: &str) -> Runtime {
         default_provider: Provider {
             client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
             default_model: "mock".into(),
+            small_model: Some("mock-small".into()),
         },
         providers: BTreeMap::new(),
-        small_model: "mock".into(),
         max_steps_per_turn: 4,
         http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
         mcp: McpConnector {

@@ -144,9 +144,9 @@ async fn setup() -> Setup {
         default_provider: Provider {
             client: Arc::new(client),
             default_model: "mock".into(),
+            small_model: Some("mock-small".into()),
         },
         providers: BTreeMap::new(),
-        small_model: "mock".into(),
         max_steps_per_turn: 64,
         http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
         mcp: McpConnector {

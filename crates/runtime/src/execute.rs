@@ -22,9 +22,9 @@ use rtc_tools::mcp::{McpCall, ResolvedHeaders};
 use serde_json::{Map, Value, json};
 
 use crate::broker::{ClientCall, ClientOutcome};
-use crate::llm_leaf::SmallModelLeaf;
 use crate::llm_tools::LlmTool;
 use crate::session::SessionCtx;
+use crate::small_model::SmallModel;
 use crate::{Inner, RuntimeError, variables};
 
 /// The call's parsed arguments, or (from a function answering
@@ -204,12 +204,8 @@ impl Inner {
         let Some(cfg) = &ctx.config.assistant.built_in_tools.update_state else {
             return Ok(CallOutcome::error("updateState is not enabled"));
         };
-        let provider = self.provider_for(&ctx.config.assistant);
-        let leaf = SmallModelLeaf {
-            provider,
-            model: &self.config.small_model,
-            transcript: self.transcript(ctx).await?,
-        };
+        let leaf = SmallModel::for_assistant(&self.config, &ctx.config.assistant)
+            .leaves(self.transcript(ctx).await?);
         let mut vars: BTreeMap<String, Value> = ctx
             .state
             .lock()

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rtc_core::ValidationError;
-use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
+use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, new_id, now_millis};
@@ -19,8 +19,8 @@ use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use serde_json::{Value, json};
 
 use crate::execute::{CallOutcome, parsed};
-use crate::llm_leaf::answer_text;
 use crate::session::{RunningTurn, SessionCtx};
+use crate::small_model::SmallModel;
 use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -185,19 +185,8 @@ impl Inner {
         };
         let system = "You judge whether a goal's condition holds, given a conversation between a user and an assistant. Be strict: the condition must clearly hold in what was said. Answer only JSON {\"satisfied\": true|false, \"reason\": \"one sentence\"}.";
         let user = format!("Condition: {condition}\n\nConversation:\n{transcript}");
-        let request = ChatRequest {
-            model: self.config.small_model.clone(),
-            messages: vec![
-                ChatMessage::System {
-                    content: system.to_owned(),
-                },
-                ChatMessage::User { content: user },
-            ],
-            json_output: true,
-            temperature: Some(0.0),
-            ..ChatRequest::default()
-        };
-        match answer_text(&self.config.default_provider, request).await {
+        let judge = SmallModel::for_assistant(&self.config, &ctx.config.assistant);
+        match judge.ask(system, user, true).await {
             Ok(text) => match serde_json::from_str::<Value>(text.trim()) {
                 Ok(v) => (
                     v["satisfied"].as_bool().unwrap_or(false),

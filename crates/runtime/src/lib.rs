@@ -16,11 +16,11 @@ mod goals;
 mod interaction;
 mod journal;
 mod live;
-mod llm_leaf;
 mod llm_tools;
 mod loops;
 mod memory;
 mod session;
+mod small_model;
 mod start;
 mod subagents;
 #[cfg(test)]
@@ -49,11 +49,15 @@ pub use session::SessionConfig;
 pub use start::{assistant_context, find_interface};
 pub use subagents::SubAgentLimits;
 
-/// A named chat model provider and its default model.
+/// A named chat model provider, its default model, and the small model it
+/// serves for judges, `llm` leaves and extraction (see `small_model`).
 #[derive(Clone)]
 pub struct Provider {
     pub client: Arc<dyn LlmClient>,
     pub default_model: String,
+    /// For the default provider `RTC_SMALL_MODEL`; a named provider without
+    /// one leaves small-model calls to the default provider.
+    pub small_model: Option<String>,
 }
 
 /// Settings of the runtime.
@@ -63,8 +67,6 @@ pub struct RuntimeConfig {
     pub default_provider: Provider,
     /// Providers by name (`llm.provider` of an assistant).
     pub providers: BTreeMap<String, Provider>,
-    /// Model for `llm` leaves, judges and extraction.
-    pub small_model: String,
     /// Most model calls in one turn (R-RN-1).
     pub max_steps_per_turn: usize,
     pub http: HttpExecutor,

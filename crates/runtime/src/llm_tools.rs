@@ -110,7 +110,7 @@ impl Inner {
             LlmTool::AskUser => self.ask_user(ctx, call).await?,
             LlmTool::TodoWrite => self.todo_write(ctx, call).await?,
             LlmTool::WebSearch => self.web_search(call).await,
-            LlmTool::WebFetch => self.web_fetch(call).await,
+            LlmTool::WebFetch => self.web_fetch(ctx, call).await,
             LlmTool::Memory(tool) => self.memory_tool(ctx, tool, call).await?,
             LlmTool::Goal(tool) => self.goal_tool(ctx, tool, call).await?,
             LlmTool::Loop(tool) => self.loop_tool(ctx, tool, call).await?,

@@ -1,14 +1,15 @@
 //! The web built-ins in a session (R-WS, R-WFF); webFetch answers the
 //! model's prompt over a long page with the small model.
 
-use rtc_core::llm::{ChatMessage, ChatRequest, ToolCall};
+use rtc_core::llm::ToolCall;
 use rtc_tools::builtin::{web_fetch, web_search};
 use rtc_tools::web_fetch::{Fetched, Page};
 use serde_json::json;
 
 use crate::Inner;
 use crate::execute::CallOutcome;
-use crate::llm_leaf::answer_text;
+use crate::session::SessionCtx;
+use crate::small_model::SmallModel;
 
 /// Most page text handed to the small model (it reads a long page for the
 /// model's prompt).
@@ -31,7 +32,7 @@ impl Inner {
         }
     }
 
-    pub(crate) async fn web_fetch(&self, call: &ToolCall) -> CallOutcome {
+    pub(crate) async fn web_fetch(&self, ctx: &SessionCtx, call: &ToolCall) -> CallOutcome {
         let Some(fetcher) = &self.config.web_fetch else {
             return CallOutcome::error("webFetch is not configured on this server");
         };
@@ -55,7 +56,7 @@ impl Inner {
                 if page.content.len() <= threshold {
                     return CallOutcome::ok(page_result(&page, &page.content, cached, false));
                 }
-                match self.extract(&page, &args.prompt).await {
+                match self.extract(ctx, &page, &args.prompt).await {
                     Ok(answer) => CallOutcome::ok(page_result(&page, &answer, cached, true)),
                     Err(e) => CallOutcome::error(format!(
                         "the page is {} bytes of Markdown and reading it for your prompt failed: {e}",
@@ -67,7 +68,7 @@ impl Inner {
     }
 
     /// The small model answers `prompt` from the page.
-    async fn extract(&self, page: &Page, prompt: &str) -> Result<String, String> {
+    async fn extract(&self, ctx: &SessionCtx, page: &Page, prompt: &str) -> Result<String, String> {
         let mut text = page.content.as_str();
         if text.len() > EXTRACTION_INPUT_BYTES {
             let mut cut = EXTRACTION_INPUT_BYTES;
@@ -78,18 +79,9 @@ impl Inner {
         }
         let system = "You read a web page for another assistant. Answer its request using only the page. Be concise and exact: keep figures, names, dates, versions and code as written, and include the links that matter. If the page does not contain the answer, say so plainly.";
         let user = format!("Request: {prompt}\n\nPage: {}\n\n---\n{text}", page.url);
-        let request = ChatRequest {
-            model: self.config.small_model.clone(),
-            messages: vec![
-                ChatMessage::System {
-                    content: system.to_owned(),
-                },
-                ChatMessage::User { content: user },
-            ],
-            temperature: Some(0.0),
-            ..ChatRequest::default()
-        };
-        answer_text(&self.config.default_provider, request).await
+        SmallModel::for_assistant(&self.config, &ctx.config.assistant)
+            .ask(system, user, false)
+            .await
     }
 }
 

@@ -38,9 +38,9 @@ pub fn config(mock: &MockLlm) -> RuntimeConfig {
         default_provider: Provider {
             client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
             default_model: "mock".into(),
+            small_model: Some("mock-small".into()),
         },
         providers: BTreeMap::new(),
-        small_model: "mock-small".into(),
         max_steps_per_turn: 8,
         http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
         mcp: McpConnector {

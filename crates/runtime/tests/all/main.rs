@@ -15,3 +15,4 @@ mod eviction;
 mod features;
 mod loops;
 mod shutdown;
+mod small_model;

@@ -1,0 +1,108 @@
+//! The small model: one service for every one-shot call the platform
+//! makes on its own behalf — `llm` expression leaves (R-EX-1), the goal
+//! judge (R-GL-2) and webFetch's reading of long pages (R-WFF-2).
+//!
+//! One provider rule: the call goes to the assistant's provider when that
+//! provider names a small model (`small_model` of a named provider), else
+//! to the default provider with its small model (`RTC_SMALL_MODEL`, or its
+//! default model when none is set).
+
+use futures::StreamExt;
+use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent};
+use rtc_expr::{LlmLeafEvaluator, LlmOutputType};
+use rtc_protocol::Assistant;
+use serde_json::Value;
+
+use crate::{Provider, RuntimeConfig};
+
+/// A provider and the small model it serves.
+#[derive(Clone, Copy)]
+pub(crate) struct SmallModel<'a> {
+    pub provider: &'a Provider,
+    pub model: &'a str,
+}
+
+impl<'a> SmallModel<'a> {
+    /// The small model for `assistant`'s calls (see the module doc).
+    pub fn for_assistant(config: &'a RuntimeConfig, assistant: &Assistant) -> Self {
+        let named = assistant
+            .llm
+            .provider
+            .as_ref()
+            .and_then(|p| config.providers.get(p));
+        if let Some(p) = named
+            && let Some(model) = &p.small_model
+        {
+            return Self { provider: p, model };
+        }
+        let p = &config.default_provider;
+        Self {
+            provider: p,
+            model: p.small_model.as_deref().unwrap_or(&p.default_model),
+        }
+    }
+
+    /// The whole answer to a system instruction and a user text, at
+    /// temperature 0; `json` asks for a JSON object.
+    pub async fn ask(&self, system: &str, user: String, json: bool) -> Result<String, String> {
+        let request = ChatRequest {
+            model: self.model.to_owned(),
+            messages: vec![
+                ChatMessage::System {
+                    content: system.to_owned(),
+                },
+                ChatMessage::User { content: user },
+            ],
+            json_output: json,
+            temperature: Some(0.0),
+            ..ChatRequest::default()
+        };
+        let mut stream = self.provider.client.stream(request);
+        let mut answer = None;
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(LlmEvent::Done(r)) => answer = Some(r.content),
+                Ok(LlmEvent::TextDelta(_)) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        answer.ok_or_else(|| "the model gave no answer".to_owned())
+    }
+
+    /// An evaluator of `llm` leaves over `transcript`.
+    pub fn leaves(self, transcript: String) -> LeafEvaluator<'a> {
+        LeafEvaluator {
+            model: self,
+            transcript,
+        }
+    }
+}
+
+/// `llm` leaves (R-EX-1): a typed value extracted from the recent
+/// conversation as JSON.
+pub(crate) struct LeafEvaluator<'a> {
+    model: SmallModel<'a>,
+    /// The recent conversation as plain text.
+    transcript: String,
+}
+
+impl LlmLeafEvaluator for LeafEvaluator<'_> {
+    async fn evaluate(&self, prompt: &str, output_type: LlmOutputType) -> Result<Value, String> {
+        let kind = match output_type {
+            LlmOutputType::String => "a string",
+            LlmOutputType::Number => "a number",
+            LlmOutputType::Boolean => "a boolean (true or false)",
+        };
+        let system = format!(
+            "You extract one value from a conversation. Answer with a JSON object {{\"value\": V}} where V is {kind}. Answer only the JSON."
+        );
+        let user = format!("Conversation:\n{}\n\nQuestion: {prompt}", self.transcript);
+        let text = self.model.ask(&system, user, true).await?;
+        let parsed: Value = serde_json::from_str(text.trim())
+            .map_err(|_| format!("the model did not answer JSON: {text:.200}"))?;
+        parsed
+            .get("value")
+            .cloned()
+            .ok_or_else(|| "the model's answer has no `value`".to_owned())
+    }
+}
