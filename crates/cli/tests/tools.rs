@@ -72,6 +72,10 @@ on_both!(invalid_tools_name_their_field, |srv| {
     let cases: Vec<(&str, Value, &str, &str)> = vec![
         ("/name", json!("has space"), "invalid_name", "name"),
         ("/name", json!("askUser"), "reserved_name", "name"),
+        ("/name", json!("createLoop"), "reserved_name", "name"),
+        ("/name", json!("searchMemory"), "reserved_name", "name"),
+        ("/name", json!("endConversation"), "reserved_name", "name"),
+        ("/name", json!("delegate_task"), "reserved_name", "name"),
         ("/type", json!("grpc"), "invalid_field", "type"),
         (
             "/parameters",

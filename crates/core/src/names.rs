@@ -1,5 +1,6 @@
 //! Naming rules shared by every resource: tool and variable names, reserved
-//! prefixes and the names of the platform's own tools.
+//! prefixes; the names of the platform's own tools come from the runtime's
+//! tool registry.
 
 use crate::error::{Rule, ValidationError};
 
@@ -10,43 +11,10 @@ pub const SECRET_PREFIX: &str = "secret__";
 /// Prefix of per-binding template inputs in placeholders.
 pub const INPUT_PREFIX: &str = "input__";
 
-/// Names the model already knows as platform tools; a tool resource may not
-/// take them (R-TB-7).
-pub const RESERVED_TOOL_NAMES: &[&str] = &[
-    "endConversation",
-    "updateState",
-    "skipTurn",
-    "requestHumanHandoff",
-    "subAgent",
-    "listSubAgent",
-    "getSubAgentMessage",
-    "stopSubAgent",
-    "sendMessageToSubAgent",
-    "askUser",
-    "todoWrite",
-    "createGoal",
-    "completeGoal",
-    "cancelGoal",
-    "createLoop",
-    "cancelLoop",
-    "completeLoop",
-    "listLoops",
-    "pauseLoop",
-    "resumeLoop",
-    "webSearch",
-    "webFetch",
-    "saveMemory",
-    "updateMemory",
-    "deleteMemory",
-    "listMemories",
-    "searchMemory",
-    "delegate_task",
-    "get_task_status",
-    "cancel_task",
-];
-
-/// A tool name the model calls: letters, digits, `_`, `-`, 1–64 characters.
-pub fn check_tool_name(name: &str, field: &str) -> Rule {
+/// A tool name the model calls: letters, digits, `_`, `-`, 1–64
+/// characters, and not one of the platform's own (`is_reserved`, which
+/// the runtime's tool registry answers; R-TB-7).
+pub fn check_tool_name(name: &str, field: &str, is_reserved: &dyn Fn(&str) -> bool) -> Rule {
     let ok = (1..=64).contains(&name.len())
         && name
             .bytes()
@@ -58,7 +26,7 @@ pub fn check_tool_name(name: &str, field: &str) -> Rule {
             format!("`{field}` must be 1 to 64 letters, digits, `_` or `-`; got {name:?}"),
         ));
     }
-    if RESERVED_TOOL_NAMES.contains(&name) {
+    if is_reserved(name) {
         return Err(ValidationError::new(
             "reserved_name",
             field,

@@ -3,17 +3,19 @@ use super::*;
 #[test]
 fn tool_names() {
     for ok in ["query_order", "a", "A-b_9", &"x".repeat(64)] {
-        assert!(check_tool_name(ok, "name").is_ok(), "{ok}");
+        assert!(check_tool_name(ok, "name", &|_| false).is_ok(), "{ok}");
     }
     for bad in ["", "has space", "dot.name", "中文", &"x".repeat(65)] {
         assert_eq!(
-            check_tool_name(bad, "name").unwrap_err().code,
+            check_tool_name(bad, "name", &|_| false).unwrap_err().code,
             "invalid_name",
             "{bad}"
         );
     }
     assert_eq!(
-        check_tool_name("askUser", "name").unwrap_err().code,
+        check_tool_name("askUser", "name", &|n| n == "askUser")
+            .unwrap_err()
+            .code,
         "reserved_name"
     );
 }

@@ -24,6 +24,8 @@ pub struct ToolContext<'a> {
     /// For `mcp` tools: the remote tool as discovered on its server, or
     /// `None` when the server does not offer `remoteToolName`.
     pub discovered: Option<&'a McpToolInfo>,
+    /// Whether a name belongs to a platform tool (the runtime's registry).
+    pub is_reserved: &'a dyn Fn(&str) -> bool,
 }
 
 /// The schema used when a tool declares no parameters.
@@ -35,7 +37,7 @@ pub fn empty_parameters() -> Value {
 /// `parameters` become the discovered (pinned) input schema; a missing
 /// schema becomes the empty object schema.
 pub fn validate_tool(mut tool: Tool, ctx: &ToolContext<'_>) -> Rule<Tool> {
-    check_tool_name(&tool.name, "name")?;
+    check_tool_name(&tool.name, "name", ctx.is_reserved)?;
     check_max_chars(&tool.description, "description", MAX_DESCRIPTION)?;
     check_sections(&tool)?;
     if tool.kind == ToolKind::Mcp {

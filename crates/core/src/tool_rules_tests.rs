@@ -27,6 +27,7 @@ fn ctx_with(discovered: Option<&McpToolInfo>) -> ToolContext<'_> {
     ToolContext {
         secret_exists: &|n| n == "secret__api_key",
         discovered,
+        is_reserved: &|n| n == "askUser" || n == "endConversation",
     }
 }
 

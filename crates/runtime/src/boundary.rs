@@ -9,11 +9,11 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::builtins::subagents::sub_agent;
 use rtc_protocol::{
     MessageCompleted, MessageRole, SessionEnded, SessionStatus, SubAgentCompleted, ToolCompleted,
 };
 use rtc_store::{InboxItem, InboxKind};
-use rtc_tools::builtin::subagents::sub_agent;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -10,15 +10,15 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::builtins::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use rtc_core::ValidationError;
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, new_id, now_millis};
-use rtc_tools::builtin::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
 use serde_json::{Value, json};
 
-use crate::execute::{CallOutcome, parsed};
+use crate::registry::{CallOutcome, parsed};
 use crate::session::{RunningTurn, SessionCtx};
 use crate::small_model::SmallModel;
 use crate::turn::RuntimeInput;

@@ -8,16 +8,16 @@ use rtc_core::ValidationError;
 use rtc_core::llm::ToolCall;
 use std::sync::Arc;
 
+use crate::builtins::{ask_user, todo_write};
 use rtc_protocol::{
     AnswerParams, AnswerResponse, AskUserAnswered, AskUserQuestion, EventBody, MessageRole,
     PendingQuestion, SessionStatus, TodoItem, TodoUpdated, ToolCompleted,
 };
 use rtc_store::{SessionUpdate, now_millis};
-use rtc_tools::builtin::{ask_user, todo_write};
 use serde_json::json;
 
 use crate::events::Durability;
-use crate::execute::{CallOutcome, Interrupt, parsed};
+use crate::registry::{CallOutcome, Interrupt, parsed};
 use crate::session::SessionCtx;
 use crate::turn::message;
 use crate::{Inner, Runtime, RuntimeError};

@@ -9,16 +9,16 @@
 
 mod boundary;
 mod broker;
+mod builtins;
 mod error;
 mod events;
-mod execute;
 mod goals;
 mod interaction;
 mod journal;
 mod live;
-mod llm_tools;
 mod loops;
 mod memory;
+mod registry;
 mod session;
 mod small_model;
 mod start;
@@ -93,6 +93,13 @@ pub(crate) struct Inner {
     pub mcp_pool: McpPool,
     pub sessions: Mutex<HashMap<String, Arc<session::SessionCtx>>>,
     pub tasks: TaskTracker,
+}
+
+/// Whether `name` belongs to a platform tool, so no tool resource may take
+/// it: every name of the tool registry (built-ins, and the task tools to
+/// come).
+pub fn is_reserved_tool_name(name: &str) -> bool {
+    registry::is_reserved(name)
 }
 
 /// What a graceful shutdown did with the turns that were running.

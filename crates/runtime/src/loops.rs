@@ -10,14 +10,14 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::builtins::loops::{cancel, complete, create, list, pause, resume};
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated, SessionStatus};
 use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
-use rtc_tools::builtin::loops::{cancel, complete, create, list, pause, resume};
 use serde_json::{Value, json};
 
-use crate::execute::{CallOutcome, parsed};
+use crate::registry::{CallOutcome, parsed};
 use crate::session::SessionCtx;
 use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};

@@ -2,14 +2,14 @@
 //! user (the session's `userId`), so they persist across sessions and no
 //! other user sees them. Every change emits `memory.updated`.
 
+use crate::builtins::memory::{delete, list, save, search, update};
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Memory, MemoryUpdated};
 use rtc_store::MemoryRecord;
-use rtc_tools::builtin::memory::{delete, list, save, search, update};
 use serde_json::{Value, json};
 
-use crate::execute::{CallOutcome, parsed};
+use crate::registry::{CallOutcome, parsed};
 use crate::session::SessionCtx;
 use crate::{Inner, Runtime, RuntimeError};
 

@@ -6,18 +6,18 @@
 
 use std::sync::Arc;
 
+use crate::builtins::subagents::sub_agent::Mode;
+use crate::builtins::subagents::{get_message, list, send_message, stop, sub_agent};
 use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
     EventBody, MessageRole, SessionStarted, SessionStatus, SubAgentStarted, ToolCompleted,
 };
 use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_token, now_millis};
-use rtc_tools::builtin::subagents::sub_agent::Mode;
-use rtc_tools::builtin::subagents::{get_message, list, send_message, stop, sub_agent};
 use serde_json::{Value, json};
 
 use crate::events::Durability;
-use crate::execute::{CallOutcome, Interrupt, parsed};
+use crate::registry::{CallOutcome, Interrupt, parsed};
 use crate::session::SessionCtx;
 use crate::turn::message;
 use crate::{Inner, RuntimeError};

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall, ToolSpec};
-use rtc_core::model_tools::{model_tools, render_variables};
+use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall};
+use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
     Assistant, EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall,
     SessionEnded, SessionStatus, StateUpdated, ToolCalled, ToolCompleted, TurnCompleted,
@@ -18,7 +18,7 @@ use rtc_store::{SessionUpdate, new_id, now_millis};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
-use crate::execute::{Interrupt, Target};
+use crate::registry::{CallOutcome, Interrupt, SessionTools, ToolCx};
 use crate::session::SessionCtx;
 use crate::{Inner, Provider, RuntimeError, variables};
 
@@ -326,15 +326,8 @@ impl Inner {
             .model
             .clone()
             .unwrap_or_else(|| provider.default_model.clone());
-        let specs: Vec<(ToolSpec, Target)> = model_tools(assistant, &ctx.config.tools)
-            .into_iter()
-            .map(|(s, t)| (s, Target::Model(t)))
-            .chain(
-                self.llm_tools(assistant)
-                    .into_iter()
-                    .map(|(s, t)| (s, Target::Llm(t))),
-            )
-            .collect();
+        let tools = SessionTools::for_session(&self.config, &ctx.config);
+        let specs = tools.specs();
         for _step in 0..self.config.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(());
@@ -344,7 +337,7 @@ impl Inner {
             let request = ChatRequest {
                 model: model.clone(),
                 messages: self.with_history(ctx, |h| chat_history(system, h)).await?,
-                tools: specs.iter().map(|(s, _)| s.clone()).collect(),
+                tools: specs.clone(),
                 temperature: assistant.llm.temperature,
                 max_tokens: assistant.llm.max_tokens,
                 json_output: false,
@@ -420,7 +413,7 @@ impl Inner {
                 return Ok(());
             }
             if let Some(interrupt) = self
-                .run_calls(ctx, cancel, &response.tool_calls, &specs)
+                .run_calls(ctx, cancel, &response.tool_calls, &tools)
                 .await?
             {
                 if interrupt == Interrupt::Skip {
@@ -449,16 +442,29 @@ impl Inner {
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         calls: &[ToolCall],
-        specs: &[(ToolSpec, Target)],
+        tools: &SessionTools,
     ) -> Result<Option<Interrupt>, RuntimeError> {
         let mut running: FuturesUnordered<_> = calls
             .iter()
-            .map(|c| {
-                let target = specs
-                    .iter()
-                    .find(|(s, _)| s.name == c.name)
-                    .map(|(_, t)| *t);
-                async move { (c, self.execute_call(ctx, c, target).await) }
+            .map(|call| {
+                let handler = tools.find(&call.name);
+                async move {
+                    let outcome = match handler {
+                        Some(h) => {
+                            let cx = ToolCx {
+                                rt: self,
+                                session: ctx,
+                                call,
+                            };
+                            h.call(cx).await
+                        }
+                        None => Ok(CallOutcome::error(format!(
+                            "there is no tool named `{}`",
+                            call.name
+                        ))),
+                    };
+                    (call, outcome)
+                }
             })
             .collect();
         let mut pending: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();

@@ -1,13 +1,13 @@
 //! The web built-ins in a session (R-WS, R-WFF); webFetch answers the
 //! model's prompt over a long page with the small model.
 
+use crate::builtins::{web_fetch, web_search};
 use rtc_core::llm::ToolCall;
-use rtc_tools::builtin::{web_fetch, web_search};
 use rtc_tools::web_fetch::{Fetched, Page};
 use serde_json::json;
 
 use crate::Inner;
-use crate::execute::CallOutcome;
+use crate::registry::CallOutcome;
 use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
 

@@ -2,10 +2,9 @@
 //! every HTTP client of the platform is built with (R-SEC-2), the HTTP tool
 //! executor, the MCP client and connection pool (R-TR-2), and the web
 //! built-ins: webSearch over four engines and webFetch with Markdown
-//! conversion (R-WS, R-WFF). `builtin` holds the model-facing side of those
-//! built-ins (names, descriptions, schemas, argument checks).
+//! conversion (R-WS, R-WFF). What the model sees of those built-ins lives
+//! with the runtime's tool registry.
 
-pub mod builtin;
 pub mod http_exec;
 pub mod mcp;
 pub mod net_guard;

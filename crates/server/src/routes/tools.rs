@@ -57,6 +57,7 @@ async fn check(s: &AppState, workspace: &str, tool: Tool) -> ApiResult<Tool> {
     let ctx = ToolContext {
         secret_exists: &|n| secrets.contains(n),
         discovered: discovered.as_ref(),
+        is_reserved: &rtc_runtime::is_reserved_tool_name,
     };
     Ok(validate_tool(tool, &ctx)?)
 }

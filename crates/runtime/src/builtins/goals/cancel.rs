@@ -1,0 +1,29 @@
+//! `cancelGoal {goal_id}`.
+
+use rtc_core::llm::ToolSpec;
+
+use super::GoalRef;
+use crate::goals::GoalTool;
+
+pub const NAME: &str = "cancelGoal";
+
+const DESCRIPTION: &str =
+    "Give up a goal: when the user asks you to stop, or when it cannot be reached.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: super::goal_id_parameters(),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<GoalRef, String> {
+    crate::builtins::parse_arguments(&super::goal_id_parameters(), arguments)
+}
+
+crate::builtins::built_in!(CancelGoal, goals, |cx| cx.rt.goal_tool(
+    cx.session,
+    GoalTool::Cancel,
+    cx.call
+));

@@ -1,0 +1,28 @@
+//! `completeGoal {goal_id}`.
+
+use rtc_core::llm::ToolSpec;
+
+use super::GoalRef;
+use crate::goals::GoalTool;
+
+pub const NAME: &str = "completeGoal";
+
+const DESCRIPTION: &str = "Mark your goal as reached when its condition clearly holds; the session then stops continuing on its own.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: super::goal_id_parameters(),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<GoalRef, String> {
+    crate::builtins::parse_arguments(&super::goal_id_parameters(), arguments)
+}
+
+crate::builtins::built_in!(CompleteGoal, goals, |cx| cx.rt.goal_tool(
+    cx.session,
+    GoalTool::Complete,
+    cx.call
+));

@@ -1,0 +1,28 @@
+//! `listLoops {}`.
+
+use crate::loops::LoopTool;
+use rtc_core::llm::ToolSpec;
+use serde_json::{Value, json};
+
+pub const NAME: &str = "listLoops";
+
+const DESCRIPTION: &str =
+    "List this conversation's loops with their status, turns done, skipped ticks and next tick.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<Value, String> {
+    crate::builtins::parse_arguments(&spec().parameters, arguments)
+}
+
+crate::builtins::built_in!(ListLoops, loops, |cx| cx.rt.loop_tool(
+    cx.session,
+    LoopTool::List,
+    cx.call
+));

@@ -1,0 +1,28 @@
+//! `pauseLoop {loop_id}`.
+
+use rtc_core::llm::ToolSpec;
+
+use super::LoopRef;
+use crate::loops::LoopTool;
+
+pub const NAME: &str = "pauseLoop";
+
+const DESCRIPTION: &str = "Pause a loop: no ticks until resumeLoop.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: super::loop_id_parameters(),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<LoopRef, String> {
+    super::parse_ref(arguments)
+}
+
+crate::builtins::built_in!(PauseLoop, loops, |cx| cx.rt.loop_tool(
+    cx.session,
+    LoopTool::Pause,
+    cx.call
+));

@@ -1,0 +1,111 @@
+//! The LLM's built-in tools of seed 000, one tool per file: its name, its
+//! description and schema written for the model, the checking of the
+//! model's arguments, and its [`ToolHandler`](crate::registry::ToolHandler)
+//! (declared with [`built_in!`], running the call through the service of
+//! its family: `crate::loops`, `crate::goals`, …). [`all`] registers them.
+//!
+//! Adding a built-in: write its file here (spec, arguments, `built_in!`)
+//! and add one line to [`all`].
+
+pub mod ask_user;
+pub mod goals;
+pub mod loops;
+pub mod memory;
+pub mod subagents;
+pub mod todo_write;
+pub mod web_fetch;
+pub mod web_search;
+
+use std::sync::Arc;
+
+use rtc_core::model_tools::schema_problems;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Declares the [`ToolHandler`](crate::registry::ToolHandler) of the
+/// built-in of this file: its spec is the file's `spec()`; a session
+/// offers it when the assistant's `features.$feature` is on (or when
+/// `offered` says so); `run` takes the call's [`ToolCx`](crate::registry::ToolCx).
+macro_rules! built_in {
+    ($ty:ident, $feature:ident, |$cx:ident| $run:expr) => {
+        $crate::builtins::built_in!(
+            $ty,
+            offered = |offer| offer.assistant.features.$feature,
+            run = |$cx| $run
+        );
+    };
+    ($ty:ident, offered = |$offer:ident| $offered:expr, run = |$cx:ident| $run:expr) => {
+        /// The handler of this built-in.
+        pub(crate) struct $ty;
+
+        impl $crate::registry::ToolHandler for $ty {
+            fn spec(&self) -> rtc_core::llm::ToolSpec {
+                spec()
+            }
+
+            fn offered(&self, $offer: &$crate::registry::Offer<'_>) -> bool {
+                $offered
+            }
+
+            fn call<'a>(
+                &'a self,
+                $cx: $crate::registry::ToolCx<'a>,
+            ) -> futures::future::BoxFuture<
+                'a,
+                Result<$crate::registry::CallOutcome, $crate::RuntimeError>,
+            > {
+                Box::pin($run)
+            }
+        }
+    };
+}
+pub(crate) use built_in;
+
+/// Every LLM built-in, in the order the model sees them.
+pub(crate) fn all() -> Vec<Arc<dyn crate::registry::ToolHandler>> {
+    vec![
+        Arc::new(subagents::sub_agent::StartSubAgent),
+        Arc::new(subagents::list::ListSubAgent),
+        Arc::new(subagents::get_message::GetSubAgentMessage),
+        Arc::new(subagents::stop::StopSubAgent),
+        Arc::new(subagents::send_message::SendMessageToSubAgent),
+        Arc::new(ask_user::AskUser),
+        Arc::new(todo_write::TodoWrite),
+        Arc::new(web_search::WebSearch),
+        Arc::new(web_fetch::WebFetch),
+        Arc::new(goals::create::CreateGoal),
+        Arc::new(goals::complete::CompleteGoal),
+        Arc::new(goals::cancel::CancelGoal),
+        Arc::new(loops::create::CreateLoop),
+        Arc::new(loops::cancel::CancelLoop),
+        Arc::new(loops::complete::CompleteLoop),
+        Arc::new(loops::list::ListLoops),
+        Arc::new(loops::pause::PauseLoop),
+        Arc::new(loops::resume::ResumeLoop),
+        Arc::new(memory::save::SaveMemory),
+        Arc::new(memory::update::UpdateMemory),
+        Arc::new(memory::delete::DeleteMemory),
+        Arc::new(memory::list::ListMemories),
+        Arc::new(memory::search::SearchMemory),
+    ]
+}
+
+/// The model's arguments, validated against `schema`, then typed. The
+/// message names what is wrong so the model can correct its call.
+pub(crate) fn parse_arguments<T: DeserializeOwned>(
+    schema: &Value,
+    arguments: &str,
+) -> Result<T, String> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON: {e}"))?;
+    let problems = schema_problems(schema, &value);
+    if !problems.is_empty() {
+        return Err(format!("invalid arguments: {}", problems.join("; ")));
+    }
+    serde_json::from_value(value).map_err(|e| format!("invalid arguments: {e}"))
+}

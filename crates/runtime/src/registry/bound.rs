@@ -1,0 +1,221 @@
+//! Bound tool resources (R-TB-1..6): a binding's call completed from its
+//! argument sources, run over HTTP, MCP or the client broker, its result
+//! assigned to variables and filtered for the model.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rtc_core::llm::ToolSpec;
+use rtc_core::model_tools::{complete_arguments, model_view, result_assignments, template_inputs};
+use rtc_core::placeholders::{self, Placeholder};
+use rtc_core::tool_rules::referenced_secrets;
+use rtc_protocol::{EventBody, McpServer, McpTransport, Tool, ToolBinding, ToolKind};
+use rtc_tools::http_exec::CallSecrets;
+use rtc_tools::mcp::{McpCall, ResolvedHeaders};
+use serde_json::{Map, Value};
+
+use super::{CallOutcome, ToolCx, ToolHandler};
+use crate::broker::{ClientCall, ClientOutcome};
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError, variables};
+
+/// The function of one binding (`toolBindings[index]`).
+pub(crate) struct BoundTool {
+    pub index: usize,
+    pub spec: ToolSpec,
+}
+
+impl ToolHandler for BoundTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {
+        Box::pin(async move {
+            let Some(binding) = cx.session.config.assistant.tool_bindings.get(self.index) else {
+                return Ok(CallOutcome::error("the binding is gone"));
+            };
+            Ok(
+                match cx
+                    .rt
+                    .run_binding(cx.session, binding, &cx.call.id, &cx.call.arguments)
+                    .await?
+                {
+                    Ok(result) => CallOutcome::ok(model_view(binding, &result)),
+                    Err(message) => CallOutcome::error(message),
+                },
+            )
+        })
+    }
+}
+
+impl Inner {
+    /// Run a bound tool; the outer error is a fault of the platform, the
+    /// inner one is told to the model.
+    pub(crate) async fn run_binding(
+        &self,
+        ctx: &SessionCtx,
+        binding: &ToolBinding,
+        call_id: &str,
+        model_args: &str,
+    ) -> Result<Result<Value, String>, RuntimeError> {
+        let Some(tool) = ctx.config.tools.get(&binding.tool_id) else {
+            return Ok(Err(format!("tool `{}` is not available", binding.tool_id)));
+        };
+        let vars = ctx.state.lock().await.variables.clone();
+        let args = match complete_arguments(tool, binding, model_args, &vars) {
+            Ok(a) => a,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let result = match tool.kind {
+            ToolKind::Http => self.run_http(ctx, tool, binding, &args, &vars).await?,
+            ToolKind::Mcp => self.run_mcp(ctx, tool, args).await?,
+            ToolKind::Client => self.run_client(ctx, tool, call_id, args).await,
+        };
+        let Ok(value) = result else { return Ok(result) };
+        let changes = result_assignments(binding, &value);
+        if !changes.is_empty() {
+            let (_, problems) =
+                variables::apply(ctx, changes, &format!("tool:{}", tool.name)).await?;
+            if !problems.is_empty() {
+                ctx.events
+                    .emit(EventBody::error(
+                        "result_assignment_failed",
+                        problems.join("; "),
+                    ))
+                    .await?;
+            }
+        }
+        Ok(Ok(value))
+    }
+
+    async fn run_http(
+        &self,
+        ctx: &SessionCtx,
+        tool: &Tool,
+        binding: &ToolBinding,
+        args: &Map<String, Value>,
+        vars: &Map<String, Value>,
+    ) -> Result<Result<Value, String>, RuntimeError> {
+        let Some(http) = &tool.http else {
+            return Ok(Err("the tool has no HTTP configuration".into()));
+        };
+        let mut secrets = CallSecrets::default();
+        for name in referenced_secrets(tool) {
+            match self.store.reveal_secret(&ctx.workspace, &name).await? {
+                Some(v) => {
+                    secrets.0.insert(name, v.expose().to_owned());
+                }
+                None => return Ok(Err(format!("the tool's secret `{name}` was deleted"))),
+            }
+        }
+        let inputs = template_inputs(binding, vars);
+        Ok(self
+            .config
+            .http
+            .execute(http, args, &inputs, &secrets)
+            .await
+            .map_err(|e| e.to_string()))
+    }
+
+    async fn run_mcp(
+        &self,
+        ctx: &SessionCtx,
+        tool: &Tool,
+        args: Map<String, Value>,
+    ) -> Result<Result<Value, String>, RuntimeError> {
+        let Some(mcp) = &tool.mcp else {
+            return Ok(Err("the tool has no MCP configuration".into()));
+        };
+        let Some(server) = self
+            .store
+            .get::<McpServer>(&ctx.workspace, &mcp.server_id)
+            .await?
+        else {
+            return Ok(Err(format!(
+                "MCP server `{}` no longer exists",
+                mcp.server_id
+            )));
+        };
+        let headers = match self.mcp_headers(&ctx.workspace, &server.transport).await? {
+            Ok(h) => h,
+            Err(e) => return Ok(Err(e)),
+        };
+        let key = format!(
+            "{}/{}/{}",
+            ctx.workspace,
+            mcp.server_id,
+            server.updated_at.as_deref().unwrap_or("")
+        );
+        let fallback = Value::Object(Map::new());
+        let call = McpCall {
+            key: &key,
+            transport: &server.transport,
+            headers: &headers,
+            tool: &mcp.remote_tool_name,
+            pinned_schema: tool.parameters.as_ref().unwrap_or(&fallback),
+            arguments: args,
+            timeout: self.config.mcp_call_timeout,
+        };
+        Ok(self
+            .mcp_pool
+            .call(&self.config.mcp, call)
+            .await
+            .map_err(|e| e.to_string()))
+    }
+
+    /// Headers of a streamable-HTTP MCP server with secrets filled in.
+    pub(crate) async fn mcp_headers(
+        &self,
+        workspace: &str,
+        transport: &McpTransport,
+    ) -> Result<Result<ResolvedHeaders, String>, RuntimeError> {
+        let McpTransport::StreamableHttp { headers, .. } = transport else {
+            return Ok(Ok(ResolvedHeaders(BTreeMap::new())));
+        };
+        let mut out = BTreeMap::new();
+        for (name, template) in headers {
+            let mut values = BTreeMap::new();
+            for p in placeholders::parse(template, name).unwrap_or_default() {
+                if let Placeholder::Secret(secret) = p {
+                    match self.store.reveal_secret(workspace, secret).await? {
+                        Some(v) => values.insert(secret.to_owned(), v.expose().to_owned()),
+                        None => return Ok(Err(format!("secret `{secret}` does not exist"))),
+                    };
+                }
+            }
+            out.insert(
+                name.clone(),
+                placeholders::render(template, |n| values.get(n).cloned()),
+            );
+        }
+        Ok(Ok(ResolvedHeaders(out)))
+    }
+
+    async fn run_client(
+        &self,
+        ctx: &SessionCtx,
+        tool: &Tool,
+        call_id: &str,
+        args: Map<String, Value>,
+    ) -> Result<Value, String> {
+        let Some(client) = &tool.client else {
+            return Err("the tool has no client configuration".into());
+        };
+        let fallback = Value::Object(Map::new());
+        let hash = crate::broker::schema_hash(tool.parameters.as_ref().unwrap_or(&fallback));
+        let call = ClientCall {
+            call_id,
+            function: &client.function_name,
+            arguments: Value::Object(args),
+            wait: client.wait_for_response,
+            timeout: Duration::from_millis(client.timeout_ms),
+            schema_hash: &hash,
+        };
+        match ctx.broker.call(&ctx.events, call).await {
+            ClientOutcome::Result(v) => Ok(v),
+            ClientOutcome::Error(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The platform built-ins (R-BI-2..5): `endConversation`, `updateState`,
+//! `skipTurn` and `requestHumanHandoff`, enabled and described by the
+//! assistant's `builtInTools`.
+
+use std::collections::BTreeMap;
+
+use futures::future::BoxFuture;
+use rtc_core::llm::{ToolCall, ToolSpec};
+use rtc_expr::evaluate;
+use rtc_protocol::{BuiltInToolName, EndMessageType, EventBody, HandoffRequested, SessionStatus};
+use serde_json::{Map, Value, json};
+
+use super::{CallOutcome, Interrupt, ToolCx, ToolHandler};
+use crate::session::SessionCtx;
+use crate::small_model::SmallModel;
+use crate::{Inner, RuntimeError, variables};
+
+/// A platform built-in the assistant enabled, with the spec its
+/// configuration gives it.
+pub(crate) struct PlatformTool {
+    pub name: BuiltInToolName,
+    pub spec: ToolSpec,
+}
+
+impl ToolHandler for PlatformTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {
+        Box::pin(cx.rt.platform_tool(cx.session, cx.call, self.name))
+    }
+}
+
+impl Inner {
+    async fn platform_tool(
+        &self,
+        ctx: &SessionCtx,
+        call: &ToolCall,
+        name: BuiltInToolName,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let args: Map<String, Value> = serde_json::from_str(if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &call.arguments
+        })
+        .unwrap_or_default();
+        let reason = args
+            .get("reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let built_ins = &ctx.config.assistant.built_in_tools;
+        match name {
+            BuiltInToolName::EndConversation => {
+                let Some(cfg) = &built_ins.end_conversation else {
+                    return Ok(CallOutcome::error("endConversation is not enabled"));
+                };
+                if cfg.capture_reason && reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                    return Ok(CallOutcome::error(
+                        "`reason` is required: say in a few words why the conversation ends",
+                    ));
+                }
+                ctx.state.lock().await.ending = Some((reason.clone(), cfg.allow_end_interruption));
+                match cfg.message_type {
+                    EndMessageType::Generated => Ok(CallOutcome::ok(json!(
+                        "The conversation ends after your reply. Say a short goodbye now."
+                    ))),
+                    EndMessageType::None => {
+                        Ok(CallOutcome::ok(json!({"ended": true})).interrupt(Interrupt::End))
+                    }
+                    EndMessageType::Custom => {
+                        self.say(ctx, &cfg.custom_message).await?;
+                        Ok(CallOutcome::ok(json!({"ended": true})).interrupt(Interrupt::End))
+                    }
+                }
+            }
+            BuiltInToolName::UpdateState => Ok(self.update_state(ctx).await?),
+            BuiltInToolName::SkipTurn => {
+                Ok(CallOutcome::ok(json!({"skipped": true})).interrupt(Interrupt::Skip))
+            }
+            BuiltInToolName::RequestHumanHandoff => {
+                {
+                    let mut state = ctx.state.lock().await;
+                    state.status = SessionStatus::Handoff;
+                }
+                self.store
+                    .set_session_status(&ctx.id, SessionStatus::Handoff, None, None)
+                    .await?;
+                ctx.events.emit(HandoffRequested { reason }.into()).await?;
+                if let Some(message) = built_ins
+                    .request_human_handoff
+                    .as_ref()
+                    .and_then(|h| h.message.clone())
+                {
+                    self.say(ctx, &message).await?;
+                }
+                Ok(CallOutcome::ok(json!({"handedOff": true})).interrupt(Interrupt::Handoff))
+            }
+        }
+    }
+
+    /// Evaluate the `updateState` rules in order (R-BI-3).
+    async fn update_state(&self, ctx: &SessionCtx) -> Result<CallOutcome, RuntimeError> {
+        let Some(cfg) = &ctx.config.assistant.built_in_tools.update_state else {
+            return Ok(CallOutcome::error("updateState is not enabled"));
+        };
+        let leaf = SmallModel::for_assistant(&self.config, &ctx.config.assistant)
+            .leaves(self.transcript(ctx).await?);
+        let mut vars: BTreeMap<String, Value> = ctx
+            .state
+            .lock()
+            .await
+            .variables
+            .clone()
+            .into_iter()
+            .collect();
+        let mut changes = Vec::new();
+        let mut errors = Vec::new();
+        for rule in &cfg.rules {
+            match evaluate(&rule.expression, &vars, &leaf).await {
+                Ok(v) => {
+                    vars.insert(rule.variable.clone(), v.clone());
+                    changes.push((rule.variable.clone(), v));
+                }
+                Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
+            }
+        }
+        let (applied, problems) = variables::apply(ctx, changes, "updateState").await?;
+        errors.extend(problems);
+        if !errors.is_empty() {
+            ctx.events
+                .emit(EventBody::error("update_state_failed", errors.join("; ")))
+                .await?;
+        }
+        Ok(CallOutcome::ok(
+            json!({"updated": applied, "errors": errors}),
+        ))
+    }
+}

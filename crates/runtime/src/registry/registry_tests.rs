@@ -1,0 +1,51 @@
+use std::collections::BTreeMap;
+
+use rtc_protocol::{Assistant, Tool};
+use serde_json::json;
+
+use super::*;
+
+/// Every built-in is reserved, the task tools to come too, and nothing
+/// else: the registry is the one list.
+#[test]
+fn reserved_names_are_the_registrys_built_ins() {
+    let reserved = reserved_names();
+    for (spec, _) in BUILT_INS.iter() {
+        assert!(is_reserved(&spec.name), "{}", spec.name);
+    }
+    for b in BuiltInToolName::ALL {
+        assert!(is_reserved(b.as_str()));
+    }
+    assert!(is_reserved("delegate_task"));
+    assert_eq!(
+        reserved.len(),
+        BUILT_INS.len() + BuiltInToolName::ALL.len() + RESERVED_FOR_LATER.len(),
+        "no name is registered twice"
+    );
+    assert!(!is_reserved("lookup_order"));
+}
+
+/// A stored binding whose tool carries a built-in's name (saved before
+/// the name was reserved) is not offered: it cannot shadow the built-in.
+#[test]
+fn a_binding_cannot_shadow_a_built_in() {
+    let tool: Tool = serde_json::from_value(json!({"id": "t1", "name": "askUser",
+        "type": "client", "client": {"functionName": "f"}}))
+    .unwrap();
+    let assistant: Assistant = serde_json::from_value(json!({"name": "a",
+        "toolBindings": [{"toolId": "t1"}]}))
+    .unwrap();
+    let session = SessionConfig {
+        assistant,
+        tools: BTreeMap::from([("t1".to_owned(), tool)]),
+    };
+    let config = crate::test_support::config();
+    let tools = SessionTools::for_session(&config, &session);
+    let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(
+        names.iter().filter(|n| *n == "askUser").count(),
+        1,
+        "{names:?}"
+    );
+    assert!(tools.find("askUser").is_some());
+}
