@@ -10,29 +10,21 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::builtins::goals::{MAX_TURNS_LIMIT, cancel, complete, create};
+use crate::builtins::goals::{GoalOp, MAX_TURNS_LIMIT};
 use rtc_core::ValidationError;
-use rtc_core::llm::ToolCall;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, new_id, now_millis};
 use serde_json::{Value, json};
 
-use crate::registry::{CallOutcome, parsed};
 use crate::session::{RunningTurn, SessionCtx};
 use crate::small_model::SmallModel;
+use crate::tool::CallOutcome;
 use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most goals active at once in a session.
 const MAX_ACTIVE_GOALS: usize = 3;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum GoalTool {
-    Create,
-    Complete,
-    Cancel,
-}
 
 pub(crate) fn view(g: &GoalRecord) -> Goal {
     Goal {
@@ -60,13 +52,11 @@ impl Inner {
     pub(crate) async fn goal_tool(
         &self,
         ctx: &SessionCtx,
-        tool: GoalTool,
-        call: &ToolCall,
+        op: GoalOp,
     ) -> Result<CallOutcome, RuntimeError> {
         let goals = self.store.goals(&ctx.id).await?;
-        let (target, status) = match tool {
-            GoalTool::Create => {
-                let args = parsed!(create::parse(&call.arguments));
+        let (target, status) = match op {
+            GoalOp::Create(args) => {
                 let active = goals
                     .iter()
                     .filter(|g| g.status == GoalStatus::Active)
@@ -96,14 +86,8 @@ impl Inner {
                 self.save_goal(ctx, &goal).await?;
                 return Ok(CallOutcome::ok(for_model(&goal)));
             }
-            GoalTool::Complete => match complete::parse(&call.arguments) {
-                Ok(r) => (r.goal_id, GoalStatus::Completed),
-                Err(e) => return Ok(CallOutcome::error(e)),
-            },
-            GoalTool::Cancel => match cancel::parse(&call.arguments) {
-                Ok(r) => (r.goal_id, GoalStatus::Cancelled),
-                Err(e) => return Ok(CallOutcome::error(e)),
-            },
+            GoalOp::Complete(id) => (id, GoalStatus::Completed),
+            GoalOp::Cancel(id) => (id, GoalStatus::Cancelled),
         };
         let Some(mut goal) = goals.into_iter().find(|g| g.id == target) else {
             return Ok(CallOutcome::error(format!(

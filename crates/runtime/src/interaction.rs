@@ -17,8 +17,8 @@ use rtc_store::{SessionUpdate, now_millis};
 use serde_json::json;
 
 use crate::events::Durability;
-use crate::registry::{CallOutcome, Interrupt, parsed};
 use crate::session::SessionCtx;
+use crate::tool::{CallOutcome, Interrupt, parsed};
 use crate::turn::message;
 use crate::{Inner, Runtime, RuntimeError};
 

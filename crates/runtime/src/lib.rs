@@ -25,6 +25,7 @@ mod start;
 mod subagents;
 #[cfg(test)]
 mod test_support;
+mod tool;
 mod tree;
 mod turn;
 mod variables;
@@ -42,10 +43,10 @@ use rtc_tools::web_fetch::WebFetcher;
 use rtc_tools::web_search::WebSearch;
 use tokio_util::task::TaskTracker;
 
-pub use broker::{ClientConnection, schema_hash};
+pub use broker::schema_hash;
 pub use error::RuntimeError;
 pub use loops::LoopSettings;
-pub use session::SessionConfig;
+pub use session::{ClientConnection, SessionConfig};
 pub use start::{assistant_context, find_interface};
 pub use subagents::SubAgentLimits;
 

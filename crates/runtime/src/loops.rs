@@ -10,15 +10,14 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::builtins::loops::{cancel, complete, create, list, pause, resume};
-use rtc_core::llm::ToolCall;
+use crate::builtins::loops::LoopOp;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated, SessionStatus};
 use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
 use serde_json::{Value, json};
 
-use crate::registry::{CallOutcome, parsed};
 use crate::session::SessionCtx;
+use crate::tool::CallOutcome;
 use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -56,16 +55,6 @@ impl Default for LoopSettings {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LoopTool {
-    Create,
-    Cancel,
-    Complete,
-    List,
-    Pause,
-    Resume,
-}
-
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
@@ -97,13 +86,11 @@ impl Inner {
     pub(crate) async fn loop_tool(
         &self,
         ctx: &SessionCtx,
-        tool: LoopTool,
-        call: &ToolCall,
+        op: LoopOp,
     ) -> Result<CallOutcome, RuntimeError> {
         let now = now_millis();
-        let (id, from, to, reason) = match tool {
-            LoopTool::Create => {
-                let args = parsed!(create::parse(&call.arguments));
+        let (id, from, to, reason) = match op {
+            LoopOp::Create(args) => {
                 let open = self
                     .store
                     .loops(&ctx.id)
@@ -136,10 +123,7 @@ impl Inner {
                 self.loop_event(ctx, &l.id).await?;
                 return Ok(CallOutcome::ok(for_model(&l)));
             }
-            LoopTool::List => {
-                if let Err(e) = list::parse(&call.arguments) {
-                    return Ok(CallOutcome::error(e));
-                }
+            LoopOp::List => {
                 let loops: Vec<Value> = self
                     .store
                     .loops(&ctx.id)
@@ -149,8 +133,7 @@ impl Inner {
                     .collect();
                 return Ok(CallOutcome::ok(json!({"loops": loops})));
             }
-            LoopTool::Complete => {
-                let args = parsed!(complete::parse(&call.arguments));
+            LoopOp::Complete(args) => {
                 let current = ctx.current_loop.lock().ok().and_then(|l| l.clone());
                 let Some(id) = current else {
                     return Ok(CallOutcome::error(
@@ -167,27 +150,14 @@ impl Inner {
                     Some(reason),
                 )
             }
-            LoopTool::Cancel | LoopTool::Pause | LoopTool::Resume => {
-                let parsed = match tool {
-                    LoopTool::Cancel => cancel::parse(&call.arguments),
-                    LoopTool::Pause => pause::parse(&call.arguments),
-                    _ => resume::parse(&call.arguments),
-                };
-                let id = match parsed {
-                    Ok(r) => r.loop_id,
-                    Err(e) => return Ok(CallOutcome::error(e)),
-                };
-                match tool {
-                    LoopTool::Cancel => (
-                        id,
-                        vec![LoopStatus::Active, LoopStatus::Paused],
-                        LoopStatus::Cancelled,
-                        Some("cancelled by the model".into()),
-                    ),
-                    LoopTool::Pause => (id, vec![LoopStatus::Active], LoopStatus::Paused, None),
-                    _ => (id, vec![LoopStatus::Paused], LoopStatus::Active, None),
-                }
-            }
+            LoopOp::Cancel(id) => (
+                id,
+                vec![LoopStatus::Active, LoopStatus::Paused],
+                LoopStatus::Cancelled,
+                Some("cancelled by the model".into()),
+            ),
+            LoopOp::Pause(id) => (id, vec![LoopStatus::Active], LoopStatus::Paused, None),
+            LoopOp::Resume(id) => (id, vec![LoopStatus::Paused], LoopStatus::Active, None),
         };
         let Some(l) = self
             .store

@@ -2,28 +2,18 @@
 //! user (the session's `userId`), so they persist across sessions and no
 //! other user sees them. Every change emits `memory.updated`.
 
-use crate::builtins::memory::{delete, list, save, search, update};
-use rtc_core::llm::ToolCall;
+use crate::builtins::memory::MemoryOp;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Memory, MemoryUpdated};
 use rtc_store::MemoryRecord;
 use serde_json::{Value, json};
 
-use crate::registry::{CallOutcome, parsed};
 use crate::session::SessionCtx;
+use crate::tool::CallOutcome;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most memories one user may have in a workspace.
 pub const MAX_MEMORIES_PER_USER: i64 = 1_000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum MemoryTool {
-    Save,
-    Update,
-    Delete,
-    List,
-    Search,
-}
 
 /// A memory as the model reads it (the seed's snake_case).
 fn for_model(m: &MemoryRecord) -> Value {
@@ -45,8 +35,7 @@ impl Inner {
     pub(crate) async fn memory_tool(
         &self,
         ctx: &SessionCtx,
-        tool: MemoryTool,
-        call: &ToolCall,
+        op: MemoryOp,
     ) -> Result<CallOutcome, RuntimeError> {
         let Some(user) = ctx.user_id.as_deref() else {
             return Ok(CallOutcome::error(
@@ -55,9 +44,8 @@ impl Inner {
         };
         let ws = ctx.workspace.as_str();
         let store = &self.store;
-        let outcome = match tool {
-            MemoryTool::Save => {
-                let args = parsed!(save::parse(&call.arguments));
+        let outcome = match op {
+            MemoryOp::Save(args) => {
                 if store.list_memories(ws, user, 1, 0).await?.1 >= MAX_MEMORIES_PER_USER {
                     return Ok(CallOutcome::error(format!(
                         "this user already has {MAX_MEMORIES_PER_USER} memories; update or delete old ones first"
@@ -69,8 +57,7 @@ impl Inner {
                 self.memory_event(ctx, "saved", &m.id).await?;
                 CallOutcome::ok(json!({"memory_id": m.id, "saved": true}))
             }
-            MemoryTool::Update => {
-                let args = parsed!(update::parse(&call.arguments));
+            MemoryOp::Update(args) => {
                 let content = args.content.as_deref().map(str::trim);
                 match store
                     .update_memory(ws, user, &args.memory_id, content, args.tags.as_deref())
@@ -83,8 +70,7 @@ impl Inner {
                     None => CallOutcome::error(format!("there is no memory `{}`", args.memory_id)),
                 }
             }
-            MemoryTool::Delete => {
-                let args = parsed!(delete::parse(&call.arguments));
+            MemoryOp::Delete(args) => {
                 if store.delete_memory(ws, Some(user), &args.memory_id).await? {
                     self.memory_event(ctx, "deleted", &args.memory_id).await?;
                     CallOutcome::ok(json!({"memory_id": args.memory_id, "deleted": true}))
@@ -92,16 +78,14 @@ impl Inner {
                     CallOutcome::error(format!("there is no memory `{}`", args.memory_id))
                 }
             }
-            MemoryTool::List => {
-                let args = parsed!(list::parse(&call.arguments));
+            MemoryOp::List(args) => {
                 let (page, total) = store
                     .list_memories(ws, user, args.limit, args.offset)
                     .await?;
                 let memories: Vec<Value> = page.iter().map(for_model).collect();
                 CallOutcome::ok(json!({"memories": memories, "total": total}))
             }
-            MemoryTool::Search => {
-                let args = parsed!(search::parse(&call.arguments));
+            MemoryOp::Search(args) => {
                 let found = store
                     .search_memories(ws, user, &args.query, args.limit)
                     .await?;

@@ -330,3 +330,33 @@ pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
         }
     });
 }
+
+/// One client connection (a WebSocket) to a session: declares functions,
+/// answers calls; dropping it disconnects.
+pub struct ClientConnection {
+    pub(crate) ctx: Arc<SessionCtx>,
+    pub(crate) id: u64,
+}
+
+impl ClientConnection {
+    /// `client.hello`: the functions this client runs, each with an
+    /// optional schema hash (see [`schema_hash`]).
+    pub fn declare(&self, functions: Vec<(String, Option<String>)>) {
+        self.ctx.broker.declare(self.id, functions);
+    }
+
+    /// `client_tool.result`: `Ok(result)` or `Err(error message)`.
+    pub fn resolve(&self, call_id: &str, reply: Result<Value, String>) -> bool {
+        self.ctx.broker.resolve(call_id, reply)
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.ctx.id
+    }
+}
+
+impl Drop for ClientConnection {
+    fn drop(&mut self) {
+        self.ctx.broker.disconnect(self.id);
+    }
+}

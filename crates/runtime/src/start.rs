@@ -17,9 +17,8 @@ use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token}
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::ClientConnection;
 use crate::events::Durability;
-use crate::session::{RunningTurn, SessionConfig, SessionCtx};
+use crate::session::{ClientConnection, RunningTurn, SessionConfig, SessionCtx};
 use crate::turn::message;
 use crate::variables::{SystemInfo, initial_variables};
 use crate::{Inner, Runtime, RuntimeError};

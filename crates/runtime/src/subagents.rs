@@ -7,8 +7,7 @@
 use std::sync::Arc;
 
 use crate::builtins::subagents::sub_agent::Mode;
-use crate::builtins::subagents::{get_message, list, send_message, stop, sub_agent};
-use rtc_core::llm::ToolCall;
+use crate::builtins::subagents::{SubAgentOp, sub_agent};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
     EventBody, MessageRole, SessionStarted, SessionStatus, SubAgentStarted, ToolCompleted,
@@ -17,8 +16,8 @@ use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_to
 use serde_json::{Value, json};
 
 use crate::events::Durability;
-use crate::registry::{CallOutcome, Interrupt, parsed};
 use crate::session::SessionCtx;
+use crate::tool::{CallOutcome, Interrupt, parsed};
 use crate::turn::message;
 use crate::{Inner, RuntimeError};
 
@@ -41,15 +40,6 @@ impl Default for SubAgentLimits {
             max_sessions: 32,
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SubAgentTool {
-    Start,
-    List,
-    GetMessage,
-    Stop,
-    SendMessage,
 }
 
 /// A sub-agent's report for its parent's inbox: the awaited call's result
@@ -83,13 +73,12 @@ impl Inner {
     pub(crate) async fn sub_agent_tool(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
-        tool: SubAgentTool,
-        call: &ToolCall,
+        op: SubAgentOp,
+        call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
-        match tool {
-            SubAgentTool::Start => self.start_sub_agent(ctx, call).await,
-            SubAgentTool::List => {
-                parsed!(list::parse(&call.arguments));
+        match op {
+            SubAgentOp::Start(args) => self.start_sub_agent(ctx, args, call_id).await,
+            SubAgentOp::List => {
                 let tree = self.tree(&ctx.root_id).await?;
                 let entries: Vec<Value> = tree
                     .descendants(&ctx.id)
@@ -105,8 +94,7 @@ impl Inner {
                     .collect();
                 Ok(CallOutcome::ok(Value::Array(entries)))
             }
-            SubAgentTool::GetMessage => {
-                let target = parsed!(get_message::parse(&call.arguments)).sub_session_id;
+            SubAgentOp::GetMessage(target) => {
                 let tree = self.tree(&ctx.root_id).await?;
                 let node = parsed!(tree.descendant(&ctx.id, &target));
                 self.journal.flush().await;
@@ -128,8 +116,7 @@ impl Inner {
                 }
                 Ok(CallOutcome::ok(out))
             }
-            SubAgentTool::Stop => {
-                let target = parsed!(stop::parse(&call.arguments)).sub_session_id;
+            SubAgentOp::Stop(target) => {
                 let tree = self.tree(&ctx.root_id).await?;
                 parsed!(tree.descendant(&ctx.id, &target));
                 let stopped = self
@@ -143,8 +130,7 @@ impl Inner {
                     json!({"stopped_sessions": list, "total_stopped": stopped.len()}),
                 ))
             }
-            SubAgentTool::SendMessage => {
-                let args = parsed!(send_message::parse(&call.arguments));
+            SubAgentOp::SendMessage(args) => {
                 let tree = self.tree(&ctx.root_id).await?;
                 let node = parsed!(tree.descendant(&ctx.id, &args.sub_session_id));
                 if node.session.status != SessionStatus::Active {
@@ -185,9 +171,9 @@ impl Inner {
     async fn start_sub_agent(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
-        call: &ToolCall,
+        args: sub_agent::SubAgent,
+        call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
-        let args = parsed!(sub_agent::parse(&call.arguments));
         let limits = self.config.sub_agents;
         let depth = ctx.sub_agent.as_ref().map_or(0, |s| s.depth) + 1;
         if depth > limits.max_depth {
@@ -225,7 +211,7 @@ impl Inner {
             parent_id: ctx.id.clone(),
             root_id: ctx.root_id.clone(),
             mode: args.mode.as_str().to_owned(),
-            call_id: (args.mode == Mode::Sync).then(|| call.id.clone()),
+            call_id: (args.mode == Mode::Sync).then(|| call_id.to_owned()),
             depth,
             running: true,
             created_at: now,
@@ -258,7 +244,7 @@ impl Inner {
             )
             .await?;
         if args.mode == Mode::Sync {
-            ctx.state.lock().await.awaited.insert(call.id.clone());
+            ctx.state.lock().await.awaited.insert(call_id.to_owned());
         }
         let started = SubAgentStarted {
             sub_session_id: id.clone(),

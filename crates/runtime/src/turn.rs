@@ -18,8 +18,9 @@ use rtc_store::{SessionUpdate, new_id, now_millis};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
-use crate::registry::{CallOutcome, Interrupt, SessionTools, ToolCx};
+use crate::registry::SessionTools;
 use crate::session::SessionCtx;
+use crate::tool::{CallOutcome, Interrupt, ToolCx};
 use crate::{Inner, Provider, RuntimeError, variables};
 
 /// Where an input the runtime gives the model by itself comes from.

@@ -7,9 +7,9 @@ use rtc_tools::web_fetch::{Fetched, Page};
 use serde_json::json;
 
 use crate::Inner;
-use crate::registry::CallOutcome;
 use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
+use crate::tool::CallOutcome;
 
 /// Most page text handed to the small model (it reads a long page for the
 /// model's prompt).

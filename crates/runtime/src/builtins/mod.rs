@@ -1,6 +1,6 @@
 //! The LLM's built-in tools of seed 000, one tool per file: its name, its
 //! description and schema written for the model, the checking of the
-//! model's arguments, and its [`ToolHandler`](crate::registry::ToolHandler)
+//! model's arguments, and its [`ToolHandler`](crate::tool::ToolHandler)
 //! (declared with [`built_in!`], running the call through the service of
 //! its family: `crate::loops`, `crate::goals`, …). [`all`] registers them.
 //!
@@ -22,7 +22,7 @@ use rtc_core::model_tools::schema_problems;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// Declares the [`ToolHandler`](crate::registry::ToolHandler) of the
+/// Declares the [`ToolHandler`](crate::tool::ToolHandler) of the
 /// built-in of this file: its spec is the file's `spec()`; a session
 /// offers it when the assistant's `features.$feature` is on (or when
 /// `offered` says so); `run` takes the call's [`ToolCx`](crate::registry::ToolCx).
@@ -38,21 +38,21 @@ macro_rules! built_in {
         /// The handler of this built-in.
         pub(crate) struct $ty;
 
-        impl $crate::registry::ToolHandler for $ty {
+        impl $crate::tool::ToolHandler for $ty {
             fn spec(&self) -> rtc_core::llm::ToolSpec {
                 spec()
             }
 
-            fn offered(&self, $offer: &$crate::registry::Offer<'_>) -> bool {
+            fn offered(&self, $offer: &$crate::tool::Offer<'_>) -> bool {
                 $offered
             }
 
             fn call<'a>(
                 &'a self,
-                $cx: $crate::registry::ToolCx<'a>,
+                $cx: $crate::tool::ToolCx<'a>,
             ) -> futures::future::BoxFuture<
                 'a,
-                Result<$crate::registry::CallOutcome, $crate::RuntimeError>,
+                Result<$crate::tool::CallOutcome, $crate::RuntimeError>,
             > {
                 Box::pin($run)
             }
@@ -62,7 +62,7 @@ macro_rules! built_in {
 pub(crate) use built_in;
 
 /// Every LLM built-in, in the order the model sees them.
-pub(crate) fn all() -> Vec<Arc<dyn crate::registry::ToolHandler>> {
+pub(crate) fn all() -> Vec<Arc<dyn crate::tool::ToolHandler>> {
     vec![
         Arc::new(subagents::sub_agent::StartSubAgent),
         Arc::new(subagents::list::ListSubAgent),

@@ -15,9 +15,9 @@ use rtc_tools::http_exec::CallSecrets;
 use rtc_tools::mcp::{McpCall, ResolvedHeaders};
 use serde_json::{Map, Value};
 
-use super::{CallOutcome, ToolCx, ToolHandler};
 use crate::broker::{ClientCall, ClientOutcome};
 use crate::session::SessionCtx;
+use crate::tool::{CallOutcome, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
 
 /// The function of one binding (`toolBindings[index]`).

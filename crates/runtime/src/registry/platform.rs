@@ -10,9 +10,9 @@ use rtc_expr::evaluate;
 use rtc_protocol::{BuiltInToolName, EndMessageType, EventBody, HandoffRequested, SessionStatus};
 use serde_json::{Map, Value, json};
 
-use super::{CallOutcome, Interrupt, ToolCx, ToolHandler};
 use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
+use crate::tool::{CallOutcome, Interrupt, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
 
 /// A platform built-in the assistant enabled, with the spec its

@@ -2,8 +2,9 @@
 
 use rtc_core::llm::ToolSpec;
 
+use super::GoalOp;
 use super::GoalRef;
-use crate::goals::GoalTool;
+use crate::tool::parsed;
 
 pub const NAME: &str = "completeGoal";
 
@@ -21,8 +22,7 @@ pub fn parse(arguments: &str) -> Result<GoalRef, String> {
     crate::builtins::parse_arguments(&super::goal_id_parameters(), arguments)
 }
 
-crate::builtins::built_in!(CompleteGoal, goals, |cx| cx.rt.goal_tool(
-    cx.session,
-    GoalTool::Complete,
-    cx.call
-));
+crate::builtins::built_in!(CompleteGoal, goals, |cx| async move {
+    let op = GoalOp::Complete(parsed!(parse(&cx.call.arguments)).goal_id);
+    cx.rt.goal_tool(cx.session, op).await
+});

@@ -4,8 +4,9 @@ use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::GoalOp;
 use super::MAX_TURNS_LIMIT;
-use crate::goals::GoalTool;
+use crate::tool::parsed;
 
 pub const NAME: &str = "createGoal";
 
@@ -49,11 +50,10 @@ pub fn parse(arguments: &str) -> Result<Create, String> {
     Ok(c)
 }
 
-crate::builtins::built_in!(CreateGoal, goals, |cx| cx.rt.goal_tool(
-    cx.session,
-    GoalTool::Create,
-    cx.call
-));
+crate::builtins::built_in!(CreateGoal, goals, |cx| async move {
+    let op = GoalOp::Create(parsed!(parse(&cx.call.arguments)));
+    cx.rt.goal_tool(cx.session, op).await
+});
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,13 @@ pub mod create;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// A goal tool's call, parsed, for the goal service (`crate::goals`).
+pub(crate) enum GoalOp {
+    Create(create::Create),
+    Complete(String),
+    Cancel(String),
+}
+
 /// Most turns a goal may be given.
 pub const MAX_TURNS_LIMIT: i64 = 200;
 

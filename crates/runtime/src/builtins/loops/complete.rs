@@ -1,6 +1,7 @@
 //! `completeLoop {reason}`: called from inside one of the loop's own turns.
 
-use crate::loops::LoopTool;
+use super::LoopOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -28,8 +29,7 @@ pub fn parse(arguments: &str) -> Result<Complete, String> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(CompleteLoop, loops, |cx| cx.rt.loop_tool(
-    cx.session,
-    LoopTool::Complete,
-    cx.call
-));
+crate::builtins::built_in!(CompleteLoop, loops, |cx| async move {
+    let op = LoopOp::Complete(parsed!(parse(&cx.call.arguments)));
+    cx.rt.loop_tool(cx.session, op).await
+});

@@ -1,6 +1,7 @@
 //! `createLoop {prompt, interval_seconds, max_turns=10}`.
 
-use crate::loops::LoopTool;
+use super::LoopOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -47,11 +48,10 @@ pub fn parse(arguments: &str) -> Result<Create, String> {
     Ok(c)
 }
 
-crate::builtins::built_in!(CreateLoop, loops, |cx| cx.rt.loop_tool(
-    cx.session,
-    LoopTool::Create,
-    cx.call
-));
+crate::builtins::built_in!(CreateLoop, loops, |cx| async move {
+    let op = LoopOp::Create(parsed!(parse(&cx.call.arguments)));
+    cx.rt.loop_tool(cx.session, op).await
+});
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! `listLoops {}`.
 
-use crate::loops::LoopTool;
+use super::LoopOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde_json::{Value, json};
 
@@ -21,8 +22,10 @@ pub fn parse(arguments: &str) -> Result<Value, String> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(ListLoops, loops, |cx| cx.rt.loop_tool(
-    cx.session,
-    LoopTool::List,
-    cx.call
-));
+crate::builtins::built_in!(ListLoops, loops, |cx| async move {
+    let op = {
+        parsed!(parse(&cx.call.arguments));
+        LoopOp::List
+    };
+    cx.rt.loop_tool(cx.session, op).await
+});

@@ -10,6 +10,16 @@ pub mod pause;
 pub mod resume;
 
 use serde::Deserialize;
+
+/// A loop tool's call, parsed, for the loop service (`crate::loops`).
+pub(crate) enum LoopOp {
+    Create(create::Create),
+    Cancel(String),
+    Complete(complete::Complete),
+    List,
+    Pause(String),
+    Resume(String),
+}
 use serde_json::{Value, json};
 
 fn loop_id_parameters() -> Value {

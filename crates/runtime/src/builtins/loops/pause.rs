@@ -2,8 +2,9 @@
 
 use rtc_core::llm::ToolSpec;
 
+use super::LoopOp;
 use super::LoopRef;
-use crate::loops::LoopTool;
+use crate::tool::parsed;
 
 pub const NAME: &str = "pauseLoop";
 
@@ -21,8 +22,7 @@ pub fn parse(arguments: &str) -> Result<LoopRef, String> {
     super::parse_ref(arguments)
 }
 
-crate::builtins::built_in!(PauseLoop, loops, |cx| cx.rt.loop_tool(
-    cx.session,
-    LoopTool::Pause,
-    cx.call
-));
+crate::builtins::built_in!(PauseLoop, loops, |cx| async move {
+    let op = LoopOp::Pause(parsed!(parse(&cx.call.arguments)).loop_id);
+    cx.rt.loop_tool(cx.session, op).await
+});

@@ -1,6 +1,7 @@
 //! `deleteMemory {memory_id}`.
 
-use crate::memory::MemoryTool;
+use super::MemoryOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -28,8 +29,7 @@ pub fn parse(arguments: &str) -> Result<Delete, String> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(DeleteMemory, memory, |cx| cx.rt.memory_tool(
-    cx.session,
-    MemoryTool::Delete,
-    cx.call
-));
+crate::builtins::built_in!(DeleteMemory, memory, |cx| async move {
+    let op = MemoryOp::Delete(parsed!(parse(&cx.call.arguments)));
+    cx.rt.memory_tool(cx.session, op).await
+});

@@ -1,6 +1,7 @@
 //! `listMemories {limit?, offset?}`.
 
-use crate::memory::MemoryTool;
+use super::MemoryOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -36,8 +37,7 @@ pub fn parse(arguments: &str) -> Result<List, String> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(ListMemories, memory, |cx| cx.rt.memory_tool(
-    cx.session,
-    MemoryTool::List,
-    cx.call
-));
+crate::builtins::built_in!(ListMemories, memory, |cx| async move {
+    let op = MemoryOp::List(parsed!(parse(&cx.call.arguments)));
+    cx.rt.memory_tool(cx.session, op).await
+});

@@ -8,6 +8,15 @@ pub mod save;
 pub mod search;
 pub mod update;
 
+/// A memory tool's call, parsed, for the memory service (`crate::memory`).
+pub(crate) enum MemoryOp {
+    Save(save::Save),
+    Update(update::Update),
+    Delete(delete::Delete),
+    List(list::List),
+    Search(search::Search),
+}
+
 /// Longest memory, in characters.
 pub const MAX_CONTENT_CHARS: usize = 2_000;
 /// Most tags on a memory.

@@ -1,6 +1,7 @@
 //! `saveMemory {content, tags?}`.
 
-use crate::memory::MemoryTool;
+use super::MemoryOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -31,8 +32,7 @@ pub fn parse(arguments: &str) -> Result<Save, String> {
     Ok(save)
 }
 
-crate::builtins::built_in!(SaveMemory, memory, |cx| cx.rt.memory_tool(
-    cx.session,
-    MemoryTool::Save,
-    cx.call
-));
+crate::builtins::built_in!(SaveMemory, memory, |cx| async move {
+    let op = MemoryOp::Save(parsed!(parse(&cx.call.arguments)));
+    cx.rt.memory_tool(cx.session, op).await
+});

@@ -1,6 +1,7 @@
 //! `searchMemory {query, limit?}`.
 
-use crate::memory::MemoryTool;
+use super::MemoryOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -35,11 +36,10 @@ pub fn parse(arguments: &str) -> Result<Search, String> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(SearchMemory, memory, |cx| cx.rt.memory_tool(
-    cx.session,
-    MemoryTool::Search,
-    cx.call
-));
+crate::builtins::built_in!(SearchMemory, memory, |cx| async move {
+    let op = MemoryOp::Search(parsed!(parse(&cx.call.arguments)));
+    cx.rt.memory_tool(cx.session, op).await
+});
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,7 @@
 //! `updateMemory {memory_id, content?, tags?}`.
 
-use crate::memory::MemoryTool;
+use super::MemoryOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -38,8 +39,7 @@ pub fn parse(arguments: &str) -> Result<Update, String> {
     Ok(update)
 }
 
-crate::builtins::built_in!(UpdateMemory, memory, |cx| cx.rt.memory_tool(
-    cx.session,
-    MemoryTool::Update,
-    cx.call
-));
+crate::builtins::built_in!(UpdateMemory, memory, |cx| async move {
+    let op = MemoryOp::Update(parsed!(parse(&cx.call.arguments)));
+    cx.rt.memory_tool(cx.session, op).await
+});

@@ -1,6 +1,7 @@
 //! `listSubAgent {}`.
 
-use crate::subagents::SubAgentTool;
+use super::SubAgentOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde_json::json;
 
@@ -21,8 +22,10 @@ pub fn parse(arguments: &str) -> Result<(), String> {
     crate::builtins::parse_arguments::<serde_json::Value>(&spec().parameters, arguments).map(|_| ())
 }
 
-crate::builtins::built_in!(ListSubAgent, sub_agents, |cx| cx.rt.sub_agent_tool(
-    cx.session,
-    SubAgentTool::List,
-    cx.call
-));
+crate::builtins::built_in!(ListSubAgent, sub_agents, |cx| async move {
+    let op = {
+        parsed!(parse(&cx.call.arguments));
+        SubAgentOp::List
+    };
+    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+});

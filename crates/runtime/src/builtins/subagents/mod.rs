@@ -11,6 +11,16 @@ pub mod sub_agent;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// A sub-agent tool's call, parsed, for the sub-agent service
+/// (`crate::subagents`).
+pub(crate) enum SubAgentOp {
+    Start(sub_agent::SubAgent),
+    List,
+    GetMessage(String),
+    Stop(String),
+    SendMessage(send_message::SendMessage),
+}
+
 /// The `sub_session_id` parameter shared by the tools that name a sub-agent.
 fn sub_session_id_property() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 200,

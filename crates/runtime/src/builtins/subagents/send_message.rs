@@ -4,8 +4,9 @@ use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::SubAgentOp;
 use super::sub_session_id_property;
-use crate::subagents::SubAgentTool;
+use crate::tool::parsed;
 
 pub const NAME: &str = "sendMessageToSubAgent";
 
@@ -36,9 +37,10 @@ pub fn parse(arguments: &str) -> Result<SendMessage, String> {
     Ok(m)
 }
 
-crate::builtins::built_in!(SendMessageToSubAgent, sub_agents, |cx| cx
-    .rt
-    .sub_agent_tool(cx.session, SubAgentTool::SendMessage, cx.call));
+crate::builtins::built_in!(SendMessageToSubAgent, sub_agents, |cx| async move {
+    let op = SubAgentOp::SendMessage(parsed!(parse(&cx.call.arguments)));
+    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+});
 
 #[cfg(test)]
 mod tests {

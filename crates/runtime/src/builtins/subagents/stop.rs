@@ -2,8 +2,9 @@
 
 use rtc_core::llm::ToolSpec;
 
+use super::SubAgentOp;
 use super::{SubSessionRef, sub_session_parameters};
-use crate::subagents::SubAgentTool;
+use crate::tool::parsed;
 
 pub const NAME: &str = "stopSubAgent";
 
@@ -21,8 +22,7 @@ pub fn parse(arguments: &str) -> Result<SubSessionRef, String> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(StopSubAgent, sub_agents, |cx| cx.rt.sub_agent_tool(
-    cx.session,
-    SubAgentTool::Stop,
-    cx.call
-));
+crate::builtins::built_in!(StopSubAgent, sub_agents, |cx| async move {
+    let op = SubAgentOp::Stop(parsed!(parse(&cx.call.arguments)).sub_session_id);
+    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+});

@@ -1,6 +1,7 @@
 //! `subAgent {title, instruction, mode = "async"}`.
 
-use crate::subagents::SubAgentTool;
+use super::SubAgentOp;
+use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -66,11 +67,10 @@ pub fn parse(arguments: &str) -> Result<SubAgent, String> {
     Ok(s)
 }
 
-crate::builtins::built_in!(StartSubAgent, sub_agents, |cx| cx.rt.sub_agent_tool(
-    cx.session,
-    SubAgentTool::Start,
-    cx.call
-));
+crate::builtins::built_in!(StartSubAgent, sub_agents, |cx| async move {
+    let op = SubAgentOp::Start(parsed!(parse(&cx.call.arguments)));
+    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+});
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,112 @@
+//! What every tool a model may call implements ([`ToolHandler`]), what a
+//! call runs with ([`ToolCx`]), and its outcome: a result for the model,
+//! an error the model can read (both [`CallOutcome`]), or a fatal
+//! [`RuntimeError`] that fails the turn. The registry (`crate::registry`)
+//! decides what a session offers.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rtc_core::llm::{ToolCall, ToolSpec};
+use rtc_protocol::Assistant;
+use serde_json::{Value, json};
+
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeConfig, RuntimeError};
+
+/// The call's parsed arguments, or (from a function answering
+/// `Result<CallOutcome, _>`) the parse error handed back to the model.
+macro_rules! parsed {
+    ($parse:expr) => {
+        match $parse {
+            Ok(args) => args,
+            Err(e) => return Ok($crate::tool::CallOutcome::error(e)),
+        }
+    };
+}
+pub(crate) use parsed;
+
+/// What a call runs with: the runtime, the calling session and the call.
+#[derive(Clone, Copy)]
+pub(crate) struct ToolCx<'a> {
+    pub rt: &'a Arc<Inner>,
+    pub session: &'a Arc<SessionCtx>,
+    pub call: &'a ToolCall,
+}
+
+/// What decides whether a session offers a tool: its assistant and the
+/// server's configuration.
+pub(crate) struct Offer<'a> {
+    pub assistant: &'a Assistant,
+    pub config: &'a RuntimeConfig,
+}
+
+/// A function the model may call.
+pub(crate) trait ToolHandler: Send + Sync {
+    /// What the model sees: name, description, parameter schema.
+    fn spec(&self) -> ToolSpec;
+
+    /// Whether a session of this assistant on this server offers it.
+    fn offered(&self, _offer: &Offer<'_>) -> bool {
+        true
+    }
+
+    /// Run one call: `Ok` is told to the model (a result, or an error it
+    /// can react to); `Err` fails the turn.
+    fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>>;
+}
+
+/// A tool call that stops the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    End,
+    Skip,
+    Handoff,
+    /// askUser: the session waits for the user's answers.
+    Ask,
+    /// subAgent in sync mode: the session waits for the sub-agent's report.
+    AwaitSubAgent,
+}
+
+/// What the model is told, and whether the turn stops.
+pub(crate) struct CallOutcome {
+    pub content: String,
+    pub is_error: bool,
+    pub interrupt: Option<Interrupt>,
+    /// The result for the `tool.completed` event (already filtered).
+    pub shown: Value,
+    /// No result now: it is recorded when it arrives (askUser's answers).
+    pub deferred: bool,
+}
+
+impl CallOutcome {
+    pub(crate) fn ok(shown: Value) -> Self {
+        let content = match &shown {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        Self {
+            content,
+            is_error: false,
+            interrupt: None,
+            shown,
+            deferred: false,
+        }
+    }
+
+    pub(crate) fn error(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            content: format!("Error: {message}"),
+            is_error: true,
+            interrupt: None,
+            shown: json!({"error": message}),
+            deferred: false,
+        }
+    }
+
+    pub(crate) fn interrupt(mut self, i: Interrupt) -> Self {
+        self.interrupt = Some(i);
+        self
+    }
+}
