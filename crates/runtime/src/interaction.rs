@@ -17,9 +17,9 @@ use rtc_store::{SessionUpdate, now_millis};
 use serde_json::json;
 
 use crate::events::Durability;
+use crate::history::message;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, parsed};
-use crate::turn::message;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// The result a dismissed question gets.

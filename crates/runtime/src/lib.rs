@@ -7,14 +7,16 @@
 //! runs as one task per session, cancelled cooperatively when a new user
 //! message interrupts it (R-RN-2).
 
-mod boundary;
 mod broker;
 mod builtins;
 mod error;
 mod events;
 mod goals;
+mod history;
+mod inbox;
 mod interaction;
 mod journal;
+mod lifecycle;
 mod live;
 mod loops;
 mod memory;

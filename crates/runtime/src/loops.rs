@@ -12,13 +12,12 @@ use std::time::Duration;
 
 use crate::builtins::loops::LoopOp;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Loop, LoopStatus, LoopUpdated, SessionStatus};
+use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
 use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
 use serde_json::{Value, json};
 
 use crate::session::SessionCtx;
 use crate::tool::CallOutcome;
-use crate::turn::RuntimeInput;
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Most loops active or paused at once in a session.
@@ -26,7 +25,7 @@ const MAX_OPEN_LOOPS: usize = 5;
 /// Most ticks claimed in one poll.
 const CLAIM_BATCH: i64 = 500;
 /// Why a loop ended at its expiry (R-LP-4).
-const EXPIRED: &str = "the loop expired";
+pub(crate) const EXPIRED: &str = "the loop expired";
 /// How often loops past their expiry that no tick settles (paused ones)
 /// are looked for.
 const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
@@ -55,7 +54,7 @@ impl Default for LoopSettings {
     }
 }
 
-fn millis(d: Duration) -> i64 {
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -260,100 +259,6 @@ impl Inner {
                     .into(),
                 )
                 .await;
-        }
-    }
-
-    /// The tick itself: a turn with the loop's prompt, or a skip.
-    async fn tick_turn(self: &Arc<Self>, tick: &ClaimedTick) -> Result<TickOutcome, RuntimeError> {
-        let now = now_millis();
-        let l = &tick.record;
-        let next = |now: i64| now.max(tick.due_at + l.interval_ms);
-        let ctx = match self.session(&tick.session_id).await {
-            Ok(c) => c,
-            Err(RuntimeError::NotFound { .. }) => {
-                return Ok(TickOutcome {
-                    ran: false,
-                    next_tick_at: now,
-                    status: Some((LoopStatus::Cancelled, "the session is gone".into())),
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        let (status, waiting) = {
-            let s = ctx.state.lock().await;
-            (s.status, !s.can_continue())
-        };
-        if status == SessionStatus::Ended {
-            return Ok(TickOutcome {
-                ran: false,
-                next_tick_at: now,
-                status: Some((LoopStatus::Cancelled, "the session ended".into())),
-            });
-        }
-        let busy = ctx
-            .turn
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(|t| !t.handle.is_finished());
-        if busy || waiting || status == SessionStatus::Handoff {
-            // A loop whose ticks are always skipped expires all the same.
-            return Ok(TickOutcome {
-                ran: false,
-                next_tick_at: next(now),
-                status: (now >= l.expires_at).then(|| (LoopStatus::Exhausted, EXPIRED.to_owned())),
-            });
-        }
-        if let Ok(mut current) = ctx.current_loop.lock() {
-            *current = Some(l.id.clone());
-        }
-        let text = format!(
-            "[Loop {}, turn {} of {}] {}",
-            l.id,
-            l.turns_done + 1,
-            l.max_turns,
-            l.prompt
-        );
-        self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
-            .await?;
-        let turn = self.start_turn(&ctx).await;
-        self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
-        if let Ok(mut current) = ctx.current_loop.lock() {
-            current.take();
-        }
-        let now = now_millis();
-        let status = if l.turns_done + 1 >= l.max_turns {
-            Some((
-                LoopStatus::Exhausted,
-                format!("max_turns ({}) reached", l.max_turns),
-            ))
-        } else if now >= l.expires_at {
-            Some((LoopStatus::Exhausted, EXPIRED.to_owned()))
-        } else {
-            None
-        };
-        Ok(TickOutcome {
-            ran: true,
-            next_tick_at: next(now),
-            status,
-        })
-    }
-
-    /// Wait for the tick's turn, extending the lease meanwhile.
-    async fn await_turn_with_heartbeat(&self, ctx: &SessionCtx, loop_id: &str, turn: u64) {
-        let lease = self.config.loops.lease;
-        let ended = ctx.wait_turn_ended(turn);
-        tokio::pin!(ended);
-        loop {
-            tokio::select! {
-                () = &mut ended => return,
-                () = tokio::time::sleep(lease / 3) => {
-                    let until = now_millis() + millis(lease);
-                    if !self.store.heartbeat_tick(loop_id, &self.config.loops.instance, until).await.unwrap_or(false) {
-                        tracing::warn!(loop_id, "lost the lease of a running loop tick");
-                    }
-                }
-            }
         }
     }
 }

@@ -71,6 +71,13 @@ pub(crate) struct RunningTurn {
     pub handle: JoinHandle<()>,
 }
 
+/// A session while it is used.
+///
+/// Lock order: `turn` (the turn slot) before `history` before `state`;
+/// a holder of `history` or `state` never waits for a turn's task (only
+/// [`Self::cancel_turn`] and [`Self::wait_turn`] do, after releasing
+/// `turn`). The std mutexes (`current_loop`, the broker's, the runtime's
+/// session map) are never held across an `.await`.
 pub(crate) struct SessionCtx {
     pub id: String,
     pub workspace: String,

@@ -1,8 +1,6 @@
 //! Starting sessions and the operations hosts perform on them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::Stream;
 use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_assistant};
@@ -15,11 +13,10 @@ use rtc_protocol::{
 };
 use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token};
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
-use crate::session::{ClientConnection, RunningTurn, SessionConfig, SessionCtx};
-use crate::turn::message;
+use crate::history::message;
+use crate::session::{ClientConnection, SessionConfig, SessionCtx};
 use crate::variables::{SystemInfo, initial_variables};
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -399,32 +396,6 @@ impl Runtime {
 }
 
 impl Inner {
-    /// Start a turn in the session's slot; returns its id.
-    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> u64 {
-        let mut slot = ctx.turn.lock().await;
-        let turn = self.spawn_turn(ctx);
-        let id = turn.id;
-        *slot = Some(turn);
-        id
-    }
-
-    /// Spawn a turn; the caller puts it in the session's turn slot.
-    pub(crate) fn spawn_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> RunningTurn {
-        static NEXT_TURN: AtomicU64 = AtomicU64::new(1);
-        let id = NEXT_TURN.fetch_add(1, Ordering::Relaxed);
-        let cancel = CancellationToken::new();
-        let run = self.clone().run_turn(ctx.clone(), cancel.clone(), id);
-        let session = ctx.clone();
-        let handle = self.tasks.spawn(async move {
-            run.await;
-            // Everything the turn does, what comes after it included, is done.
-            session
-                .turns_finished
-                .send_modify(|last| *last = (*last).max(id));
-        });
-        RunningTurn { id, cancel, handle }
-    }
-
     /// Startup actions (R-TB-3): deterministic calls before the first turn.
     async fn run_startup_actions(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         for (i, binding) in ctx.config.assistant.startup_actions.iter().enumerate() {

@@ -16,9 +16,9 @@ use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_to
 use serde_json::{Value, json};
 
 use crate::events::Durability;
+use crate::history::message;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, parsed};
-use crate::turn::message;
 use crate::{Inner, RuntimeError};
 
 /// Limits of sub-agent trees (R-SA-7).

@@ -1,4 +1,4 @@
-//! The turn driver (R-RN-1..3): render the prompt with the current
+//! The model loop of one turn (R-RN-1..3), run by the lifecycle: render the prompt with the current
 //! variables, call the model with the history and the tools, run the tool
 //! calls (concurrently), feed the results back, until a final answer, an
 //! interrupting tool, the step limit, or cancellation by a new user message.
@@ -10,51 +10,21 @@ use futures::stream::FuturesUnordered;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall};
 use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
-    Assistant, EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall,
-    SessionEnded, SessionStatus, StateUpdated, ToolCalled, ToolCompleted, TurnCompleted,
-    TurnSkipped, TurnStarted,
+    EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall, StateUpdated,
+    ToolCalled, ToolCompleted, TurnSkipped, TurnStarted,
 };
-use rtc_store::{SessionUpdate, new_id, now_millis};
+use rtc_store::{SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::Durability;
+use crate::history::message;
 use crate::registry::SessionTools;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
-use crate::{Inner, Provider, RuntimeError, variables};
-
-/// Where an input the runtime gives the model by itself comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RuntimeInput {
-    Goal,
-    Loop,
-}
-
-impl RuntimeInput {
-    /// The stored message's `name`.
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Goal => "goal",
-            Self::Loop => "loop",
-        }
-    }
-}
+use crate::{Inner, RuntimeError, variables};
 
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
-
-/// A new message of `role`, stamped now.
-pub(crate) fn message(role: MessageRole, content: &str) -> Message {
-    Message {
-        id: new_id("msg"),
-        role,
-        content: content.to_owned(),
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-        name: None,
-        created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
-    }
-}
 
 /// The stored history as the model sees it. Each call's result follows
 /// its call, wherever it was stored (a sub-agent's report may arrive after
@@ -109,194 +79,7 @@ pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessa
 }
 
 impl Inner {
-    pub(crate) fn provider_for(&self, assistant: &Assistant) -> &Provider {
-        assistant
-            .llm
-            .provider
-            .as_ref()
-            .and_then(|p| self.config.providers.get(p))
-            .unwrap_or(&self.config.default_provider)
-    }
-
-    /// Record a message with its events (one transaction) and keep the
-    /// in-memory history in step.
-    pub(crate) async fn append(
-        &self,
-        ctx: &SessionCtx,
-        m: Message,
-        events: Vec<EventBody>,
-        durability: Durability,
-    ) -> Result<(), RuntimeError> {
-        self.append_with(ctx, m, events, SessionUpdate::default(), durability)
-            .await
-    }
-
-    /// [`Self::append`] with a change of the session row in the same
-    /// transaction.
-    pub(crate) async fn append_with(
-        &self,
-        ctx: &SessionCtx,
-        m: Message,
-        events: Vec<EventBody>,
-        update: SessionUpdate,
-        durability: Durability,
-    ) -> Result<(), RuntimeError> {
-        let mut history = ctx.history.lock().await;
-        let kept = history.is_some().then(|| m.clone());
-        ctx.events
-            .record(Some(m), events, update, durability)
-            .await?;
-        if let (Some(h), Some(m)) = (history.as_mut(), kept) {
-            h.push(m);
-        }
-        Ok(())
-    }
-
-    /// Run `f` over the session's history, from memory after the first
-    /// read (no copy of the whole history per model call).
-    pub(crate) async fn with_history<T>(
-        &self,
-        ctx: &SessionCtx,
-        f: impl FnOnce(&[Message]) -> T,
-    ) -> Result<T, RuntimeError> {
-        let mut history = ctx.history.lock().await;
-        if history.is_none() {
-            self.journal.flush().await;
-            *history = Some(self.store.messages(&ctx.id).await?);
-        }
-        Ok(f(history.as_deref().unwrap_or_default()))
-    }
-
-    /// An input the runtime gives the model by itself (a goal's
-    /// continuation, a loop's tick), stored as a user message named after
-    /// its source; the event carries `goalId` / `loopId`.
-    pub(crate) async fn runtime_input(
-        &self,
-        ctx: &SessionCtx,
-        text: &str,
-        source: RuntimeInput,
-        id: &str,
-    ) -> Result<(), RuntimeError> {
-        let mut m = message(MessageRole::User, text);
-        m.name = Some(source.as_str().to_owned());
-        let mut event = MessageCompleted::of(&m);
-        match source {
-            RuntimeInput::Goal => event.goal_id = Some(id.to_owned()),
-            RuntimeInput::Loop => event.loop_id = Some(id.to_owned()),
-        }
-        self.append(ctx, m, vec![event.into()], Durability::Queued)
-            .await
-    }
-
-    /// The assistant says `text` outside the model (first message, custom goodbye).
-    pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
-        let m = message(MessageRole::Assistant, text);
-        let event = MessageCompleted::of(&m).into();
-        self.append(ctx, m, vec![event], Durability::Queued).await
-    }
-
-    /// The recent conversation as text, for extraction and judges.
-    pub(crate) async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
-        self.with_history(ctx, |history| {
-            let recent = history
-                .iter()
-                .rev()
-                .filter(|m| {
-                    matches!(
-                        m.role,
-                        MessageRole::User | MessageRole::Assistant | MessageRole::HumanAgent
-                    ) && !m.content.is_empty()
-                })
-                .take(20);
-            let mut lines: Vec<String> = recent
-                .map(|m| format!("{}: {}", m.role.as_str(), m.content))
-                .collect();
-            lines.reverse();
-            lines.join("\n")
-        })
-        .await
-    }
-
-    /// Run one turn to its end. Errors are reported as `error` events; the
-    /// session stays usable.
-    pub(crate) async fn run_turn(
-        self: Arc<Self>,
-        ctx: Arc<SessionCtx>,
-        cancel: CancellationToken,
-        turn: u64,
-    ) {
-        let turn_id = new_id("turn");
-        if let Err(e) = self.turn_inner(&ctx, &cancel, &turn_id).await {
-            tracing::error!(session = %ctx.id, error = %e, "turn failed");
-            let _ = ctx
-                .events
-                .emit(EventBody::error(
-                    "turn_failed",
-                    "the turn failed; see the server log",
-                ))
-                .await;
-        }
-        if let Err(e) = self.finish_ending(&ctx).await {
-            tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
-        }
-        let interrupted = cancel.is_cancelled();
-        let completed = TurnCompleted {
-            turn_id: Some(turn_id),
-            interrupted,
-            reason: None,
-        };
-        let not_running = SessionUpdate {
-            turn_running: Some(false),
-            ..SessionUpdate::default()
-        };
-        if let Err(e) = ctx
-            .events
-            .emit_with(vec![completed.into()], not_running)
-            .await
-        {
-            tracing::error!(session = %ctx.id, error = %e, "recording the end of a turn failed");
-        }
-        if ctx.state.lock().await.status == SessionStatus::Ended {
-            self.forget(&ctx.id);
-            if let Err(e) = self.after_end(&ctx).await {
-                tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
-            }
-        } else if !interrupted {
-            self.after_turn(&ctx, &cancel, turn).await;
-        }
-    }
-
-    /// End the session if `endConversation` asked for it.
-    async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        let ending = {
-            let mut state = ctx.state.lock().await;
-            let Some((reason, _)) = state.ending.take() else {
-                return Ok(());
-            };
-            state.status = SessionStatus::Ended;
-            reason
-        };
-        self.store
-            .set_session_status(
-                &ctx.id,
-                SessionStatus::Ended,
-                ending.as_deref(),
-                Some("model"),
-            )
-            .await?;
-        ctx.events
-            .emit(
-                SessionEnded {
-                    reason: ending,
-                    ended_by: "model".to_owned(),
-                }
-                .into(),
-            )
-            .await?;
-        Ok(())
-    }
-
-    async fn turn_inner(
+    pub(crate) async fn turn_inner(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,

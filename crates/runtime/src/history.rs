@@ -1,0 +1,150 @@
+//! A session's history: messages recorded with their events (one
+//! transaction through the journal) and kept in step in memory, and the
+//! inputs and words the runtime adds by itself.
+
+use rtc_protocol::{Assistant, EventBody, Message, MessageCompleted, MessageRole};
+use rtc_store::{SessionUpdate, new_id, now_millis};
+
+use crate::events::Durability;
+use crate::session::SessionCtx;
+use crate::{Inner, Provider, RuntimeError};
+
+/// Where an input the runtime gives the model by itself comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RuntimeInput {
+    Goal,
+    Loop,
+}
+
+impl RuntimeInput {
+    /// The stored message's `name`.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Goal => "goal",
+            Self::Loop => "loop",
+        }
+    }
+}
+
+/// A new message of `role`, stamped now.
+pub(crate) fn message(role: MessageRole, content: &str) -> Message {
+    Message {
+        id: new_id("msg"),
+        role,
+        content: content.to_owned(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        name: None,
+        created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
+    }
+}
+
+impl Inner {
+    /// Record a message with its events (one transaction) and keep the
+    /// in-memory history in step.
+    pub(crate) async fn append(
+        &self,
+        ctx: &SessionCtx,
+        m: Message,
+        events: Vec<EventBody>,
+        durability: Durability,
+    ) -> Result<(), RuntimeError> {
+        self.append_with(ctx, m, events, SessionUpdate::default(), durability)
+            .await
+    }
+
+    /// [`Self::append`] with a change of the session row in the same
+    /// transaction.
+    pub(crate) async fn append_with(
+        &self,
+        ctx: &SessionCtx,
+        m: Message,
+        events: Vec<EventBody>,
+        update: SessionUpdate,
+        durability: Durability,
+    ) -> Result<(), RuntimeError> {
+        let mut history = ctx.history.lock().await;
+        let kept = history.is_some().then(|| m.clone());
+        ctx.events
+            .record(Some(m), events, update, durability)
+            .await?;
+        if let (Some(h), Some(m)) = (history.as_mut(), kept) {
+            h.push(m);
+        }
+        Ok(())
+    }
+
+    /// Run `f` over the session's history, from memory after the first
+    /// read (no copy of the whole history per model call).
+    pub(crate) async fn with_history<T>(
+        &self,
+        ctx: &SessionCtx,
+        f: impl FnOnce(&[Message]) -> T,
+    ) -> Result<T, RuntimeError> {
+        let mut history = ctx.history.lock().await;
+        if history.is_none() {
+            self.journal.flush().await;
+            *history = Some(self.store.messages(&ctx.id).await?);
+        }
+        Ok(f(history.as_deref().unwrap_or_default()))
+    }
+
+    /// An input the runtime gives the model by itself (a goal's
+    /// continuation, a loop's tick), stored as a user message named after
+    /// its source; the event carries `goalId` / `loopId`.
+    pub(crate) async fn runtime_input(
+        &self,
+        ctx: &SessionCtx,
+        text: &str,
+        source: RuntimeInput,
+        id: &str,
+    ) -> Result<(), RuntimeError> {
+        let mut m = message(MessageRole::User, text);
+        m.name = Some(source.as_str().to_owned());
+        let mut event = MessageCompleted::of(&m);
+        match source {
+            RuntimeInput::Goal => event.goal_id = Some(id.to_owned()),
+            RuntimeInput::Loop => event.loop_id = Some(id.to_owned()),
+        }
+        self.append(ctx, m, vec![event.into()], Durability::Queued)
+            .await
+    }
+
+    /// The assistant says `text` outside the model (first message, custom goodbye).
+    pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
+        let m = message(MessageRole::Assistant, text);
+        let event = MessageCompleted::of(&m).into();
+        self.append(ctx, m, vec![event], Durability::Queued).await
+    }
+
+    /// The recent conversation as text, for extraction and judges.
+    pub(crate) async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
+        self.with_history(ctx, |history| {
+            let recent = history
+                .iter()
+                .rev()
+                .filter(|m| {
+                    matches!(
+                        m.role,
+                        MessageRole::User | MessageRole::Assistant | MessageRole::HumanAgent
+                    ) && !m.content.is_empty()
+                })
+                .take(20);
+            let mut lines: Vec<String> = recent
+                .map(|m| format!("{}: {}", m.role.as_str(), m.content))
+                .collect();
+            lines.reverse();
+            lines.join("\n")
+        })
+        .await
+    }
+
+    pub(crate) fn provider_for(&self, assistant: &Assistant) -> &Provider {
+        assistant
+            .llm
+            .provider
+            .as_ref()
+            .and_then(|p| self.config.providers.get(p))
+            .unwrap_or(&self.config.default_provider)
+    }
+}

@@ -1,0 +1,414 @@
+//! The turn lifecycle, in one place: every turn of a session starts,
+//! runs, ends and is followed through here.
+//!
+//! - start: [`Inner::start_turn`] puts a new turn in the session's turn
+//!   slot (the caller holds no other lock; see `SessionCtx` for the order);
+//! - run: [`Inner::run_turn`] is the turn's task: the model loop
+//!   (`crate::turn`), then the end;
+//! - end: the task records `turn.completed` and, for an ended session,
+//!   forgets its context and stops its sub-agents ([`Inner::end_session`]
+//!   ends a session from outside);
+//! - next: [`Inner::after_turn`] decides, under the slot's lock and only
+//!   while the slot is still its own, what comes after a turn that ended
+//!   by itself: inbox items first, then an active goal's continuation,
+//!   else idle (and a sub-agent reports);
+//! - triggers from outside a turn: [`Inner::kick`] (an inbox item
+//!   arrived), [`Inner::tick_turn`] (a loop tick), [`Inner::sweep_goals`]
+//!   (goals of a dead instance), [`Inner::resume_trees`] (after a restart).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rtc_protocol::{
+    EventBody, LoopStatus, MessageRole, SessionEnded, SessionStatus, TurnCompleted,
+};
+use rtc_store::{
+    ClaimedTick, GoalRecord, InboxItem, SessionUpdate, TickOutcome, new_id, now_millis,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::history::RuntimeInput;
+use crate::loops::{EXPIRED, millis};
+use crate::session::{RunningTurn, SessionCtx};
+use crate::{Inner, RuntimeError};
+
+impl Inner {
+    /// Start a turn in the session's slot; returns its id.
+    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> u64 {
+        let mut slot = ctx.turn.lock().await;
+        let turn = self.spawn_turn(ctx);
+        let id = turn.id;
+        *slot = Some(turn);
+        id
+    }
+
+    /// Spawn a turn; the caller puts it in the session's turn slot.
+    pub(crate) fn spawn_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> RunningTurn {
+        static NEXT_TURN: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_TURN.fetch_add(1, Ordering::Relaxed);
+        let cancel = CancellationToken::new();
+        let run = self.clone().run_turn(ctx.clone(), cancel.clone(), id);
+        let session = ctx.clone();
+        let handle = self.tasks.spawn(async move {
+            run.await;
+            // Everything the turn does, what comes after it included, is done.
+            session
+                .turns_finished
+                .send_modify(|last| *last = (*last).max(id));
+        });
+        RunningTurn { id, cancel, handle }
+    }
+
+    /// Run one turn to its end. Errors are reported as `error` events; the
+    /// session stays usable.
+    pub(crate) async fn run_turn(
+        self: Arc<Self>,
+        ctx: Arc<SessionCtx>,
+        cancel: CancellationToken,
+        turn: u64,
+    ) {
+        let turn_id = new_id("turn");
+        if let Err(e) = self.turn_inner(&ctx, &cancel, &turn_id).await {
+            tracing::error!(session = %ctx.id, error = %e, "turn failed");
+            let _ = ctx
+                .events
+                .emit(EventBody::error(
+                    "turn_failed",
+                    "the turn failed; see the server log",
+                ))
+                .await;
+        }
+        if let Err(e) = self.finish_ending(&ctx).await {
+            tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
+        }
+        let interrupted = cancel.is_cancelled();
+        let completed = TurnCompleted {
+            turn_id: Some(turn_id),
+            interrupted,
+            reason: None,
+        };
+        let not_running = SessionUpdate {
+            turn_running: Some(false),
+            ..SessionUpdate::default()
+        };
+        if let Err(e) = ctx
+            .events
+            .emit_with(vec![completed.into()], not_running)
+            .await
+        {
+            tracing::error!(session = %ctx.id, error = %e, "recording the end of a turn failed");
+        }
+        if ctx.state.lock().await.status == SessionStatus::Ended {
+            self.forget(&ctx.id);
+            if let Err(e) = self.after_end(&ctx).await {
+                tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
+            }
+        } else if !interrupted {
+            self.after_turn(&ctx, &cancel, turn).await;
+        }
+    }
+
+    /// End the session if `endConversation` asked for it.
+    async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        let ending = {
+            let mut state = ctx.state.lock().await;
+            let Some((reason, _)) = state.ending.take() else {
+                return Ok(());
+            };
+            state.status = SessionStatus::Ended;
+            reason
+        };
+        self.store
+            .set_session_status(
+                &ctx.id,
+                SessionStatus::Ended,
+                ending.as_deref(),
+                Some("model"),
+            )
+            .await?;
+        ctx.events
+            .emit(
+                SessionEnded {
+                    reason: ending,
+                    ended_by: "model".to_owned(),
+                }
+                .into(),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// At the end of turn `turn` (not interrupted): settle the goals, then
+    /// start the next turn by itself if there is input for one; otherwise
+    /// the session is idle (and a sub-agent reports).
+    pub(crate) async fn after_turn(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        cancel: &CancellationToken,
+        turn: u64,
+    ) {
+        let goal = if ctx.config.assistant.features.goals {
+            self.settle_goals(ctx).await.unwrap_or_else(|e| {
+                tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
+                None
+            })
+        } else {
+            None
+        };
+        let mut slot = ctx.turn.lock().await;
+        // Cancelled, or someone took the slot: they decide what comes next.
+        if cancel.is_cancelled() || slot.as_ref().map(|t| t.id) != Some(turn) {
+            return;
+        }
+        // Shutting down: what would come next stays in the store (inbox,
+        // goals) and goes on after the next start.
+        if self.tasks.is_closed() {
+            *slot = None;
+            return;
+        }
+        let started = async {
+            if self.deliver_inbox(ctx).await? {
+                *slot = Some(self.spawn_turn(ctx));
+            } else if let Some(goal) = &goal {
+                self.continue_goal(ctx, goal, &mut slot).await?;
+            }
+            Ok::<_, RuntimeError>(slot.as_ref().is_some_and(|t| t.id != turn))
+        };
+        match started.await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(session = %ctx.id, error = %e, "starting the next turn failed")
+            }
+        }
+        if let Err(e) = self.report_if_done(ctx).await {
+            tracing::error!(session = %ctx.id, error = %e, "reporting to the parent failed");
+        }
+        *slot = None;
+    }
+
+    /// Deliver waiting inbox items unless a turn is running (it delivers
+    /// them when it ends).
+    pub(crate) async fn kick(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
+        ctx.inbox_hint.store(true, Ordering::SeqCst);
+        let mut slot = ctx.turn.lock().await;
+        if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
+            return Ok(());
+        }
+        if self.deliver_inbox(ctx).await? {
+            *slot = Some(self.spawn_turn(ctx));
+        }
+        Ok(())
+    }
+
+    /// Put `item` in its session's inbox and deliver it now if the session
+    /// is idle and free to go on.
+    pub(crate) async fn post(self: &Arc<Self>, item: &InboxItem) -> Result<(), RuntimeError> {
+        self.store.post_inbox(item).await?;
+        let ctx = self.session(&item.session_id).await?;
+        self.kick(&ctx).await
+    }
+
+    /// End a session (host, model, or a stopping parent): its turn stops,
+    /// the end is recorded and announced, its sub-agents stop with it.
+    pub(crate) async fn end_session(
+        &self,
+        ctx: &SessionCtx,
+        reason: Option<&str>,
+        by: &str,
+    ) -> Result<(), RuntimeError> {
+        ctx.cancel_turn().await;
+        ctx.state.lock().await.status = SessionStatus::Ended;
+        self.store
+            .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
+            .await?;
+        let ended = SessionEnded {
+            reason: reason.map(str::to_owned),
+            ended_by: by.to_owned(),
+        };
+        ctx.events.emit(ended.into()).await?;
+        self.forget(&ctx.id);
+        Ok(())
+    }
+
+    /// After a session ended by itself (`endConversation`): its sub-agents
+    /// stop, and a sub-agent reports its end to its parent.
+    pub(crate) async fn after_end(self: &Arc<Self>, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        self.stop_descendants(&ctx.id, &ctx.root_id).await?;
+        self.report_if_done(ctx).await
+    }
+
+    /// Record the continuation input and start the turn in `slot`, unless
+    /// the session cannot go on by itself.
+    pub(crate) async fn continue_goal(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        goal: &GoalRecord,
+        slot: &mut Option<RunningTurn>,
+    ) -> Result<(), RuntimeError> {
+        if !ctx.state.lock().await.can_continue() {
+            return Ok(());
+        }
+        let text = format!(
+            "[Goal {}] Continue working toward your goal: {}. This is turn {} of at most {}. If the condition now holds, call completeGoal.",
+            goal.id,
+            goal.condition,
+            goal.completed_turns + 1,
+            goal.max_turns
+        );
+        let until = now_millis() + self.goal_lease_millis();
+        self.store
+            .set_goal_lease(&goal.id, &self.config.loops.instance, until)
+            .await?;
+        self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
+            .await?;
+        *slot = Some(self.spawn_turn(ctx));
+        Ok(())
+    }
+
+    /// Renew the leases of the goals this instance drives, and take over
+    /// goals whose instance died (their lease ran out): each continues
+    /// here if its session can go on (R-ST-2).
+    pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        let me = &self.config.loops.instance;
+        let now = now_millis();
+        let until = now + self.goal_lease_millis();
+        self.store.renew_goal_leases(me, until).await?;
+        for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
+            tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");
+            let ctx = self.session(&goal.session_id).await?;
+            self.refresh_if_stale(&ctx).await?;
+            let mut slot = ctx.turn.lock().await;
+            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
+                self.continue_goal(&ctx, &goal, &mut slot).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The tick itself: a turn with the loop's prompt, or a skip.
+    pub(crate) async fn tick_turn(
+        self: &Arc<Self>,
+        tick: &ClaimedTick,
+    ) -> Result<TickOutcome, RuntimeError> {
+        let now = now_millis();
+        let l = &tick.record;
+        let next = |now: i64| now.max(tick.due_at + l.interval_ms);
+        let ctx = match self.session(&tick.session_id).await {
+            Ok(c) => c,
+            Err(RuntimeError::NotFound { .. }) => {
+                return Ok(TickOutcome {
+                    ran: false,
+                    next_tick_at: now,
+                    status: Some((LoopStatus::Cancelled, "the session is gone".into())),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let (status, waiting) = {
+            let s = ctx.state.lock().await;
+            (s.status, !s.can_continue())
+        };
+        if status == SessionStatus::Ended {
+            return Ok(TickOutcome {
+                ran: false,
+                next_tick_at: now,
+                status: Some((LoopStatus::Cancelled, "the session ended".into())),
+            });
+        }
+        let busy = ctx
+            .turn
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|t| !t.handle.is_finished());
+        if busy || waiting || status == SessionStatus::Handoff {
+            // A loop whose ticks are always skipped expires all the same.
+            return Ok(TickOutcome {
+                ran: false,
+                next_tick_at: next(now),
+                status: (now >= l.expires_at).then(|| (LoopStatus::Exhausted, EXPIRED.to_owned())),
+            });
+        }
+        if let Ok(mut current) = ctx.current_loop.lock() {
+            *current = Some(l.id.clone());
+        }
+        let text = format!(
+            "[Loop {}, turn {} of {}] {}",
+            l.id,
+            l.turns_done + 1,
+            l.max_turns,
+            l.prompt
+        );
+        self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
+            .await?;
+        let turn = self.start_turn(&ctx).await;
+        self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
+        if let Ok(mut current) = ctx.current_loop.lock() {
+            current.take();
+        }
+        let now = now_millis();
+        let status = if l.turns_done + 1 >= l.max_turns {
+            Some((
+                LoopStatus::Exhausted,
+                format!("max_turns ({}) reached", l.max_turns),
+            ))
+        } else if now >= l.expires_at {
+            Some((LoopStatus::Exhausted, EXPIRED.to_owned()))
+        } else {
+            None
+        };
+        Ok(TickOutcome {
+            ran: true,
+            next_tick_at: next(now),
+            status,
+        })
+    }
+
+    /// Wait for the tick's turn, extending the lease meanwhile.
+    pub(crate) async fn await_turn_with_heartbeat(
+        &self,
+        ctx: &SessionCtx,
+        loop_id: &str,
+        turn: u64,
+    ) {
+        let lease = self.config.loops.lease;
+        let ended = ctx.wait_turn_ended(turn);
+        tokio::pin!(ended);
+        loop {
+            tokio::select! {
+                () = &mut ended => return,
+                () = tokio::time::sleep(lease / 3) => {
+                    let until = now_millis() + millis(lease);
+                    if !self.store.heartbeat_tick(loop_id, &self.config.loops.instance, until).await.unwrap_or(false) {
+                        tracing::warn!(loop_id, "lost the lease of a running loop tick");
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a restart: sub-agents whose run was cut off (their last
+    /// input has no answer yet) go on working, and every inbox item not yet
+    /// consumed is delivered (R-BX-3).
+    pub(crate) async fn resume_trees(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        for id in self.store.working_sub_agents().await? {
+            let ctx = self.session(&id).await?;
+            let unanswered = self
+                .with_history(&ctx, |h| {
+                    h.last().is_some_and(|m| {
+                        m.role != MessageRole::Assistant || !m.tool_calls.is_empty()
+                    })
+                })
+                .await?;
+            if unanswered && ctx.state.lock().await.can_continue() {
+                self.start_turn(&ctx).await;
+            }
+        }
+        for id in self.store.sessions_with_pending_inbox().await? {
+            let ctx = self.session(&id).await?;
+            self.kick(&ctx).await?;
+        }
+        Ok(())
+    }
+}
