@@ -175,6 +175,8 @@ impl Runtime {
             ctx.events.emit_with(vec![event.into()], update).await?;
         }
         self.inner.resume_trees().await?;
+        // What recovery recorded is durable before the server serves.
+        self.inner.journal.flush().await;
         Ok(ids.len())
     }
 

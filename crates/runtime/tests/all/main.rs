@@ -10,6 +10,8 @@
 
 mod harness;
 
+mod builtins;
+mod conversation;
 mod ending;
 mod eviction;
 mod features;
