@@ -13,13 +13,13 @@ use crate::builtins::goals::{GoalOp, MAX_TURNS_LIMIT};
 use rtc_core::ValidationError;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
-use rtc_store::{GoalRecord, new_id, now_millis};
+use rtc_store::{GoalRecord, Store, new_id, now_millis};
 use serde_json::{Value, json};
 
 use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Inner, LoopSettings, Runtime, RuntimeError};
 
 /// Most goals active at once in a session.
 const MAX_ACTIVE_GOALS: usize = 3;
@@ -46,12 +46,18 @@ fn for_model(g: &GoalRecord) -> Value {
         "completed_turns": g.completed_turns, "max_turns": g.max_turns})
 }
 
-impl Inner {
-    pub(crate) async fn goal_tool(
-        &self,
-        ctx: &SessionCtx,
-        op: GoalOp,
-    ) -> Result<CallOutcome, RuntimeError> {
+/// What the goal tools work with: the store, the lease settings and the
+/// calling session.
+pub(crate) struct GoalCx<'a> {
+    pub store: &'a Store,
+    pub settings: &'a LoopSettings,
+    pub session: &'a SessionCtx,
+}
+
+impl GoalCx<'_> {
+    /// Run one goal tool call.
+    pub async fn run(&self, op: GoalOp) -> Result<CallOutcome, RuntimeError> {
+        let ctx = self.session;
         let goals = self.store.goals(&ctx.id).await?;
         let (target, status) = match op {
             GoalOp::Create(args) => {
@@ -78,10 +84,10 @@ impl Inner {
                     reason: None,
                     created_at: now,
                     updated_at: now,
-                    lease_owner: Some(self.config.loops.instance.clone()),
-                    lease_until: Some(now + self.goal_lease_millis()),
+                    lease_owner: Some(self.settings.instance.clone()),
+                    lease_until: Some(now + lease_millis(self.settings)),
                 };
-                self.save_goal(ctx, &goal).await?;
+                save_goal(self.store, ctx, &goal).await?;
                 return Ok(CallOutcome::ok(for_model(&goal)));
             }
             GoalOp::Complete(id) => (id, GoalStatus::Completed),
@@ -101,17 +107,29 @@ impl Inner {
         goal.status = status;
         goal.reason = Some(format!("{} by the model", status.as_str()));
         goal.updated_at = now_millis();
-        self.save_goal(ctx, &goal).await?;
+        save_goal(self.store, ctx, &goal).await?;
         Ok(CallOutcome::ok(for_model(&goal)))
     }
+}
 
-    async fn save_goal(&self, ctx: &SessionCtx, goal: &GoalRecord) -> Result<(), RuntimeError> {
-        self.store.save_goal(goal).await?;
-        ctx.events
-            .emit(GoalUpdated { goal: view(goal) }.into())
-            .await
-    }
+/// Store a goal and tell the session's clients.
+pub(crate) async fn save_goal(
+    store: &Store,
+    ctx: &SessionCtx,
+    goal: &GoalRecord,
+) -> Result<(), RuntimeError> {
+    store.save_goal(goal).await?;
+    ctx.events
+        .emit(GoalUpdated { goal: view(goal) }.into())
+        .await
+}
 
+/// How long a goal's lease lasts.
+pub(crate) fn lease_millis(settings: &LoopSettings) -> i64 {
+    i64::try_from(settings.lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Inner {
     /// After a turn: count it in every active goal, judge the conditions,
     /// apply the limits. Returns the goal to continue with, if any.
     pub(crate) async fn settle_goals(
@@ -145,7 +163,7 @@ impl Inner {
                 goal.reason = Some(limit);
             }
             goal.updated_at = now;
-            self.save_goal(ctx, &goal).await?;
+            save_goal(&self.store, ctx, &goal).await?;
             if goal.status == GoalStatus::Active && next.is_none() {
                 next = Some(goal);
             }
@@ -184,10 +202,6 @@ impl Inner {
                 (false, format!("the judge failed: {e}"))
             }
         }
-    }
-
-    pub(crate) fn goal_lease_millis(&self) -> i64 {
-        i64::try_from(self.config.loops.lease.as_millis()).unwrap_or(i64::MAX)
     }
 }
 
@@ -275,7 +289,7 @@ impl Runtime {
         goal.status = GoalStatus::Active;
         goal.reason = None;
         goal.updated_at = now;
-        inner.save_goal(&ctx, &goal).await?;
+        save_goal(&inner.store, &ctx, &goal).await?;
         let mut slot = ctx.turn.lock().await;
         if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
             inner.continue_goal(&ctx, &goal, &mut slot).await?;

@@ -8,7 +8,7 @@ use rtc_core::ValidationError;
 use rtc_core::llm::ToolCall;
 use std::sync::Arc;
 
-use crate::builtins::{ask_user, todo_write};
+use crate::builtins::ask_user;
 use rtc_protocol::{
     AnswerParams, AnswerResponse, AskUserAnswered, AskUserQuestion, EventBody, MessageRole,
     PendingQuestion, SessionStatus, TodoItem, TodoUpdated, ToolCompleted,
@@ -21,6 +21,19 @@ use crate::history::message;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, parsed};
 use crate::{Inner, Runtime, RuntimeError};
+
+/// `todoWrite` (R-TD): the whole list replaced, stored with the session
+/// and announced; it needs nothing but the session.
+pub(crate) async fn todo_write(ctx: &SessionCtx, todos: Vec<TodoItem>) -> Result<(), RuntimeError> {
+    ctx.state.lock().await.todos = todos.clone();
+    let update = SessionUpdate {
+        todos: Some(todos.clone()),
+        ..SessionUpdate::default()
+    };
+    ctx.events
+        .emit_with(vec![TodoUpdated { todos }.into()], update)
+        .await
+}
 
 /// The result a dismissed question gets.
 const DISMISSED: &str =
@@ -68,24 +81,6 @@ impl Inner {
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
         outcome.deferred = true;
         Ok(outcome.interrupt(Interrupt::Ask))
-    }
-
-    pub(crate) async fn todo_write(
-        &self,
-        ctx: &SessionCtx,
-        call: &ToolCall,
-    ) -> Result<CallOutcome, RuntimeError> {
-        let todos = parsed!(todo_write::parse(&call.arguments));
-        ctx.state.lock().await.todos = todos.clone();
-        let summary = todo_write::summary(&todos);
-        let update = SessionUpdate {
-            todos: Some(todos.clone()),
-            ..SessionUpdate::default()
-        };
-        ctx.events
-            .emit_with(vec![TodoUpdated { todos }.into()], update)
-            .await?;
-        Ok(CallOutcome::ok(json!(summary)))
     }
 
     /// Resolve the pending question, if any, with `result`: the call's

@@ -256,7 +256,7 @@ impl Inner {
             goal.completed_turns + 1,
             goal.max_turns
         );
-        let until = now_millis() + self.goal_lease_millis();
+        let until = now_millis() + crate::goals::lease_millis(&self.config.loops);
         self.store
             .set_goal_lease(&goal.id, &self.config.loops.instance, until)
             .await?;
@@ -272,7 +272,7 @@ impl Inner {
     pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
         let me = &self.config.loops.instance;
         let now = now_millis();
-        let until = now + self.goal_lease_millis();
+        let until = now + crate::goals::lease_millis(&self.config.loops);
         self.store.renew_goal_leases(me, until).await?;
         for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
             tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::builtins::loops::LoopOp;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
-use rtc_store::{ClaimedTick, LoopRecord, TickOutcome, new_id, now_millis};
+use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis};
 use serde_json::{Value, json};
 
 use crate::session::SessionCtx;
@@ -81,12 +81,18 @@ fn for_model(l: &LoopRecord) -> Value {
         "next_tick_at": rfc3339_from_millis(l.next_tick_at)})
 }
 
-impl Inner {
-    pub(crate) async fn loop_tool(
-        &self,
-        ctx: &SessionCtx,
-        op: LoopOp,
-    ) -> Result<CallOutcome, RuntimeError> {
+/// What the loop tools work with: the store, the loop settings and the
+/// calling session.
+pub(crate) struct LoopCx<'a> {
+    pub store: &'a Store,
+    pub settings: &'a LoopSettings,
+    pub session: &'a SessionCtx,
+}
+
+impl LoopCx<'_> {
+    /// Run one loop tool call.
+    pub async fn run(&self, op: LoopOp) -> Result<CallOutcome, RuntimeError> {
+        let ctx = self.session;
         let now = now_millis();
         let (id, from, to, reason) = match op {
             LoopOp::Create(args) => {
@@ -113,13 +119,13 @@ impl Inner {
                     skipped_ticks: 0,
                     status: LoopStatus::Active,
                     reason: None,
-                    expires_at: now + millis(self.config.loops.max_lifetime),
+                    expires_at: now + millis(self.settings.max_lifetime),
                     next_tick_at: now + interval,
                     created_at: now,
                     updated_at: now,
                 };
                 self.store.insert_loop(&l).await?;
-                self.loop_event(ctx, &l.id).await?;
+                loop_event(self.store, ctx, &l.id).await?;
                 return Ok(CallOutcome::ok(for_model(&l)));
             }
             LoopOp::List => {
@@ -180,20 +186,23 @@ impl Inner {
                 to.as_str()
             )));
         }
-        self.loop_event(ctx, &id).await?;
+        loop_event(self.store, ctx, &id).await?;
         let l = self.store.loop_by_id(&id).await?.unwrap_or(l);
         Ok(CallOutcome::ok(for_model(&l)))
     }
+}
 
-    async fn loop_event(&self, ctx: &SessionCtx, id: &str) -> Result<(), RuntimeError> {
-        if let Some(l) = self.store.loop_by_id(id).await? {
-            ctx.events
-                .emit(LoopUpdated { loop_: view(&l) }.into())
-                .await?;
-        }
-        Ok(())
+/// Tell the session's clients about a loop's state.
+async fn loop_event(store: &Store, ctx: &SessionCtx, id: &str) -> Result<(), RuntimeError> {
+    if let Some(l) = store.loop_by_id(id).await? {
+        ctx.events
+            .emit(LoopUpdated { loop_: view(&l) }.into())
+            .await?;
     }
+    Ok(())
+}
 
+impl Inner {
     /// Loops past their expiry that no tick settles (paused, or between
     /// ticks) become exhausted (R-LP-4); one instance wins each.
     async fn expire_loops(&self) -> Result<(), RuntimeError> {
@@ -213,7 +222,7 @@ impl Inner {
                 .await?
                 && let Ok(ctx) = self.session(&l.session_id).await
             {
-                self.loop_event(&ctx, &l.id).await?;
+                loop_event(&self.store, &ctx, &l.id).await?;
             }
         }
         Ok(())

@@ -5,12 +5,12 @@
 use crate::builtins::memory::MemoryOp;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Memory, MemoryUpdated};
-use rtc_store::MemoryRecord;
+use rtc_store::{MemoryRecord, Store};
 use serde_json::{Value, json};
 
 use crate::session::SessionCtx;
 use crate::tool::CallOutcome;
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 /// Most memories one user may have in a workspace.
 pub const MAX_MEMORIES_PER_USER: i64 = 1_000;
@@ -31,19 +31,24 @@ pub(crate) fn view(m: MemoryRecord) -> Memory {
     }
 }
 
-impl Inner {
-    pub(crate) async fn memory_tool(
-        &self,
-        ctx: &SessionCtx,
-        op: MemoryOp,
-    ) -> Result<CallOutcome, RuntimeError> {
+/// What the memory tools work with: the store and the calling session
+/// (its workspace and user scope every query).
+pub(crate) struct MemoryCx<'a> {
+    pub store: &'a Store,
+    pub session: &'a SessionCtx,
+}
+
+impl MemoryCx<'_> {
+    /// Run one memory tool call.
+    pub async fn run(&self, op: MemoryOp) -> Result<CallOutcome, RuntimeError> {
+        let ctx = self.session;
         let Some(user) = ctx.user_id.as_deref() else {
             return Ok(CallOutcome::error(
                 "memory is kept per user and this session has no userId; answer without it",
             ));
         };
         let ws = ctx.workspace.as_str();
-        let store = &self.store;
+        let store = self.store;
         let outcome = match op {
             MemoryOp::Save(args) => {
                 if store.list_memories(ws, user, 1, 0).await?.1 >= MAX_MEMORIES_PER_USER {
@@ -54,7 +59,7 @@ impl Inner {
                 let m = store
                     .insert_memory(ws, user, args.content.trim(), &args.tags)
                     .await?;
-                self.memory_event(ctx, "saved", &m.id).await?;
+                self.event("saved", &m.id).await?;
                 CallOutcome::ok(json!({"memory_id": m.id, "saved": true}))
             }
             MemoryOp::Update(args) => {
@@ -64,7 +69,7 @@ impl Inner {
                     .await?
                 {
                     Some(m) => {
-                        self.memory_event(ctx, "updated", &m.id).await?;
+                        self.event("updated", &m.id).await?;
                         CallOutcome::ok(for_model(&m))
                     }
                     None => CallOutcome::error(format!("there is no memory `{}`", args.memory_id)),
@@ -72,7 +77,7 @@ impl Inner {
             }
             MemoryOp::Delete(args) => {
                 if store.delete_memory(ws, Some(user), &args.memory_id).await? {
-                    self.memory_event(ctx, "deleted", &args.memory_id).await?;
+                    self.event("deleted", &args.memory_id).await?;
                     CallOutcome::ok(json!({"memory_id": args.memory_id, "deleted": true}))
                 } else {
                     CallOutcome::error(format!("there is no memory `{}`", args.memory_id))
@@ -105,13 +110,9 @@ impl Inner {
         Ok(outcome)
     }
 
-    async fn memory_event(
-        &self,
-        ctx: &SessionCtx,
-        action: &str,
-        id: &str,
-    ) -> Result<(), RuntimeError> {
-        ctx.events
+    async fn event(&self, action: &str, id: &str) -> Result<(), RuntimeError> {
+        self.session
+            .events
             .emit(
                 MemoryUpdated {
                     action: action.to_owned(),

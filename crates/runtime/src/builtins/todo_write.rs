@@ -74,7 +74,12 @@ pub fn summary(todos: &[TodoItem]) -> String {
     )
 }
 
-crate::builtins::built_in!(TodoWrite, todo, |cx| cx.rt.todo_write(cx.session, cx.call));
+crate::builtins::built_in!(TodoWrite, todo, |cx| async move {
+    let todos = crate::tool::parsed!(parse(&cx.call.arguments));
+    let result = serde_json::json!(summary(&todos));
+    crate::interaction::todo_write(cx.session, todos).await?;
+    Ok(crate::tool::CallOutcome::ok(result))
+});
 
 #[cfg(test)]
 mod tests {

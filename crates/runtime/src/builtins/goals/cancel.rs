@@ -25,5 +25,10 @@ pub fn parse(arguments: &str) -> Result<GoalRef, String> {
 
 crate::builtins::built_in!(CancelGoal, goals, |cx| async move {
     let op = GoalOp::Cancel(parsed!(parse(&cx.call.arguments)).goal_id);
-    cx.rt.goal_tool(cx.session, op).await
+    let goals = crate::goals::GoalCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    goals.run(op).await
 });

@@ -24,5 +24,10 @@ pub fn parse(arguments: &str) -> Result<GoalRef, String> {
 
 crate::builtins::built_in!(CompleteGoal, goals, |cx| async move {
     let op = GoalOp::Complete(parsed!(parse(&cx.call.arguments)).goal_id);
-    cx.rt.goal_tool(cx.session, op).await
+    let goals = crate::goals::GoalCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    goals.run(op).await
 });

@@ -52,7 +52,12 @@ pub fn parse(arguments: &str) -> Result<Create, String> {
 
 crate::builtins::built_in!(CreateGoal, goals, |cx| async move {
     let op = GoalOp::Create(parsed!(parse(&cx.call.arguments)));
-    cx.rt.goal_tool(cx.session, op).await
+    let goals = crate::goals::GoalCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    goals.run(op).await
 });
 
 #[cfg(test)]

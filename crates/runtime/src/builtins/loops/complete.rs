@@ -31,5 +31,10 @@ pub fn parse(arguments: &str) -> Result<Complete, String> {
 
 crate::builtins::built_in!(CompleteLoop, loops, |cx| async move {
     let op = LoopOp::Complete(parsed!(parse(&cx.call.arguments)));
-    cx.rt.loop_tool(cx.session, op).await
+    let loops = crate::loops::LoopCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    loops.run(op).await
 });

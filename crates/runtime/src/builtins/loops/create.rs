@@ -50,7 +50,12 @@ pub fn parse(arguments: &str) -> Result<Create, String> {
 
 crate::builtins::built_in!(CreateLoop, loops, |cx| async move {
     let op = LoopOp::Create(parsed!(parse(&cx.call.arguments)));
-    cx.rt.loop_tool(cx.session, op).await
+    let loops = crate::loops::LoopCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    loops.run(op).await
 });
 
 #[cfg(test)]

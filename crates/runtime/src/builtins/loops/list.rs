@@ -27,5 +27,10 @@ crate::builtins::built_in!(ListLoops, loops, |cx| async move {
         parsed!(parse(&cx.call.arguments));
         LoopOp::List
     };
-    cx.rt.loop_tool(cx.session, op).await
+    let loops = crate::loops::LoopCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    loops.run(op).await
 });

@@ -24,5 +24,10 @@ pub fn parse(arguments: &str) -> Result<LoopRef, String> {
 
 crate::builtins::built_in!(PauseLoop, loops, |cx| async move {
     let op = LoopOp::Pause(parsed!(parse(&cx.call.arguments)).loop_id);
-    cx.rt.loop_tool(cx.session, op).await
+    let loops = crate::loops::LoopCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    loops.run(op).await
 });

@@ -31,5 +31,9 @@ pub fn parse(arguments: &str) -> Result<Delete, String> {
 
 crate::builtins::built_in!(DeleteMemory, memory, |cx| async move {
     let op = MemoryOp::Delete(parsed!(parse(&cx.call.arguments)));
-    cx.rt.memory_tool(cx.session, op).await
+    let memory = crate::memory::MemoryCx {
+        store: &cx.rt.store,
+        session: cx.session,
+    };
+    memory.run(op).await
 });

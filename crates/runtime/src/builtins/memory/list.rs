@@ -39,5 +39,9 @@ pub fn parse(arguments: &str) -> Result<List, String> {
 
 crate::builtins::built_in!(ListMemories, memory, |cx| async move {
     let op = MemoryOp::List(parsed!(parse(&cx.call.arguments)));
-    cx.rt.memory_tool(cx.session, op).await
+    let memory = crate::memory::MemoryCx {
+        store: &cx.rt.store,
+        session: cx.session,
+    };
+    memory.run(op).await
 });

@@ -34,5 +34,9 @@ pub fn parse(arguments: &str) -> Result<Save, String> {
 
 crate::builtins::built_in!(SaveMemory, memory, |cx| async move {
     let op = MemoryOp::Save(parsed!(parse(&cx.call.arguments)));
-    cx.rt.memory_tool(cx.session, op).await
+    let memory = crate::memory::MemoryCx {
+        store: &cx.rt.store,
+        session: cx.session,
+    };
+    memory.run(op).await
 });

@@ -38,7 +38,11 @@ pub fn parse(arguments: &str) -> Result<Search, String> {
 
 crate::builtins::built_in!(SearchMemory, memory, |cx| async move {
     let op = MemoryOp::Search(parsed!(parse(&cx.call.arguments)));
-    cx.rt.memory_tool(cx.session, op).await
+    let memory = crate::memory::MemoryCx {
+        store: &cx.rt.store,
+        session: cx.session,
+    };
+    memory.run(op).await
 });
 
 #[cfg(test)]

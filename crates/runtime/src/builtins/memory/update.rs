@@ -41,5 +41,9 @@ pub fn parse(arguments: &str) -> Result<Update, String> {
 
 crate::builtins::built_in!(UpdateMemory, memory, |cx| async move {
     let op = MemoryOp::Update(parsed!(parse(&cx.call.arguments)));
-    cx.rt.memory_tool(cx.session, op).await
+    let memory = crate::memory::MemoryCx {
+        store: &cx.rt.store,
+        session: cx.session,
+    };
+    memory.run(op).await
 });
