@@ -205,20 +205,6 @@ impl Store {
         rows.iter().map(record).collect()
     }
 
-    pub async fn set_session_variables(
-        &self,
-        id: &str,
-        variables: &Map<String, Value>,
-    ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET variables = $1, updated_at = $2 WHERE id = $3")
-            .bind(Value::Object(variables.clone()).to_string())
-            .bind(now_millis())
-            .bind(id)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
-    }
-
     pub async fn set_session_status(
         &self,
         id: &str,
@@ -237,6 +223,8 @@ impl Store {
         Ok(())
     }
 
+    /// Mark a turn running or not. For tests (what a crash leaves behind):
+    /// the runtime sets `turn_running` with its turn's records.
     pub async fn set_turn_running(&self, id: &str, running: bool) -> Result<(), StoreError> {
         sqlx::query("UPDATE sessions SET turn_running = $1 WHERE id = $2")
             .bind(i32::from(running))
@@ -255,6 +243,8 @@ impl Store {
     }
 
     /// Append a message to a session's history; returns its position.
+    /// For tests and data seeding only: the runtime writes messages with
+    /// their events through the journal (`append_batch`).
     pub async fn append_message(
         &self,
         session: &str,
@@ -389,7 +379,9 @@ impl Store {
         rows.iter().map(|r| json_text(r, "body")).collect()
     }
 
-    /// Store an event under its sequence number.
+    /// Store an event under its sequence number. For tests and data
+    /// seeding only: the runtime numbers and writes events in the
+    /// journal's commit (`append_batch`).
     pub async fn append_event(
         &self,
         event: &SessionEvent,

@@ -107,6 +107,8 @@ impl Store {
             .ok_or_else(|| StoreError::Corrupt(format!("setting `{key}` vanished")))
     }
 
+    /// Overwrite a setting. For tests: the server only ever inserts
+    /// settings once (`setting_or_insert`).
     pub async fn set_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
         sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
             .bind(key)
