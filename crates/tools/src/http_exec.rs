@@ -10,7 +10,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rtc_protocol::{HttpMethod, HttpToolConfig};
 use serde_json::{Map, Value};
 
-use crate::net_guard::{AddressPolicy, check_url, guarded_client};
+use crate::net_guard::{AddressPolicy, blocked_host, check_url, guarded_client};
 
 /// Upper bound of any HTTP tool call (tools set their own, lower, limit).
 const MAX_TIMEOUT_SECS: u64 = 300;
@@ -160,6 +160,9 @@ impl HttpExecutor {
 
 /// The error chain of a reqwest error, without the URL (it may carry arguments).
 fn describe(e: &reqwest::Error) -> String {
+    if let Some(blocked) = blocked_host(e) {
+        return blocked.to_string();
+    }
     let mut out = String::from("connection failed");
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

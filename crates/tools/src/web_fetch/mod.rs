@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use crate::net_guard::{AddressPolicy, check_url, guarded_client_same_host};
+use crate::net_guard::{AddressPolicy, blocked_host, check_url, guarded_client_same_host};
 use cache::TtlCache;
 pub use markdown::{Converted, Extraction, html_to_markdown};
 
@@ -284,17 +284,16 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
     if e.is_timeout() {
         return FetchError::Timeout(timeout);
     }
+    if let Some(blocked) = blocked_host(e) {
+        return FetchError::Blocked(blocked.to_string());
+    }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         text = format!("{text}: {s}");
         source = s.source();
     }
-    if text.contains("are not allowed") {
-        FetchError::Blocked(text)
-    } else {
-        FetchError::Network(text)
-    }
+    FetchError::Network(text)
 }
 
 #[cfg(test)]
