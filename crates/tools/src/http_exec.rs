@@ -1,6 +1,9 @@
 //! Executes HTTP tool resources (R-TR-1): fills `{{param}}`,
 //! `{{input__name}}` and (in headers only) `{{secret__name}}`, sends the
 //! request through the guarded client, and caps time and response size.
+//! A request with configured headers (where secrets and template inputs
+//! go) follows redirects only within its origin: a redirect elsewhere is
+//! reported to the model, never followed with those headers.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,7 +13,10 @@ use reqwest::header::{HeaderName, HeaderValue};
 use rtc_protocol::{HttpMethod, HttpToolConfig};
 use serde_json::{Map, Value};
 
-use crate::net_guard::{AddressPolicy, blocked_host, check_url, guarded_client};
+use crate::net_guard::{
+    AddressPolicy, blocked_host, check_url, cross_origin_redirect, guarded_client,
+    guarded_client_same_origin,
+};
 
 /// Upper bound of any HTTP tool call (tools set their own, lower, limit).
 const MAX_TIMEOUT_SECS: u64 = 300;
@@ -74,6 +80,10 @@ pub enum HttpToolError {
     TooLarge(usize),
     #[error("the service answered HTTP {status}: {body}")]
     Status { status: u16, body: String },
+    #[error(
+        "the service redirected (HTTP {status}) to another origin, {location}; the redirect is not followed because the request carries configured headers"
+    )]
+    CrossOriginRedirect { status: u16, location: String },
 }
 
 /// Sends HTTP tool requests.
@@ -81,22 +91,23 @@ pub enum HttpToolError {
 pub struct HttpExecutor {
     policy: AddressPolicy,
     max_response_bytes: usize,
-    /// One guarded client for every call (connection reuse); each request
-    /// carries its own timeout.
+    /// Guarded clients shared by every call (connection reuse); each
+    /// request carries its own timeout. `client` follows redirects anywhere
+    /// and serves requests without configured headers; `same_origin`
+    /// serves the others.
     client: reqwest::Client,
+    same_origin: reqwest::Client,
 }
 
 impl HttpExecutor {
     pub fn new(policy: AddressPolicy, max_response_bytes: usize) -> Result<Self, HttpToolError> {
-        let client = guarded_client(
-            policy,
-            Duration::from_secs(crate::http_exec::MAX_TIMEOUT_SECS),
-        )
-        .map_err(|e| HttpToolError::Build(e.to_string()))?;
+        let timeout = Duration::from_secs(MAX_TIMEOUT_SECS);
+        let build = |e: reqwest::Error| HttpToolError::Build(e.to_string());
         Ok(Self {
             policy,
             max_response_bytes,
-            client,
+            client: guarded_client(policy, timeout).map_err(build)?,
+            same_origin: guarded_client_same_origin(policy, timeout).map_err(build)?,
         })
     }
 
@@ -121,7 +132,12 @@ impl HttpExecutor {
             HttpMethod::Patch => reqwest::Method::PATCH,
             HttpMethod::Delete => reqwest::Method::DELETE,
         };
-        let mut req = self.client.request(method, parsed).timeout(timeout);
+        let client = if config.headers.is_empty() {
+            &self.client
+        } else {
+            &self.same_origin
+        };
+        let mut req = client.request(method, parsed).timeout(timeout);
         for (name, template) in &config.headers {
             let value = render(template, |n| lookup(n, args, inputs, Some(secrets), false));
             let n = HeaderName::try_from(name.as_str())
@@ -143,6 +159,14 @@ impl HttpExecutor {
             }
         })?;
         let status = resp.status();
+        if !config.headers.is_empty()
+            && let Some(target) = cross_origin_redirect(&resp)
+        {
+            return Err(HttpToolError::CrossOriginRedirect {
+                status: status.as_u16(),
+                location: secrets.scrub_text(target.as_str()),
+            });
+        }
         let bytes = read_capped(resp, self.max_response_bytes, timeout).await?;
         let text = String::from_utf8_lossy(&bytes);
         let value =

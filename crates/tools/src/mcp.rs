@@ -14,7 +14,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rtc_protocol::{McpToolInfo, McpTransport};
 use serde_json::Value;
 
-use crate::net_guard::{AddressPolicy, check_url, guarded_client};
+use crate::net_guard::{AddressPolicy, check_url, guarded_client_same_origin};
 
 /// The protocol version announced to servers: the newest with an
 /// `initialize` handshake, which current and older servers both speak.
@@ -126,7 +126,8 @@ impl McpConnector {
             McpTransport::StreamableHttp { url, .. } => {
                 let parsed = url::Url::parse(url).map_err(|e| McpError::Blocked(e.to_string()))?;
                 check_url(&parsed, self.policy).map_err(|e| McpError::Blocked(e.to_string()))?;
-                let client = guarded_client(self.policy, self.timeout)
+                // Headers may carry secrets: redirects stay within the origin.
+                let client = guarded_client_same_origin(self.policy, self.timeout)
                     .map_err(|e| McpError::Connect(e.to_string()))?;
                 let mut custom = HashMap::new();
                 for (name, value) in &headers.0 {

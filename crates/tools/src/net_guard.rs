@@ -165,12 +165,28 @@ impl Resolve for GuardedResolver {
 }
 
 /// An HTTP client whose every connection and redirect honours `policy`.
-/// Redirects are followed (at most 5), each target checked.
+/// Redirects are followed (at most 5), each target checked, to any origin:
+/// only for requests that carry nothing injected (no configured header),
+/// since reqwest keeps custom headers across hosts and a 307/308 re-sends
+/// the body. Requests with injected headers use
+/// [`guarded_client_same_origin`].
 pub fn guarded_client(
     policy: AddressPolicy,
     timeout: Duration,
 ) -> reqwest::Result<reqwest::Client> {
     build_guarded(policy, timeout, Redirects::Follow)
+}
+
+/// Like [`guarded_client`], but a redirect to another origin (scheme, host
+/// and port) is not followed: the 3xx response comes back to the caller
+/// (see [`cross_origin_redirect`]), so headers carrying secrets never reach
+/// a host they were not configured for. Redirects within the origin are
+/// followed, each target checked.
+pub fn guarded_client_same_origin(
+    policy: AddressPolicy,
+    timeout: Duration,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded(policy, timeout, Redirects::SameOrigin)
 }
 
 /// Like [`guarded_client`], but a redirect to another host is not followed:
@@ -183,9 +199,25 @@ pub fn guarded_client_same_host(
     build_guarded(policy, timeout, Redirects::SameHostOnly)
 }
 
+/// The target of a redirect a same-origin client did not follow: the
+/// absolute `Location` of a 3xx response when it names another origin.
+pub fn cross_origin_redirect(resp: &reqwest::Response) -> Option<url::Url> {
+    if !resp.status().is_redirection() {
+        return None;
+    }
+    let target = resp
+        .headers()
+        .get(reqwest::header::LOCATION)?
+        .to_str()
+        .ok()
+        .and_then(|l| resp.url().join(l).ok())?;
+    (target.origin() != resp.url().origin()).then_some(target)
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Redirects {
     Follow,
+    SameOrigin,
     SameHostOnly,
 }
 
@@ -199,12 +231,13 @@ fn build_guarded(
         if attempt.previous().len() >= 5 {
             return attempt.error("too many redirects");
         }
-        let first_host = attempt
-            .previous()
-            .first()
-            .and_then(|u| u.host_str().map(str::to_owned));
-        if redirects == Redirects::SameHostOnly && attempt.url().host_str() != first_host.as_deref()
-        {
+        let stays = match (redirects, attempt.previous().first()) {
+            (Redirects::Follow, _) => true,
+            (Redirects::SameOrigin, Some(first)) => attempt.url().origin() == first.origin(),
+            (Redirects::SameHostOnly, Some(first)) => attempt.url().host_str() == first.host_str(),
+            (_, None) => false,
+        };
+        if !stays {
             return attempt.stop();
         }
         if let Err(e) = check_url(attempt.url(), policy) {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::net_guard::{AddressPolicy, guarded_client};
+use crate::net_guard::{AddressPolicy, guarded_client_same_origin};
 use breaker::Breaker;
 
 /// Most results one search returns (R-WS-1).
@@ -216,8 +216,9 @@ impl WebSearch {
                 breaker: Breaker::default(),
             });
         }
-        let client =
-            guarded_client(policy, timeout).map_err(|e| SearchError::Config(e.to_string()))?;
+        // Engine keys travel in headers: redirects stay within the origin.
+        let client = guarded_client_same_origin(policy, timeout)
+            .map_err(|e| SearchError::Config(e.to_string()))?;
         Ok(Self { engines, client })
     }
 

@@ -3,5 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod mcp;
+mod redirects;
 mod web_fetch;
 mod web_search;
