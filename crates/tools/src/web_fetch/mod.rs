@@ -1,7 +1,9 @@
 //! webFetch (R-WFF-1..5): fetch one URL for the model and turn it into
 //! readable Markdown. The body is streamed and cut at the size limit
 //! (never buffered whole first); HTML becomes Markdown of the main content,
-//! other text passes through, binary content is refused. A redirect to
+//! other text passes through, binary content is refused. Conversion runs
+//! on threads of its own ([`convert`]) within a deadline, and refuses pages
+//! nested too deeply for it ([`limits`]). A redirect to
 //! another host is not followed but reported; private and loopback
 //! addresses are refused on the resolved IP, also after redirects, unless
 //! the operator allows them. Answers are cached by URL for 30 minutes.
@@ -10,6 +12,8 @@
 //! is the runtime's part; this module only reaches outside.
 
 mod cache;
+pub mod convert;
+pub mod limits;
 pub mod markdown;
 
 use std::sync::Arc;
@@ -19,6 +23,8 @@ use futures::StreamExt;
 
 use crate::net_guard::{AddressPolicy, blocked_host, check_url, guarded_client_same_host};
 use cache::TtlCache;
+use convert::{Converter, RunError};
+pub use limits::ConvertError;
 pub use markdown::{Converted, Extraction, html_to_markdown};
 
 /// Limits and behaviour of webFetch (defaults from SPEC §2.7).
@@ -33,6 +39,11 @@ pub struct WebFetchConfig {
     /// Markdown longer than this goes through the small model with the
     /// caller's prompt (applied by the runtime).
     pub extract_threshold_bytes: usize,
+    /// Longest HTML → Markdown conversion (waiting for a free conversion
+    /// thread included).
+    pub convert_timeout: Duration,
+    /// Conversions running at once, each on its own thread.
+    pub convert_threads: usize,
 }
 
 impl Default for WebFetchConfig {
@@ -44,6 +55,8 @@ impl Default for WebFetchConfig {
             cache_ttl: Duration::from_secs(30 * 60),
             cache_entries: 256,
             extract_threshold_bytes: 50_000,
+            convert_timeout: Duration::from_secs(10),
+            convert_threads: 2,
         }
     }
 }
@@ -94,6 +107,12 @@ pub enum FetchError {
     Binary(String),
     #[error("the request failed: {0}")]
     Network(String),
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
+    #[error("converting the page to Markdown did not finish within {0:?}")]
+    ConvertTimeout(Duration),
+    #[error("the page could not be converted to Markdown: {0}")]
+    ConvertFailed(String),
 }
 
 /// Fetches pages; cheap to clone (one HTTP client, one cache).
@@ -103,6 +122,7 @@ pub struct WebFetcher {
     policy: AddressPolicy,
     config: Arc<WebFetchConfig>,
     cache: Arc<TtlCache<Fetched>>,
+    converter: Converter,
 }
 
 impl std::fmt::Debug for WebFetcher {
@@ -122,6 +142,7 @@ impl WebFetcher {
             client,
             policy,
             cache: Arc::new(TtlCache::new(config.cache_ttl, config.cache_entries)),
+            converter: Converter::new(config.convert_threads, config.convert_timeout),
             config: Arc::new(config),
         })
     }
@@ -206,11 +227,16 @@ impl WebFetcher {
         let looks_html =
             kind == Kind::Html || (kind == Kind::Unknown && text.trim_start().starts_with('<'));
         let (title, content, extraction) = if looks_html {
-            // Parsing a large page is CPU work: keep it off the async threads.
+            // CPU work with deep recursion: on a conversion thread.
             let (html, at) = (text.into_owned(), final_url.clone());
-            let c = tokio::task::spawn_blocking(move || html_to_markdown(&html, Some(&at)))
+            let c = self
+                .converter
+                .run(move || html_to_markdown(&html, Some(&at)))
                 .await
-                .map_err(|e| FetchError::Network(e.to_string()))?;
+                .map_err(|e| match e {
+                    RunError::Deadline(d) => FetchError::ConvertTimeout(d),
+                    other => FetchError::ConvertFailed(other.to_string()),
+                })??;
             (c.title, c.markdown, Some(c.extraction))
         } else {
             (None, text.into_owned(), None)

@@ -10,7 +10,9 @@ use axum::http::header;
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::get;
 use rtc_tools::net_guard::AddressPolicy;
-use rtc_tools::web_fetch::{Extraction, FetchError, Fetched, WebFetchConfig, WebFetcher};
+use rtc_tools::web_fetch::{
+    ConvertError, Extraction, FetchError, Fetched, WebFetchConfig, WebFetcher,
+};
 
 const ARTICLE: &str = r#"<!doctype html><html><head><title>Tide tables</title></head><body>
 <nav><a href="/">Home</a> <a href="/shop">Shop</a> <a href="/login">Log in</a></nav>
@@ -75,6 +77,26 @@ async fn site() -> (String, Arc<AtomicUsize>) {
                 get(|| async {
                     tokio::time::sleep(Duration::from_secs(5)).await;
                     "late".into_response()
+                }),
+            )
+            .route(
+                "/deep/{levels}",
+                get(
+                    |axum::extract::Path(levels): axum::extract::Path<usize>| async move {
+                        let html = format!(
+                            "<html><body>{}deep{}</body></html>",
+                            "<div>".repeat(levels),
+                            "</div>".repeat(levels)
+                        );
+                        ([(header::CONTENT_TYPE, "text/html")], html)
+                    },
+                ),
+            )
+            .route(
+                "/docs",
+                get(|| async {
+                    let html = include_str!("../../benches/corpus/core-primitive-i128.html");
+                    ([(header::CONTENT_TYPE, "text/html")], html)
                 }),
             )
             .route(
@@ -222,4 +244,38 @@ async fn private_addresses_are_refused_unless_allowed() {
             "{metadata}"
         );
     }
+}
+
+/// A page nested 30,000 or 100,000 levels deep is refused with an error
+/// the model can read (it aborted the process); the fetcher still works
+/// afterwards, and a 1 MB page converts.
+#[tokio::test]
+async fn deeply_nested_pages_are_refused_and_large_pages_convert() {
+    let (base, _) = site().await;
+    rtc_tools::init_tls();
+    let f = WebFetcher::new(
+        AddressPolicy::AllowPrivate,
+        WebFetchConfig {
+            timeout: Duration::from_secs(30),
+            ..WebFetchConfig::default()
+        },
+    )
+    .unwrap();
+    for levels in [30_000, 100_000] {
+        let err = f.fetch(&format!("{base}/deep/{levels}")).await.unwrap_err();
+        assert_eq!(
+            err,
+            FetchError::Convert(ConvertError::TooDeep {
+                max: rtc_tools::web_fetch::limits::MAX_DEPTH
+            })
+        );
+        assert!(
+            err.to_string()
+                .starts_with("the page is too deeply nested to convert"),
+            "{err}"
+        );
+    }
+    let p = page(f.fetch(&format!("{base}/docs")).await.unwrap().0);
+    assert_eq!(p.extraction, Some(Extraction::Landmark));
+    assert!(p.content.len() > 500_000, "{}", p.content.len());
 }
