@@ -6,7 +6,8 @@
 //! nested too deeply for it ([`limits`]). A redirect to
 //! another host is not followed but reported; private and loopback
 //! addresses are refused on the resolved IP, also after redirects, unless
-//! the operator allows them. Answers are cached by URL for 30 minutes.
+//! the operator allows them. Answers are cached per workspace and URL for
+//! 30 minutes, within a byte budget shared by all workspaces.
 //!
 //! Answering the model's `prompt` over a long page needs the chat model and
 //! is the runtime's part; this module only reaches outside.
@@ -22,7 +23,7 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use crate::net_guard::{AddressPolicy, blocked_host, check_url, guarded_client_same_host};
-use cache::TtlCache;
+use cache::PageCache;
 use convert::{Converter, RunError};
 pub use limits::ConvertError;
 pub use markdown::{Converted, Extraction, html_to_markdown};
@@ -35,7 +36,8 @@ pub struct WebFetchConfig {
     pub max_bytes: usize,
     pub timeout: Duration,
     pub cache_ttl: Duration,
-    pub cache_entries: usize,
+    /// Bytes of answers the cache holds, all workspaces together.
+    pub cache_max_bytes: u64,
     /// Markdown longer than this goes through the small model with the
     /// caller's prompt (applied by the runtime).
     pub extract_threshold_bytes: usize,
@@ -53,7 +55,7 @@ impl Default for WebFetchConfig {
             max_bytes: 10 * 1024 * 1024,
             timeout: Duration::from_secs(60),
             cache_ttl: Duration::from_secs(30 * 60),
-            cache_entries: 256,
+            cache_max_bytes: 64 * 1024 * 1024,
             extract_threshold_bytes: 50_000,
             convert_timeout: Duration::from_secs(10),
             convert_threads: 2,
@@ -121,7 +123,7 @@ pub struct WebFetcher {
     client: reqwest::Client,
     policy: AddressPolicy,
     config: Arc<WebFetchConfig>,
-    cache: Arc<TtlCache<Fetched>>,
+    cache: Arc<PageCache>,
     converter: Converter,
 }
 
@@ -141,7 +143,7 @@ impl WebFetcher {
         Ok(Self {
             client,
             policy,
-            cache: Arc::new(TtlCache::new(config.cache_ttl, config.cache_entries)),
+            cache: Arc::new(PageCache::new(config.cache_ttl, config.cache_max_bytes)),
             converter: Converter::new(config.convert_threads, config.convert_timeout),
             config: Arc::new(config),
         })
@@ -151,17 +153,17 @@ impl WebFetcher {
         &self.config
     }
 
-    /// Fetch `url`, from the cache when it was fetched recently; the flag
-    /// tells whether the cache answered.
-    pub async fn fetch(&self, url: &str) -> Result<(Fetched, bool), FetchError> {
+    /// Fetch `url` for `workspace`, from the cache when that workspace
+    /// fetched it recently; the flag tells whether the cache answered.
+    pub async fn fetch(&self, workspace: &str, url: &str) -> Result<(Fetched, bool), FetchError> {
         let url = self.check(url)?;
-        if let Some(hit) = self.cache.get(url.as_str()) {
+        if let Some(hit) = self.cache.get(workspace, url.as_str()) {
             return Ok((hit, true));
         }
         let fetched = tokio::time::timeout(self.config.timeout, self.fetch_uncached(&url))
             .await
             .map_err(|_| FetchError::Timeout(self.config.timeout))??;
-        self.cache.insert(url.to_string(), fetched.clone());
+        self.cache.insert(workspace, url.as_str(), fetched.clone());
         Ok((fetched, false))
     }
 
