@@ -174,7 +174,7 @@ pub fn guarded_client(
     policy: AddressPolicy,
     timeout: Duration,
 ) -> reqwest::Result<reqwest::Client> {
-    build_guarded(policy, timeout, Redirects::Follow)
+    build_guarded(policy, Some(timeout), Redirects::Follow)
 }
 
 /// Like [`guarded_client`], but a redirect to another origin (scheme, host
@@ -186,7 +186,18 @@ pub fn guarded_client_same_origin(
     policy: AddressPolicy,
     timeout: Duration,
 ) -> reqwest::Result<reqwest::Client> {
-    build_guarded(policy, timeout, Redirects::SameOrigin)
+    build_guarded(policy, Some(timeout), Redirects::SameOrigin)
+}
+
+/// Like [`guarded_client_same_origin`], but without an overall request
+/// timeout (connecting is still bounded): for long-lived exchanges such as
+/// MCP streamable HTTP, where a response stream may stay open as long as a
+/// tool runs and the caller bounds each exchange itself. An overall
+/// timeout there cut calls at its mark and made them look unsent.
+pub fn guarded_client_same_origin_streaming(
+    policy: AddressPolicy,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded(policy, None, Redirects::SameOrigin)
 }
 
 /// Like [`guarded_client`], but a redirect to another host is not followed:
@@ -196,7 +207,7 @@ pub fn guarded_client_same_host(
     policy: AddressPolicy,
     timeout: Duration,
 ) -> reqwest::Result<reqwest::Client> {
-    build_guarded(policy, timeout, Redirects::SameHostOnly)
+    build_guarded(policy, Some(timeout), Redirects::SameHostOnly)
 }
 
 /// The target of a redirect a same-origin client did not follow: the
@@ -223,7 +234,7 @@ enum Redirects {
 
 fn build_guarded(
     policy: AddressPolicy,
-    timeout: Duration,
+    timeout: Option<Duration>,
     redirects: Redirects,
 ) -> reqwest::Result<reqwest::Client> {
     crate::init_tls();
@@ -245,11 +256,15 @@ fn build_guarded(
         }
         attempt.follow()
     });
-    reqwest::Client::builder()
+    let connect_timeout = Duration::from_secs(10);
+    let mut builder = reqwest::Client::builder()
         .dns_resolver(Arc::new(GuardedResolver { policy }))
         .redirect(redirect)
-        .connect_timeout(Duration::from_secs(10).min(timeout))
-        .timeout(timeout)
+        .connect_timeout(timeout.map_or(connect_timeout, |t| t.min(connect_timeout)));
+    if let Some(timeout) = timeout {
+        builder = builder.timeout(timeout);
+    }
+    builder
         // A proxy from HTTP(S)_PROXY / ALL_PROXY would resolve names itself,
         // out of the guard's sight.
         .no_proxy()
