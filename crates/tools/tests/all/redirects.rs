@@ -216,4 +216,20 @@ async fn search_engine_keys_are_not_followed_to_another_origin() {
         leaked.is_empty(),
         "the other origin was contacted: {leaked:?}"
     );
+
+    // An engine without a key follows the redirect as before.
+    let keyless = WebSearch::new(
+        &[EngineConfig {
+            kind: EngineKind::Searxng,
+            base_url: Some(format!("{origin}/to/302/searx")),
+            api_key: None,
+        }],
+        AddressPolicy::AllowPrivate,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let _ = keyless.search(&query).await;
+    let followed = other_log.lock().unwrap().clone();
+    assert_eq!(followed.len(), 1, "{followed:?}");
+    assert_eq!(followed[0].path, "searx");
 }
