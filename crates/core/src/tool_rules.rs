@@ -60,6 +60,7 @@ pub fn validate_tool(mut tool: Tool, ctx: &ToolContext<'_>) -> Rule<Tool> {
     let inputs = check_template_inputs(&tool)?;
     let mut used_inputs = BTreeSet::new();
     if let Some(http) = &tool.http {
+        check_fixed_origin(&http.url)?;
         check_http_url(&http.url)?;
         let mut found = Vec::new();
         for p in placeholders::parse(&http.url, "http.url")? {
@@ -251,6 +252,40 @@ fn check_template_inputs(tool: &Tool) -> Rule<BTreeSet<&str>> {
         }
     }
     Ok(names)
+}
+
+/// The length in bytes of a URL template's scheme and authority (user
+/// info, host, port): up to the first `/`, `\`, `?` or `#` after the
+/// scheme's `:` and the slashes that follow it, as a WHATWG parser reads
+/// it. Only what follows may hold placeholders. A template without a `:`
+/// has neither (it is not an absolute URL: `invalid_url`).
+pub fn url_origin_len(template: &str) -> usize {
+    let Some(colon) = template.find(':') else {
+        return 0;
+    };
+    let after = &template[colon + 1..];
+    let authority = after.trim_start_matches(['/', '\\']);
+    let start = template.len() - authority.len();
+    start
+        + authority
+            .find(['/', '\\', '?', '#'])
+            .unwrap_or(authority.len())
+}
+
+/// No placeholder in the scheme or authority of `http.url`: a value there
+/// (e.g. from the model) would choose where the request, and the secrets
+/// in its headers, go.
+fn check_fixed_origin(url: &str) -> Rule {
+    if url[..url_origin_len(url)].contains("{{") {
+        return Err(ValidationError::new(
+            "placeholder_in_host",
+            "http.url",
+            format!(
+                "`http.url` may hold placeholders only in its path, query and fragment; the scheme, host, port and user info must be written out; got {url:?}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// An absolute http(s) URL once placeholders are filled.

@@ -65,6 +65,78 @@ fn http_rules_table() {
         ),
         (
             "/http/url",
+            json!("https://{{order_id}}/v1/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https://api.example.com:{{order_id}}/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https://{{order_id}}@api.example.com/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https://user:{{order_id}}@api.example.com/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https://api.example.com{{order_id}}/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https://api.{{order_id}}.example.com/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("{{order_id}}://api.example.com/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("http{{order_id}}://api.example.com/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https:{{order_id}}/{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https:\\\\{{order_id}}\\{{input__region}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("https://{{input__region}}/orders/{{order_id}}"),
+            "placeholder_in_host",
+            "http.url",
+        ),
+        (
+            "/http/url",
+            json!("not a url {{input__region}}"),
+            "invalid_url",
+            "http.url",
+        ),
+        (
+            "/http/url",
             json!("https://x/{{nope}}/{{input__region}}"),
             "unknown_parameter",
             "http.url",
@@ -155,6 +227,41 @@ fn http_rules_table() {
             "{pointer} = {value}: {}",
             err.message
         );
+    }
+}
+
+/// Placeholders may fill the path, the query and the fragment.
+#[test]
+fn placeholders_after_the_authority_pass() {
+    for url in [
+        "https://api.example.com/{{input__region}}/orders/{{order_id}}",
+        "https://api.example.com:8443/{{input__region}}?id={{order_id}}#{{tenant}}",
+        "https://api.example.com?r={{input__region}}&id={{order_id}}",
+        "https://u:p@api.example.com/{{input__region}}/{{order_id}}",
+    ] {
+        let v = with(http_tool(), "/http/url", json!(url));
+        assert!(
+            validate_tool(tool(v), &ctx_with(None)).is_ok(),
+            "{url} refused"
+        );
+    }
+}
+
+#[test]
+fn url_origin_len_table() {
+    let cases = [
+        ("https://api.example.com/v1", "https://api.example.com"),
+        ("https://api.example.com", "https://api.example.com"),
+        ("https://h:8080?q", "https://h:8080"),
+        ("https://h#f", "https://h"),
+        ("https://u:p@h/x", "https://u:p@h"),
+        ("https:h/x", "https:h"),
+        ("https:///h/x", "https:///h"),
+        ("https:\\\\h\\x", "https:\\\\h"),
+        ("no-scheme/x", ""),
+    ];
+    for (template, origin) in cases {
+        assert_eq!(&template[..url_origin_len(template)], origin, "{template}");
     }
 }
 

@@ -40,7 +40,7 @@ impl Inner {
             Ok(a) => a,
             Err(e) => return CallOutcome::error(e),
         };
-        let (fetched, cached) = match fetcher.fetch(&args.url).await {
+        let (fetched, cached) = match fetcher.fetch(&ctx.workspace, &args.url).await {
             Ok(f) => f,
             Err(e) => return CallOutcome::error(e.to_string()),
         };

@@ -54,7 +54,7 @@ fn main() {
         let mut out = None;
         for _ in 0..RUNS {
             let start = Instant::now();
-            let converted = html_to_markdown(html, Some("https://doc.rust-lang.org/"));
+            let converted = html_to_markdown(html, Some("https://doc.rust-lang.org/")).unwrap();
             times.push(start.elapsed());
             out = Some(converted);
         }

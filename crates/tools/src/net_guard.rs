@@ -1,7 +1,9 @@
 //! Refusal of loopback, private, link-local and metadata addresses for
 //! outbound requests (R-SEC-2), checked on the *resolved* address, so a
 //! hostname that resolves to 127.0.0.1 is refused as well, and again on
-//! every redirect.
+//! every redirect. Guarded clients ignore proxy environment variables (a
+//! proxy would resolve names out of the guard's sight), and a refusal names
+//! the host, never the internal address it resolved to.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -25,29 +27,48 @@ impl AddressPolicy {
     }
 }
 
-/// Whether an address is public unicast.
+/// Whether an address is public unicast: IPv4 outside the special-purpose
+/// blocks, IPv6 inside global unicast `2000::/3` outside its special blocks.
+/// Forms that embed an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, NAT64
+/// `64:ff9b::/96`, 6to4 `2002::/16`) are judged by that address; every
+/// other IPv6 address outside `2000::/3` is refused, which covers
+/// IPv4-compatible `::a.b.c.d`, unique-local `fc00::/7`, link-local
+/// `fe80::/10`, site-local `fec0::/10`, multicast and the local-use NAT64
+/// prefix `64:ff9b:1::/48`.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_v4(v4);
-            }
-            let seg0 = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (seg0 & 0xfe00) == 0xfc00 // unique local, incl. fd00:ec2::254
-                || (seg0 & 0xffc0) == 0xfe80 // link-local
-                || (seg0 == 0x64 && v6.segments()[1] == 0xff9b) // NAT64 may map to private v4
-                || v6 == Ipv6Addr::from_bits(1)
-                || (seg0 == 0x2001 && v6.segments()[1] == 0x0db8)) // documentation
-        }
+        IpAddr::V6(v6) => is_public_v6(v6),
+    }
+}
+
+fn is_public_v6(v6: Ipv6Addr) -> bool {
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return is_public_v4(v4);
+    }
+    let s = v6.segments();
+    let embedded = |hi: u16, lo: u16| Ipv4Addr::from_bits((u32::from(hi) << 16) | u32::from(lo));
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        // NAT64 (RFC 6052): reaches the IPv4 address in the low 32 bits.
+        return is_public_v4(embedded(s[6], s[7]));
+    }
+    if s[0] & 0xe000 != 0x2000 {
+        return false;
+    }
+    match s[0] {
+        // IETF protocol assignments (Teredo, ORCHID, benchmarking, …).
+        0x2001 if s[1] < 0x0200 => false,
+        // Documentation.
+        0x2001 if s[1] == 0x0db8 => false,
+        0x3fff if s[1] < 0x1000 => false,
+        // 6to4 (RFC 3056): tunnels to the IPv4 address in bits 16..48.
+        0x2002 => is_public_v4(embedded(s[1], s[2])),
+        _ => true,
     }
 }
 
 fn is_public_v4(v4: Ipv4Addr) -> bool {
-    let [a, b, ..] = v4.octets();
+    let [a, b, c, _] = v4.octets();
     !(v4.is_private()
         || v4.is_loopback()
         || v4.is_link_local() // includes 169.254.169.254 (cloud metadata)
@@ -55,11 +76,12 @@ fn is_public_v4(v4: Ipv4Addr) -> bool {
         || v4.is_broadcast()
         || v4.is_multicast()
         || v4.is_documentation()
-        || a == 0
+        || a == 0 // "this network"
         || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
-        || (a == 192 && b == 0 && v4.octets()[2] == 0) // IETF protocol assignments
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
         || (a == 198 && (b == 18 || b == 19)) // benchmarking
-        || a >= 240)
+        || a >= 240) // reserved
 }
 
 /// Why a URL may not be fetched.
@@ -69,8 +91,29 @@ pub enum BlockedUrl {
     Scheme,
     #[error("the URL has no host")]
     NoHost,
-    #[error("requests to {0} are not allowed (loopback, private, link-local or metadata address)")]
+    #[error("the address {0} is private, loopback or reserved and is refused")]
     Address(IpAddr),
+}
+
+/// A host name whose every resolved address was refused. Its message names
+/// the host only: the internal addresses it resolved to are not shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the address of host {host} is private, loopback or reserved and is refused")]
+pub struct BlockedHost {
+    pub host: String,
+}
+
+/// The [`BlockedHost`] somewhere in an error's source chain (a request the
+/// guarded resolver refused).
+pub fn blocked_host<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a BlockedHost> {
+    let mut current = Some(e);
+    while let Some(err) = current {
+        if let Some(blocked) = err.downcast_ref::<BlockedHost>() {
+            return Some(blocked);
+        }
+        current = err.source();
+    }
+    None
 }
 
 /// Check a URL's scheme and, when its host is an IP literal, the address
@@ -111,11 +154,9 @@ impl Resolve for GuardedResolver {
                 .filter(|a| policy.permits(a.ip()))
                 .collect();
             if allowed.is_empty() {
-                let shown = resolved
-                    .first()
-                    .map(|a| a.ip().to_string())
-                    .unwrap_or_else(|| "no address".to_owned());
-                return Err(format!("requests to {host} ({shown}) are not allowed (loopback, private, link-local or metadata address)").into());
+                return Err(
+                    Box::new(BlockedHost { host }) as Box<dyn std::error::Error + Send + Sync>
+                );
             }
             let addrs: Addrs = Box::new(allowed.into_iter());
             Ok(addrs)
@@ -124,12 +165,39 @@ impl Resolve for GuardedResolver {
 }
 
 /// An HTTP client whose every connection and redirect honours `policy`.
-/// Redirects are followed (at most 5), each target checked.
+/// Redirects are followed (at most 5), each target checked, to any origin:
+/// only for requests that carry nothing injected (no configured header),
+/// since reqwest keeps custom headers across hosts and a 307/308 re-sends
+/// the body. Requests with injected headers use
+/// [`guarded_client_same_origin`].
 pub fn guarded_client(
     policy: AddressPolicy,
     timeout: Duration,
 ) -> reqwest::Result<reqwest::Client> {
-    build_guarded(policy, timeout, Redirects::Follow)
+    build_guarded(policy, Some(timeout), Redirects::Follow)
+}
+
+/// Like [`guarded_client`], but a redirect to another origin (scheme, host
+/// and port) is not followed: the 3xx response comes back to the caller
+/// (see [`cross_origin_redirect`]), so headers carrying secrets never reach
+/// a host they were not configured for. Redirects within the origin are
+/// followed, each target checked.
+pub fn guarded_client_same_origin(
+    policy: AddressPolicy,
+    timeout: Duration,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded(policy, Some(timeout), Redirects::SameOrigin)
+}
+
+/// Like [`guarded_client_same_origin`], but without an overall request
+/// timeout (connecting is still bounded): for long-lived exchanges such as
+/// MCP streamable HTTP, where a response stream may stay open as long as a
+/// tool runs and the caller bounds each exchange itself. An overall
+/// timeout there cut calls at its mark and made them look unsent.
+pub fn guarded_client_same_origin_streaming(
+    policy: AddressPolicy,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded(policy, None, Redirects::SameOrigin)
 }
 
 /// Like [`guarded_client`], but a redirect to another host is not followed:
@@ -139,18 +207,34 @@ pub fn guarded_client_same_host(
     policy: AddressPolicy,
     timeout: Duration,
 ) -> reqwest::Result<reqwest::Client> {
-    build_guarded(policy, timeout, Redirects::SameHostOnly)
+    build_guarded(policy, Some(timeout), Redirects::SameHostOnly)
+}
+
+/// The target of a redirect a same-origin client did not follow: the
+/// absolute `Location` of a 3xx response when it names another origin.
+pub fn cross_origin_redirect(resp: &reqwest::Response) -> Option<url::Url> {
+    if !resp.status().is_redirection() {
+        return None;
+    }
+    let target = resp
+        .headers()
+        .get(reqwest::header::LOCATION)?
+        .to_str()
+        .ok()
+        .and_then(|l| resp.url().join(l).ok())?;
+    (target.origin() != resp.url().origin()).then_some(target)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Redirects {
     Follow,
+    SameOrigin,
     SameHostOnly,
 }
 
 fn build_guarded(
     policy: AddressPolicy,
-    timeout: Duration,
+    timeout: Option<Duration>,
     redirects: Redirects,
 ) -> reqwest::Result<reqwest::Client> {
     crate::init_tls();
@@ -158,12 +242,13 @@ fn build_guarded(
         if attempt.previous().len() >= 5 {
             return attempt.error("too many redirects");
         }
-        let first_host = attempt
-            .previous()
-            .first()
-            .and_then(|u| u.host_str().map(str::to_owned));
-        if redirects == Redirects::SameHostOnly && attempt.url().host_str() != first_host.as_deref()
-        {
+        let stays = match (redirects, attempt.previous().first()) {
+            (Redirects::Follow, _) => true,
+            (Redirects::SameOrigin, Some(first)) => attempt.url().origin() == first.origin(),
+            (Redirects::SameHostOnly, Some(first)) => attempt.url().host_str() == first.host_str(),
+            (_, None) => false,
+        };
+        if !stays {
             return attempt.stop();
         }
         if let Err(e) = check_url(attempt.url(), policy) {
@@ -171,11 +256,18 @@ fn build_guarded(
         }
         attempt.follow()
     });
-    reqwest::Client::builder()
+    let connect_timeout = Duration::from_secs(10);
+    let mut builder = reqwest::Client::builder()
         .dns_resolver(Arc::new(GuardedResolver { policy }))
         .redirect(redirect)
-        .connect_timeout(Duration::from_secs(10).min(timeout))
-        .timeout(timeout)
+        .connect_timeout(timeout.map_or(connect_timeout, |t| t.min(connect_timeout)));
+    if let Some(timeout) = timeout {
+        builder = builder.timeout(timeout);
+    }
+    builder
+        // A proxy from HTTP(S)_PROXY / ALL_PROXY would resolve names itself,
+        // out of the guard's sight.
+        .no_proxy()
         .user_agent(concat!("rtc-agent/", env!("CARGO_PKG_VERSION")))
         .build()
 }

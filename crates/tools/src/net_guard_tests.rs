@@ -1,39 +1,83 @@
 use super::*;
 
+/// Every special-purpose block, with an address inside it, and public
+/// neighbours that must stay reachable.
 #[test]
 fn classifies_addresses() {
-    let blocked = [
-        "127.0.0.1",
-        "10.1.2.3",
-        "172.16.0.1",
-        "172.31.255.255",
-        "192.168.1.1",
-        "169.254.169.254",
-        "0.0.0.0",
-        "100.64.0.1",
-        "255.255.255.255",
-        "224.0.0.1",
-        "::1",
-        "::",
-        "fe80::1",
-        "fc00::1",
-        "fd00:ec2::254",
-        "::ffff:127.0.0.1",
-        "::ffff:10.0.0.1",
-        "64:ff9b::a00:1",
+    let cases: &[(&str, bool)] = &[
+        // IPv4
+        ("8.8.8.8", true),
+        ("1.1.1.1", true),
+        ("172.32.0.1", true),
+        ("100.128.0.1", true),
+        ("198.20.0.1", true),
+        ("0.0.0.0", false),
+        ("0.1.2.3", false),
+        ("10.1.2.3", false),
+        ("100.64.0.1", false),
+        ("100.127.255.255", false),
+        ("127.0.0.1", false),
+        ("127.255.0.9", false),
+        ("169.254.169.254", false),
+        ("172.16.0.1", false),
+        ("172.31.255.255", false),
+        ("192.0.0.170", false),
+        ("192.0.2.1", false),
+        ("192.88.99.1", false),
+        ("192.168.1.1", false),
+        ("198.18.0.1", false),
+        ("198.19.255.255", false),
+        ("198.51.100.7", false),
+        ("203.0.113.7", false),
+        ("224.0.0.1", false),
+        ("239.255.255.250", false),
+        ("240.0.0.1", false),
+        ("255.255.255.255", false),
+        // IPv6
+        ("2606:4700:4700::1111", true),
+        ("2001:4860:4860::8888", true),
+        ("2a00:1450:4001::200e", true),
+        ("::", false),
+        ("::1", false),
+        ("::127.0.0.1", false),
+        ("::10.0.0.1", false),
+        ("::8.8.8.8", false),
+        ("::ffff:127.0.0.1", false),
+        ("::ffff:10.0.0.1", false),
+        ("::ffff:169.254.169.254", false),
+        ("::ffff:8.8.8.8", true),
+        ("::ffff:0:127.0.0.1", false),
+        ("64:ff9b::a00:1", false),
+        ("64:ff9b::127.0.0.1", false),
+        ("64:ff9b::169.254.169.254", false),
+        ("64:ff9b::8.8.8.8", true),
+        ("64:ff9b:1::8.8.8.8", false),
+        ("100::1", false),
+        ("2001::1", false),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", false),
+        ("2001:db8::1", false),
+        ("2002:7f00:1::1", false),
+        ("2002:a00:1::1", false),
+        ("2002:c0a8:101::1", false),
+        ("2002:a9fe:a9fe::1", false),
+        ("2002:808:808::1", true),
+        ("3fff::1", false),
+        ("5f00::1", false),
+        ("fc00::1", false),
+        ("fd00:ec2::254", false),
+        ("fe80::1", false),
+        ("febf::1", false),
+        ("fec0::1", false),
+        ("feff::1", false),
+        ("ff02::1", false),
+        ("ff0e::1", false),
     ];
-    for ip in blocked {
-        assert!(!is_public(ip.parse().unwrap()), "{ip}");
-    }
-    for ip in [
-        "8.8.8.8",
-        "1.1.1.1",
-        "172.32.0.1",
-        "2606:4700:4700::1111",
-        "::ffff:8.8.8.8",
-    ] {
-        assert!(is_public(ip.parse().unwrap()), "{ip}");
-    }
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter(|(ip, public)| is_public(ip.parse().unwrap()) != *public)
+        .map(|(ip, public)| format!("{ip}: expected public = {public}"))
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 #[test]
@@ -43,7 +87,20 @@ fn url_literals_follow_policy() {
         check_url(&u("http://127.0.0.1:8080/x"), AddressPolicy::PublicOnly),
         Err(BlockedUrl::Address("127.0.0.1".parse().unwrap()))
     );
-    assert!(check_url(&u("http://[::1]/"), AddressPolicy::PublicOnly).is_err());
+    for blocked in [
+        "http://[::1]/",
+        "http://[::127.0.0.1]/",
+        "http://[::ffff:7f00:1]/",
+        "http://[2002:7f00:1::1]/",
+        "http://[fec0::1]/",
+        "http://0.0.0.0/",
+        "http://100.64.1.1/",
+    ] {
+        assert!(
+            check_url(&u(blocked), AddressPolicy::PublicOnly).is_err(),
+            "{blocked}"
+        );
+    }
     assert!(check_url(&u("http://127.0.0.1/"), AddressPolicy::AllowPrivate).is_ok());
     assert!(check_url(&u("https://example.com/"), AddressPolicy::PublicOnly).is_ok());
     assert_eq!(
@@ -52,8 +109,9 @@ fn url_literals_follow_policy() {
     );
 }
 
+/// A refused name is reported by host, without the address it resolved to.
 #[tokio::test]
-async fn resolved_loopback_names_are_refused() {
+async fn resolved_loopback_names_are_refused_without_showing_the_address() {
     let client = guarded_client(AddressPolicy::PublicOnly, Duration::from_secs(5)).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -62,6 +120,83 @@ async fn resolved_loopback_names_are_refused() {
         .send()
         .await
         .unwrap_err();
-    let text = format!("{err:?}");
-    assert!(text.contains("not allowed"), "{text}");
+    assert_eq!(
+        blocked_host(&err),
+        Some(&BlockedHost {
+            host: "localhost".into()
+        }),
+        "{err:?}"
+    );
+    let mut text = format!("{err:?}");
+    let mut source: Option<&dyn std::error::Error> = Some(&err);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    assert!(
+        text.contains("the address of host localhost is private, loopback or reserved"),
+        "{text}"
+    );
+    for internal in ["127.0.0.1", "::1"] {
+        assert!(!text.contains(internal), "`{internal}` shown: {text}");
+    }
+}
+
+/// Set by [`guarded_clients_ignore_proxy_variables`] for its child process.
+const PROXY_CHILD: &str = "RTC_NET_GUARD_PROXY_CHILD";
+
+/// The variables live in a child process (this test binary, running only
+/// [`proxy_child`]), as the environment of this one is shared by all tests.
+#[test]
+fn guarded_clients_ignore_proxy_variables() {
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    proxy.set_nonblocking(true).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "net_guard::tests::proxy_child", "--nocapture"])
+        .env(PROXY_CHILD, "1")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .env("HTTP_PROXY", &proxy_url)
+        .env("http_proxy", &proxy_url)
+        .env("HTTPS_PROXY", &proxy_url)
+        .env("ALL_PROXY", &proxy_url)
+        .output()
+        .unwrap();
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("1 passed"), "the child ran the request: {log}");
+    assert!(
+        proxy.accept().is_err(),
+        "the proxy was contacted; child output: {log}"
+    );
+}
+
+/// Runs in the child of [`guarded_clients_ignore_proxy_variables`]: a
+/// request to a local server reaches it directly.
+#[tokio::test]
+async fn proxy_child() {
+    if std::env::var_os(PROXY_CHILD).is_none() {
+        return;
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = stream.read(&mut buf).await.unwrap();
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok")
+            .await
+            .unwrap();
+    });
+    let client = guarded_client(AddressPolicy::AllowPrivate, Duration::from_secs(5)).unwrap();
+    let resp = client.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(resp.text().await.unwrap(), "ok");
+    server.await.unwrap();
 }

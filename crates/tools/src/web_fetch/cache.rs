@@ -1,83 +1,71 @@
 //! The webFetch cache (R-WFF-3): answers kept for a while (30 minutes by
-//! default) keyed by URL. It cleans itself: expired entries go on every
-//! insert, and past its capacity the oldest entries go first.
+//! default), keyed by workspace and URL, so one tenant never sees another's
+//! pages or learns from a cache hit what another fetched. Bounded in bytes
+//! across all workspaces (moka weighs each entry by the text it holds);
+//! an answer larger than the whole budget is not kept.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub(crate) struct TtlCache<V> {
-    ttl: Duration,
-    capacity: usize,
-    entries: Mutex<HashMap<String, (Instant, V)>>,
+use super::Fetched;
+
+/// Fixed cost counted per entry on top of its text.
+const ENTRY_OVERHEAD: usize = 128;
+
+pub(crate) struct PageCache {
+    entries: moka::sync::Cache<(String, String), Fetched>,
+    max_bytes: u64,
 }
 
-impl<V: Clone> TtlCache<V> {
-    pub fn new(ttl: Duration, capacity: usize) -> Self {
-        Self {
-            ttl,
-            capacity: capacity.max(1),
-            entries: Mutex::default(),
-        }
+impl PageCache {
+    pub fn new(ttl: Duration, max_bytes: u64) -> Self {
+        let entries = moka::sync::Cache::builder()
+            .max_capacity(max_bytes)
+            .weigher(|(workspace, url): &(String, String), value: &Fetched| {
+                u32::try_from(weight(workspace, url, value)).unwrap_or(u32::MAX)
+            })
+            .time_to_live(ttl)
+            .build();
+        Self { entries, max_bytes }
     }
 
-    /// The value stored for `key` if it has not expired.
-    pub fn get(&self, key: &str) -> Option<V> {
-        let entries = self.entries.lock().ok()?;
-        let (at, value) = entries.get(key)?;
-        (at.elapsed() < self.ttl).then(|| value.clone())
+    /// The answer stored for `url` in `workspace`, if it has not expired.
+    pub fn get(&self, workspace: &str, url: &str) -> Option<Fetched> {
+        self.entries.get(&(workspace.to_owned(), url.to_owned()))
     }
 
-    pub fn insert(&self, key: String, value: V) {
-        let Ok(mut entries) = self.entries.lock() else {
+    pub fn insert(&self, workspace: &str, url: &str, value: Fetched) {
+        if weight(workspace, url, &value) as u64 > self.max_bytes {
             return;
-        };
-        let ttl = self.ttl;
-        entries.retain(|_, (at, _)| at.elapsed() < ttl);
-        while entries.len() >= self.capacity {
-            let oldest = entries
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(k) => entries.remove(&k),
-                None => break,
-            };
         }
-        entries.insert(key, (Instant::now(), value));
+        self.entries
+            .insert((workspace.to_owned(), url.to_owned()), value);
+        // Evict now, so the budget holds at every moment rather than at
+        // the cache's next housekeeping.
+        self.entries.run_pending_tasks();
     }
 
+    /// Bytes held (after pending evictions).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+    pub fn weighted_size(&self) -> u64 {
+        self.entries.run_pending_tasks();
+        self.entries.weighted_size()
     }
+}
+
+/// What an entry costs: its key and every text it holds.
+fn weight(workspace: &str, url: &str, value: &Fetched) -> usize {
+    let held = match value {
+        Fetched::Page(p) => {
+            p.url.len()
+                + p.content_type.len()
+                + p.title.as_ref().map_or(0, String::len)
+                + p.content.len()
+        }
+        Fetched::Redirect { from, to, .. } => from.len() + to.len(),
+    };
+    ENTRY_OVERHEAD + workspace.len() + url.len() + held
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entries_expire_and_clean_themselves() {
-        let cache = TtlCache::new(Duration::from_millis(30), 10);
-        cache.insert("a".into(), 1);
-        assert_eq!(cache.get("a"), Some(1));
-        std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(cache.get("a"), None, "expired");
-        cache.insert("b".into(), 2);
-        assert_eq!(cache.len(), 1, "the expired entry was dropped on insert");
-    }
-
-    #[test]
-    fn the_oldest_entry_goes_past_capacity() {
-        let cache = TtlCache::new(Duration::from_secs(60), 2);
-        cache.insert("a".into(), 1);
-        std::thread::sleep(Duration::from_millis(2));
-        cache.insert("b".into(), 2);
-        cache.insert("c".into(), 3);
-        assert_eq!(
-            (cache.get("a"), cache.get("b"), cache.get("c")),
-            (None, Some(2), Some(3))
-        );
-    }
-}
+#[path = "cache_tests.rs"]
+mod tests;

@@ -1,15 +1,20 @@
 //! webFetch (R-WFF-1..5): fetch one URL for the model and turn it into
 //! readable Markdown. The body is streamed and cut at the size limit
 //! (never buffered whole first); HTML becomes Markdown of the main content,
-//! other text passes through, binary content is refused. A redirect to
+//! other text passes through, binary content is refused. Conversion runs
+//! on threads of its own ([`convert`]) within a deadline, and refuses pages
+//! nested too deeply for it ([`limits`]). A redirect to
 //! another host is not followed but reported; private and loopback
 //! addresses are refused on the resolved IP, also after redirects, unless
-//! the operator allows them. Answers are cached by URL for 30 minutes.
+//! the operator allows them. Answers are cached per workspace and URL for
+//! 30 minutes, within a byte budget shared by all workspaces.
 //!
 //! Answering the model's `prompt` over a long page needs the chat model and
 //! is the runtime's part; this module only reaches outside.
 
 mod cache;
+pub mod convert;
+pub mod limits;
 pub mod markdown;
 
 use std::sync::Arc;
@@ -17,8 +22,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use crate::net_guard::{AddressPolicy, check_url, guarded_client_same_host};
-use cache::TtlCache;
+use crate::net_guard::{AddressPolicy, blocked_host, check_url, guarded_client_same_host};
+use cache::PageCache;
+use convert::{Converter, RunError};
+pub use limits::ConvertError;
 pub use markdown::{Converted, Extraction, html_to_markdown};
 
 /// Limits and behaviour of webFetch (defaults from SPEC §2.7).
@@ -29,10 +36,16 @@ pub struct WebFetchConfig {
     pub max_bytes: usize,
     pub timeout: Duration,
     pub cache_ttl: Duration,
-    pub cache_entries: usize,
+    /// Bytes of answers the cache holds, all workspaces together.
+    pub cache_max_bytes: u64,
     /// Markdown longer than this goes through the small model with the
     /// caller's prompt (applied by the runtime).
     pub extract_threshold_bytes: usize,
+    /// Longest HTML → Markdown conversion (waiting for a free conversion
+    /// thread included).
+    pub convert_timeout: Duration,
+    /// Conversions running at once, each on its own thread.
+    pub convert_threads: usize,
 }
 
 impl Default for WebFetchConfig {
@@ -42,8 +55,10 @@ impl Default for WebFetchConfig {
             max_bytes: 10 * 1024 * 1024,
             timeout: Duration::from_secs(60),
             cache_ttl: Duration::from_secs(30 * 60),
-            cache_entries: 256,
+            cache_max_bytes: 64 * 1024 * 1024,
             extract_threshold_bytes: 50_000,
+            convert_timeout: Duration::from_secs(10),
+            convert_threads: 2,
         }
     }
 }
@@ -94,6 +109,12 @@ pub enum FetchError {
     Binary(String),
     #[error("the request failed: {0}")]
     Network(String),
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
+    #[error("converting the page to Markdown did not finish within {0:?}")]
+    ConvertTimeout(Duration),
+    #[error("the page could not be converted to Markdown: {0}")]
+    ConvertFailed(String),
 }
 
 /// Fetches pages; cheap to clone (one HTTP client, one cache).
@@ -102,7 +123,8 @@ pub struct WebFetcher {
     client: reqwest::Client,
     policy: AddressPolicy,
     config: Arc<WebFetchConfig>,
-    cache: Arc<TtlCache<Fetched>>,
+    cache: Arc<PageCache>,
+    converter: Converter,
 }
 
 impl std::fmt::Debug for WebFetcher {
@@ -121,7 +143,8 @@ impl WebFetcher {
         Ok(Self {
             client,
             policy,
-            cache: Arc::new(TtlCache::new(config.cache_ttl, config.cache_entries)),
+            cache: Arc::new(PageCache::new(config.cache_ttl, config.cache_max_bytes)),
+            converter: Converter::new(config.convert_threads, config.convert_timeout),
             config: Arc::new(config),
         })
     }
@@ -130,17 +153,17 @@ impl WebFetcher {
         &self.config
     }
 
-    /// Fetch `url`, from the cache when it was fetched recently; the flag
-    /// tells whether the cache answered.
-    pub async fn fetch(&self, url: &str) -> Result<(Fetched, bool), FetchError> {
+    /// Fetch `url` for `workspace`, from the cache when that workspace
+    /// fetched it recently; the flag tells whether the cache answered.
+    pub async fn fetch(&self, workspace: &str, url: &str) -> Result<(Fetched, bool), FetchError> {
         let url = self.check(url)?;
-        if let Some(hit) = self.cache.get(url.as_str()) {
+        if let Some(hit) = self.cache.get(workspace, url.as_str()) {
             return Ok((hit, true));
         }
         let fetched = tokio::time::timeout(self.config.timeout, self.fetch_uncached(&url))
             .await
             .map_err(|_| FetchError::Timeout(self.config.timeout))??;
-        self.cache.insert(url.to_string(), fetched.clone());
+        self.cache.insert(workspace, url.as_str(), fetched.clone());
         Ok((fetched, false))
     }
 
@@ -206,11 +229,16 @@ impl WebFetcher {
         let looks_html =
             kind == Kind::Html || (kind == Kind::Unknown && text.trim_start().starts_with('<'));
         let (title, content, extraction) = if looks_html {
-            // Parsing a large page is CPU work: keep it off the async threads.
+            // CPU work with deep recursion: on a conversion thread.
             let (html, at) = (text.into_owned(), final_url.clone());
-            let c = tokio::task::spawn_blocking(move || html_to_markdown(&html, Some(&at)))
+            let c = self
+                .converter
+                .run(move || html_to_markdown(&html, Some(&at)))
                 .await
-                .map_err(|e| FetchError::Network(e.to_string()))?;
+                .map_err(|e| match e {
+                    RunError::Deadline(d) => FetchError::ConvertTimeout(d),
+                    other => FetchError::ConvertFailed(other.to_string()),
+                })??;
             (c.title, c.markdown, Some(c.extraction))
         } else {
             (None, text.into_owned(), None)
@@ -284,17 +312,16 @@ fn classify(e: &reqwest::Error, timeout: Duration) -> FetchError {
     if e.is_timeout() {
         return FetchError::Timeout(timeout);
     }
+    if let Some(blocked) = blocked_host(e) {
+        return FetchError::Blocked(blocked.to_string());
+    }
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         text = format!("{text}: {s}");
         source = s.source();
     }
-    if text.contains("are not allowed") {
-        FetchError::Blocked(text)
-    } else {
-        FetchError::Network(text)
-    }
+    FetchError::Network(text)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::net_guard::{AddressPolicy, guarded_client};
+use crate::net_guard::{AddressPolicy, guarded_client, guarded_client_same_origin};
 use breaker::Breaker;
 
 /// Most results one search returns (R-WS-1).
@@ -172,7 +172,12 @@ struct Engine {
 /// The configured engines; built once, shared by all sessions.
 pub struct WebSearch {
     engines: Vec<Engine>,
+    /// For the engines without a key (followed redirects are checked by the
+    /// guard).
     client: reqwest::Client,
+    /// For the engines whose key travels in a header: redirects stay within
+    /// the origin.
+    keyed_client: reqwest::Client,
 }
 
 impl std::fmt::Debug for WebSearch {
@@ -216,9 +221,12 @@ impl WebSearch {
                 breaker: Breaker::default(),
             });
         }
-        let client =
-            guarded_client(policy, timeout).map_err(|e| SearchError::Config(e.to_string()))?;
-        Ok(Self { engines, client })
+        let config = |e: reqwest::Error| SearchError::Config(e.to_string());
+        Ok(Self {
+            engines,
+            client: guarded_client(policy, timeout).map_err(config)?,
+            keyed_client: guarded_client_same_origin(policy, timeout).map_err(config)?,
+        })
     }
 
     /// Run the query through the engines until one answers with results.
@@ -301,9 +309,9 @@ impl WebSearch {
         let key = engine.api_key.as_deref().unwrap_or_default();
         let request = match engine.kind {
             EngineKind::Duckduckgo => duckduckgo::request(&self.client, &engine.base_url, q),
-            EngineKind::Bing => bing::request(&self.client, &engine.base_url, key, q),
+            EngineKind::Bing => bing::request(&self.keyed_client, &engine.base_url, key, q),
             EngineKind::Searxng => searxng::request(&self.client, &engine.base_url, q),
-            EngineKind::Tavily => tavily::request(&self.client, &engine.base_url, key, q),
+            EngineKind::Tavily => tavily::request(&self.keyed_client, &engine.base_url, key, q),
         };
         let resp = request.send().await.map_err(transport)?;
         let status = resp.status().as_u16();

@@ -3,5 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod mcp;
+mod mcp_pool;
+mod redirects;
 mod web_fetch;
 mod web_search;

@@ -1,9 +1,14 @@
 //! The MCP client: connect to a server over stdio or streamable HTTP (with
-//! rmcp) and list its tools with their input schemas.
+//! rmcp) and list its tools with their input schemas; [`pool`] keeps
+//! connections for calls. Every error is a short sentence for the model or
+//! an operator, without the libraries' type chains.
+
+mod pool;
+
+pub use pool::{McpCall, McpPool};
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
@@ -14,7 +19,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rtc_protocol::{McpToolInfo, McpTransport};
 use serde_json::Value;
 
-use crate::net_guard::{AddressPolicy, check_url, guarded_client};
+use crate::net_guard::{
+    AddressPolicy, blocked_host, check_url, guarded_client_same_origin_streaming,
+};
 
 /// The protocol version announced to servers: the newest with an
 /// `initialize` handshake, which current and older servers both speak.
@@ -34,10 +41,16 @@ pub enum McpError {
     Header(String),
     #[error("could not connect to the MCP server: {0}")]
     Connect(String),
-    #[error("the MCP server did not answer within {0:?}")]
+    #[error("the MCP server did not answer within {}", seconds(*.0))]
     Timeout(Duration),
     #[error("the MCP server answered with an error: {0}")]
     Protocol(String),
+    #[error("the MCP call failed: {0}")]
+    CallFailed(String),
+    #[error(
+        "the MCP server could not be reached lately ({reason}); the next attempt is allowed in {}", seconds(*.retry_in)
+    )]
+    BackingOff { reason: String, retry_in: Duration },
     #[error("the MCP server no longer offers the tool `{0}`")]
     ToolGone(String),
     #[error(
@@ -121,12 +134,15 @@ impl McpConnector {
                 client_config()
                     .serve(child)
                     .await
-                    .map_err(|e| McpError::Connect(e.to_string()))?
+                    .map_err(|e| McpError::Connect(describe_init(&e)))?
             }
             McpTransport::StreamableHttp { url, .. } => {
                 let parsed = url::Url::parse(url).map_err(|e| McpError::Blocked(e.to_string()))?;
                 check_url(&parsed, self.policy).map_err(|e| McpError::Blocked(e.to_string()))?;
-                let client = guarded_client(self.policy, self.timeout)
+                // Headers may carry secrets: redirects stay within the
+                // origin. No overall timeout: a tool's response stream stays
+                // open while it runs; callers bound each exchange.
+                let client = guarded_client_same_origin_streaming(self.policy)
                     .map_err(|e| McpError::Connect(e.to_string()))?;
                 let mut custom = HashMap::new();
                 for (name, value) in &headers.0 {
@@ -144,7 +160,7 @@ impl McpConnector {
                 client_config()
                     .serve(transport)
                     .await
-                    .map_err(|e| McpError::Connect(e.to_string()))?
+                    .map_err(|e| McpError::Connect(describe_init(&e)))?
             }
         };
         Ok(service)
@@ -160,134 +176,105 @@ impl McpConnector {
         let _ = service.cancel().await;
         listed
             .map(tool_infos)
-            .map_err(|e| McpError::Protocol(e.to_string()))
+            .map_err(|e| McpError::Protocol(describe(&e)))
     }
 }
 
-struct Pooled {
-    service: McpService,
-    tools: Vec<McpToolInfo>,
-}
-
-/// Open MCP connections, one per server configuration, reused across
-/// calls and reconnected once when a call fails on a broken connection.
-#[derive(Default)]
-pub struct McpPool {
-    connections: tokio::sync::Mutex<HashMap<String, Arc<Pooled>>>,
-}
-
-impl std::fmt::Debug for McpPool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("McpPool")
+/// A duration as the model reads it: "45 s", "0.5 s".
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
     }
 }
 
-/// One call of a remote tool.
-pub struct McpCall<'a> {
-    /// Identifies the server configuration (e.g. workspace, id and update time).
-    pub key: &'a str,
-    pub transport: &'a McpTransport,
-    pub headers: &'a ResolvedHeaders,
-    pub tool: &'a str,
-    /// The schema the operator accepted when saving the tool (R-BX-7).
-    pub pinned_schema: &'a Value,
-    pub arguments: serde_json::Map<String, Value>,
-    pub timeout: Duration,
+/// A failed handshake in a few words.
+fn describe_init(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::TransportError { error, .. } => describe_transport(error),
+        E::JsonRpcError(data) => data.message.to_string(),
+        E::ConnectionClosed(_) => "the connection closed during the handshake".into(),
+        E::NoCompatibleProtocolVersion { .. } => "no protocol version in common".into(),
+        E::Cancelled => "the handshake was cancelled".into(),
+        _ => "the server did not complete the handshake".into(),
+    }
 }
 
-impl McpPool {
-    async fn connection(
-        &self,
-        connector: &McpConnector,
-        call: &McpCall<'_>,
-        fresh: bool,
-    ) -> Result<Arc<Pooled>, McpError> {
-        let mut conns = self.connections.lock().await;
-        if !fresh && let Some(c) = conns.get(call.key) {
-            return Ok(c.clone());
+/// A failed request in a few words.
+pub(crate) fn describe(e: &rmcp::ServiceError) -> String {
+    use rmcp::ServiceError as E;
+    match e {
+        E::McpError(data) => data.message.to_string(),
+        E::TransportSend(error) => describe_transport(error),
+        E::TransportClosed => "the connection to the MCP server closed".into(),
+        E::Timeout { timeout } => format!("no answer within {}", seconds(*timeout)),
+        E::Cancelled { .. } => "the request was cancelled".into(),
+        _ => "the server sent an unexpected answer".into(),
+    }
+}
+
+type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
+
+/// The reqwest error under a transport error, if that is what it is.
+fn reqwest_error(e: &rmcp::transport::DynamicTransportError) -> Option<&reqwest::Error> {
+    match e.error.downcast_ref::<HttpError>() {
+        Some(HttpError::Client(inner)) => Some(inner),
+        _ => e.error.downcast_ref::<reqwest::Error>(),
+    }
+}
+
+/// What went wrong on the wire: the innermost cause (not the URL, which may
+/// carry configuration, nor the layers of wrappers above it).
+fn describe_transport(e: &rmcp::transport::DynamicTransportError) -> String {
+    let innermost = |top: &(dyn std::error::Error + 'static)| {
+        if let Some(blocked) = blocked_host(top) {
+            return blocked.to_string();
         }
-        if let Some(old) = conns.remove(call.key)
-            && let Ok(old) = Arc::try_unwrap(old)
-        {
-            let _ = old.service.cancel().await;
+        let mut text = top.to_string();
+        let mut source = top.source();
+        while let Some(s) = source {
+            text = s.to_string();
+            source = s.source();
         }
-        let service = connector.connect(call.transport, call.headers).await?;
-        let tools = service
-            .list_all_tools()
-            .await
-            .map(tool_infos)
-            .map_err(|e| McpError::Protocol(e.to_string()))?;
-        let pooled = Arc::new(Pooled { service, tools });
-        conns.insert(call.key.to_owned(), pooled.clone());
-        Ok(pooled)
-    }
-
-    /// Call a remote tool; refuses when its schema changed since it was pinned.
-    pub async fn call(
-        &self,
-        connector: &McpConnector,
-        call: McpCall<'_>,
-    ) -> Result<Value, McpError> {
-        let mut fresh = false;
-        loop {
-            let conn =
-                tokio::time::timeout(connector.timeout, self.connection(connector, &call, fresh))
-                    .await
-                    .map_err(|_| McpError::Timeout(connector.timeout))??;
-            let Some(remote) = conn.tools.iter().find(|t| t.name == call.tool) else {
-                return Err(McpError::ToolGone(call.tool.to_owned()));
-            };
-            if &remote.input_schema != call.pinned_schema {
-                return Err(McpError::SchemaChanged(call.tool.to_owned()));
-            }
-            let params = rmcp::model::CallToolRequestParams::new(call.tool.to_owned())
-                .with_arguments(call.arguments.clone());
-            match tokio::time::timeout(call.timeout, conn.service.call_tool(params)).await {
-                Err(_) => {
-                    // The connection may be dead (e.g. the server restarted):
-                    // the next call opens a new one. This call is not retried,
-                    // as the tool may have run.
-                    self.connections.lock().await.remove(call.key);
-                    return Err(McpError::Timeout(call.timeout));
-                }
-                Ok(Ok(result)) => return tool_result(&result),
-                Ok(Err(e)) if !fresh && is_transport_failure(&e) => {
-                    tracing::warn!(error = %e, "MCP connection failed; reconnecting");
-                    fresh = true;
-                }
-                Ok(Err(e)) => return Err(McpError::Protocol(e.to_string())),
-            }
+        text
+    };
+    if let Some(re) = reqwest_error(e) {
+        if re.is_timeout() {
+            return "the request timed out".into();
         }
+        if let Some(source) = std::error::Error::source(re) {
+            return innermost(source);
+        }
+        return match re.status() {
+            Some(status) => format!("HTTP {status}"),
+            None => "the request failed".into(),
+        };
     }
+    if let Some(HttpError::HttpStatus(status)) = e.error.downcast_ref::<HttpError>() {
+        return status.to_string();
+    }
+    innermost(e.error.as_ref())
 }
 
-fn is_transport_failure(e: &rmcp::ServiceError) -> bool {
-    matches!(
-        e,
-        rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_)
-    )
-}
-
-/// A tool result as JSON: the structured content if given, else the text.
-fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> {
-    let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
-    let text: Vec<&str> = value
-        .get("content")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
-        .collect();
-    let text = text.join("\n");
-    if value
-        .get("isError")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-    {
-        return Err(McpError::ToolFailed(text));
+/// Whether a failed request provably never reached the server, so sending
+/// it again cannot run it twice: the connection could not be opened (or,
+/// for a stdio server, its input was already closed).
+pub(crate) fn never_sent(e: &rmcp::ServiceError) -> bool {
+    let rmcp::ServiceError::TransportSend(error) = e else {
+        return false;
+    };
+    if let Some(re) = reqwest_error(error) {
+        return re.is_connect();
     }
-    if let Some(structured) = value.get("structuredContent").filter(|v| !v.is_null()) {
-        return Ok(structured.clone());
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(err) = current {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::BrokenPipe;
+        }
+        current = err.source();
     }
-    Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    false
 }

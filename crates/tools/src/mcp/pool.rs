@@ -1,0 +1,339 @@
+//! The MCP connection pool: one connection per server configuration
+//! (key), reused across calls and workspaces' sessions.
+//!
+//! Locks: the pool's map lock (a `std` mutex) is held only to find or add
+//! a key's slot, never across an await; each slot has its own async lock,
+//! held while that key connects, so a slow or dead server delays only
+//! calls to itself. A failed connection attempt is remembered with a
+//! backoff (5 s, doubling to 60 s): calls in that window fail at once,
+//! saying so, instead of each trying again. Slots unused for the idle TTL
+//! are dropped (with their connection: a stdio server's process is killed
+//! with it), and [`McpPool::evict`] drops those of a key prefix at once.
+//!
+//! A call is sent at most once: it is retried on a new connection only
+//! when the old one was found closed before sending, or when the request
+//! provably never left (the connection could not be opened). A call that
+//! may have reached the server is never re-sent, whatever happened after.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use rtc_protocol::{McpToolInfo, McpTransport};
+use serde_json::Value;
+
+use super::{
+    McpConnector, McpError, McpService, ResolvedHeaders, describe, never_sent, tool_infos,
+};
+
+/// First wait after a failed connection attempt; it doubles per failure.
+pub const BACKOFF_FIRST: Duration = Duration::from_secs(5);
+/// Longest wait between connection attempts.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// How long an unused slot (and its connection) is kept by default.
+pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// The wait after a failed attempt, given the wait before it.
+pub(crate) fn next_backoff(previous: Option<Duration>) -> Duration {
+    previous.map_or(BACKOFF_FIRST, |p| (p * 2).min(BACKOFF_MAX))
+}
+
+struct Pooled {
+    service: McpService,
+    tools: Vec<McpToolInfo>,
+}
+
+enum State {
+    Empty,
+    Ready(Arc<Pooled>),
+    Failed {
+        reason: String,
+        until: Instant,
+        backoff: Duration,
+    },
+}
+
+/// One key's connection and when it was last asked for.
+struct Slot {
+    state: tokio::sync::Mutex<State>,
+    last_used: Mutex<Instant>,
+}
+
+impl Slot {
+    fn touch(&self) {
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
+    }
+
+    /// Drop `conn` if it is still this slot's connection (the next call
+    /// opens a new one).
+    async fn forget(&self, conn: &Arc<Pooled>) {
+        let mut state = self.state.lock().await;
+        if matches!(&*state, State::Ready(c) if Arc::ptr_eq(c, conn)) {
+            *state = State::Empty;
+        }
+    }
+}
+
+struct Slots {
+    by_key: HashMap<String, Arc<Slot>>,
+    last_sweep: Instant,
+}
+
+/// Open MCP connections, one per server configuration.
+pub struct McpPool {
+    slots: Mutex<Slots>,
+    idle_ttl: Duration,
+}
+
+impl Default for McpPool {
+    fn default() -> Self {
+        Self::new(DEFAULT_IDLE_TTL)
+    }
+}
+
+impl std::fmt::Debug for McpPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpPool")
+            .field("idle_ttl", &self.idle_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One call of a remote tool.
+pub struct McpCall<'a> {
+    /// Identifies the server configuration (e.g. workspace, id and update
+    /// time); [`McpPool::evict`] matches its prefix.
+    pub key: &'a str,
+    pub transport: &'a McpTransport,
+    pub headers: &'a ResolvedHeaders,
+    pub tool: &'a str,
+    /// The schema the operator accepted when saving the tool (R-BX-7).
+    pub pinned_schema: &'a Value,
+    pub arguments: serde_json::Map<String, Value>,
+    /// Bounds the call once connected (connecting is bounded by the
+    /// connector's timeout).
+    pub timeout: Duration,
+}
+
+impl McpPool {
+    /// A pool dropping slots unused for `idle_ttl`.
+    pub fn new(idle_ttl: Duration) -> Self {
+        Self {
+            slots: Mutex::new(Slots {
+                by_key: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
+            idle_ttl,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The slot of `key`, created if missing; drops idle slots now and then.
+    fn slot(&self, key: &str) -> Arc<Slot> {
+        let mut slots = self.lock();
+        if slots.last_sweep.elapsed() >= self.idle_ttl / 4 {
+            slots.last_sweep = Instant::now();
+            let ttl = self.idle_ttl;
+            slots
+                .by_key
+                .retain(|k, s| k == key || Arc::strong_count(s) > 1 || s.idle_for() < ttl);
+        }
+        let slot = slots
+            .by_key
+            .entry(key.to_owned())
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    state: tokio::sync::Mutex::new(State::Empty),
+                    last_used: Mutex::new(Instant::now()),
+                })
+            })
+            .clone();
+        slot.touch();
+        slot
+    }
+
+    /// Drop the slots (and connections) of every key starting with
+    /// `prefix`, e.g. `"{workspace}/{server id}/"` when a server is changed
+    /// or deleted. Calls in flight finish on the connection they hold.
+    pub fn evict(&self, prefix: &str) {
+        self.lock().by_key.retain(|k, _| !k.starts_with(prefix));
+    }
+
+    /// Drop slots unused for the idle TTL now (the pool also does it as it
+    /// is used).
+    pub fn sweep_idle(&self) {
+        let ttl = self.idle_ttl;
+        let mut slots = self.lock();
+        slots.last_sweep = Instant::now();
+        slots
+            .by_key
+            .retain(|_, s| Arc::strong_count(s) > 1 || s.idle_for() < ttl);
+    }
+
+    /// The keys that have a slot, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.lock().by_key.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// The slot's connection, opened if it has none, the one it has is
+    /// `stale`, or that one's transport has closed. Only this key waits.
+    async fn connection(
+        &self,
+        slot: &Slot,
+        connector: &McpConnector,
+        call: &McpCall<'_>,
+        stale: Option<&Arc<Pooled>>,
+    ) -> Result<Arc<Pooled>, McpError> {
+        let mut state = slot.state.lock().await;
+        let previous_backoff = match &*state {
+            State::Ready(c)
+                if !stale.is_some_and(|s| Arc::ptr_eq(s, c))
+                    && !c.service.is_transport_closed() =>
+            {
+                return Ok(c.clone());
+            }
+            State::Failed {
+                reason,
+                until,
+                backoff,
+            } => {
+                let now = Instant::now();
+                if now < *until {
+                    return Err(McpError::BackingOff {
+                        reason: reason.clone(),
+                        retry_in: *until - now,
+                    });
+                }
+                Some(*backoff)
+            }
+            _ => None,
+        };
+        *state = State::Empty;
+        let opened = tokio::time::timeout(connector.timeout, open(connector, call))
+            .await
+            .unwrap_or(Err(McpError::Timeout(connector.timeout)));
+        match opened {
+            Ok(pooled) => {
+                let pooled = Arc::new(pooled);
+                *state = State::Ready(pooled.clone());
+                Ok(pooled)
+            }
+            Err(e) => {
+                let backoff = next_backoff(previous_backoff);
+                *state = State::Failed {
+                    reason: e.to_string(),
+                    until: Instant::now() + backoff,
+                    backoff,
+                };
+                Err(e)
+            }
+        }
+    }
+
+    /// Call a remote tool; refuses when its schema changed since it was
+    /// pinned. Sent at most once (see the module's notes).
+    pub async fn call(
+        &self,
+        connector: &McpConnector,
+        call: McpCall<'_>,
+    ) -> Result<Value, McpError> {
+        let slot = self.slot(call.key);
+        let mut stale: Option<Arc<Pooled>> = None;
+        loop {
+            let conn = self
+                .connection(&slot, connector, &call, stale.as_ref())
+                .await?;
+            let Some(remote) = conn.tools.iter().find(|t| t.name == call.tool) else {
+                return Err(McpError::ToolGone(call.tool.to_owned()));
+            };
+            if &remote.input_schema != call.pinned_schema {
+                return Err(McpError::SchemaChanged(call.tool.to_owned()));
+            }
+            let params = rmcp::model::CallToolRequestParams::new(call.tool.to_owned())
+                .with_arguments(call.arguments.clone());
+            // Dropping the call at the deadline sends the server a
+            // cancellation (rmcp's guard).
+            let outcome = tokio::time::timeout(call.timeout, conn.service.call_tool(params)).await;
+            slot.touch();
+            match outcome {
+                Err(_) => {
+                    // The connection may be dead (e.g. the server
+                    // restarted): the next call opens a new one. This call
+                    // is not retried, as the tool may have run.
+                    slot.forget(&conn).await;
+                    return Err(McpError::Timeout(call.timeout));
+                }
+                Ok(Ok(result)) => return tool_result(&result),
+                Ok(Err(e)) if stale.is_none() && never_sent(&e) => {
+                    tracing::warn!(error = %describe(&e), "MCP request not sent; reconnecting");
+                    stale = Some(conn);
+                }
+                Ok(Err(e)) => {
+                    if !matches!(e, rmcp::ServiceError::McpError(_)) {
+                        slot.forget(&conn).await;
+                    }
+                    return Err(match e {
+                        rmcp::ServiceError::McpError(data) => {
+                            McpError::Protocol(data.message.to_string())
+                        }
+                        other => McpError::CallFailed(describe(&other)),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Connect and list the tools.
+async fn open(connector: &McpConnector, call: &McpCall<'_>) -> Result<Pooled, McpError> {
+    let service = connector.connect(call.transport, call.headers).await?;
+    let tools = service
+        .list_all_tools()
+        .await
+        .map(tool_infos)
+        .map_err(|e| McpError::Protocol(describe(&e)))?;
+    Ok(Pooled { service, tools })
+}
+
+/// A tool result as JSON: the structured content if given, else the text.
+fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> {
+    let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
+    let text: Vec<&str> = value
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .collect();
+    let text = text.join("\n");
+    if value
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+    {
+        return Err(McpError::ToolFailed(text));
+    }
+    if let Some(structured) = value.get("structuredContent").filter(|v| !v.is_null()) {
+        return Ok(structured.clone());
+    }
+    Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+#[cfg(test)]
+#[path = "pool_tests.rs"]
+mod tests;

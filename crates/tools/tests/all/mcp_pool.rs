@@ -1,0 +1,334 @@
+//! The MCP pool against a minimal streamable-HTTP MCP server written here
+//! (JSON answers, one tool `slow` that sleeps, calls counted), a listener
+//! that never answers, one that hangs up at once, and the real stdio
+//! server: a call is sent once whatever its length, one slow server does
+//! not delay others, failed connections back off, evicted connections end
+//! their processes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::post;
+use rtc_protocol::McpTransport;
+use rtc_testkit::everything_stdio_command;
+use rtc_tools::mcp::{McpCall, McpConnector, McpError, McpPool, ResolvedHeaders};
+use rtc_tools::net_guard::AddressPolicy;
+use serde_json::{Map, Value, json};
+
+/// What the fake server saw.
+#[derive(Default)]
+struct Counters {
+    initializes: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+struct Fake {
+    counters: Arc<Counters>,
+    delay: Duration,
+}
+
+/// A streamable-HTTP MCP server whose tool `slow` answers "done" after
+/// `delay`.
+async fn fake_mcp(delay: Duration) -> (String, Arc<Counters>) {
+    let counters = Arc::new(Counters::default());
+    let fake = Arc::new(Fake {
+        counters: counters.clone(),
+        delay,
+    });
+    let app = axum::Router::new()
+        .route(
+            "/mcp",
+            post(
+                |State(fake): State<Arc<Fake>>, axum::Json(msg): axum::Json<Value>| async move {
+                    let Some(id) = msg.get("id").cloned() else {
+                        return StatusCode::ACCEPTED.into_response();
+                    };
+                    let result = match msg["method"].as_str().unwrap_or_default() {
+                        "initialize" => {
+                            fake.counters.initializes.fetch_add(1, Ordering::SeqCst);
+                            json!({
+                                "protocolVersion": msg["params"]["protocolVersion"],
+                                "capabilities": {"tools": {}},
+                                "serverInfo": {"name": "fake", "version": "1"}
+                            })
+                        }
+                        "tools/list" => json!({"tools": [{
+                            "name": "slow",
+                            "description": "answers after a while",
+                            "inputSchema": schema()
+                        }]}),
+                        "tools/call" => {
+                            fake.counters.calls.fetch_add(1, Ordering::SeqCst);
+                            tokio::time::sleep(fake.delay).await;
+                            json!({"content": [{"type": "text", "text": "done"}]})
+                        }
+                        other => {
+                            let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("no method {other}")}});
+                            return axum::Json(error).into_response();
+                        }
+                    };
+                    let mut headers = HeaderMap::new();
+                    headers.insert("mcp-session-id", "s1".parse().unwrap());
+                    headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+                    (
+                        headers,
+                        axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+                    )
+                        .into_response()
+                },
+            )
+            .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+            .delete(|| async { StatusCode::OK }),
+        )
+        .with_state(fake);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, counters)
+}
+
+fn schema() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn connector(timeout: Duration) -> McpConnector {
+    McpConnector {
+        policy: AddressPolicy::AllowPrivate,
+        timeout,
+    }
+}
+
+fn http(url: &str) -> McpTransport {
+    McpTransport::StreamableHttp {
+        url: url.to_owned(),
+        headers: BTreeMap::new(),
+    }
+}
+
+async fn call(
+    pool: &McpPool,
+    connector: &McpConnector,
+    key: &str,
+    transport: &McpTransport,
+    timeout: Duration,
+) -> Result<Value, McpError> {
+    let headers = ResolvedHeaders(BTreeMap::new());
+    let schema = schema();
+    pool.call(
+        connector,
+        McpCall {
+            key,
+            transport,
+            headers: &headers,
+            tool: "slow",
+            pinned_schema: &schema,
+            arguments: Map::new(),
+            timeout,
+        },
+    )
+    .await
+}
+
+/// A call running longer than the connector's timeout (the transport's 30 s
+/// request timeout, before) is sent once and answered.
+#[tokio::test]
+async fn a_call_longer_than_the_connect_timeout_is_sent_once() {
+    let (url, counters) = fake_mcp(Duration::from_millis(2_500)).await;
+    let pool = McpPool::default();
+    let result = call(
+        &pool,
+        &connector(Duration::from_secs(1)),
+        "k",
+        &http(&url),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result, json!("done"));
+    assert_eq!(counters.calls.load(Ordering::SeqCst), 1);
+}
+
+/// The call's own timeout bounds it; it is not sent again, and the model
+/// reads a short sentence.
+#[tokio::test]
+async fn a_call_past_its_timeout_is_not_resent() {
+    let (url, counters) = fake_mcp(Duration::from_secs(2)).await;
+    let pool = McpPool::default();
+    let conn = connector(Duration::from_secs(5));
+    let started = Instant::now();
+    let err = call(&pool, &conn, "k", &http(&url), Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(1_900));
+    assert_eq!(err.to_string(), "the MCP server did not answer within 1 s");
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(counters.calls.load(Ordering::SeqCst), 1, "sent once");
+    // The next call opens a new connection and works.
+    let ok = call(&pool, &conn, "k", &http(&url), Duration::from_secs(5)).await;
+    assert_eq!(ok.unwrap(), json!("done"));
+    assert_eq!(counters.calls.load(Ordering::SeqCst), 2);
+}
+
+/// One server that accepts connections and never answers holds up calls to
+/// itself only (it held the whole pool's lock while connecting).
+#[tokio::test]
+async fn a_slow_server_does_not_delay_other_keys() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let (fast_url, _) = fake_mcp(Duration::ZERO).await;
+    let pool = Arc::new(McpPool::default());
+    let conn = connector(Duration::from_secs(3));
+    let stuck = {
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            call(
+                &pool,
+                &conn,
+                "ws1/slow/1",
+                &http(&silent_url),
+                Duration::from_secs(5),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    let fast = call(
+        &pool,
+        &conn,
+        "ws2/fast/1",
+        &http(&fast_url),
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(fast.unwrap(), json!("done"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the other key waited {:?}",
+        started.elapsed()
+    );
+    let err = stuck.await.unwrap().unwrap_err();
+    assert_eq!(err.to_string(), "the MCP server did not answer within 3 s");
+}
+
+/// A failed connection is remembered: the next calls fail at once, saying
+/// the pool is backing off, without trying the server again.
+#[tokio::test]
+async fn a_failed_connect_backs_off() {
+    let refusing = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", refusing.local_addr().unwrap());
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let seen = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = refusing.accept().await {
+            seen.fetch_add(1, Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    let pool = McpPool::default();
+    let conn = connector(Duration::from_secs(3));
+    let first = call(&pool, &conn, "k", &http(&url), Duration::from_secs(3))
+        .await
+        .unwrap_err();
+    assert!(matches!(first, McpError::Connect(_)), "{first}");
+    let tries = accepted.load(Ordering::SeqCst);
+    assert!(tries >= 1);
+    for _ in 0..3 {
+        let started = Instant::now();
+        let err = call(&pool, &conn, "k", &http(&url), Duration::from_secs(3))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, McpError::BackingOff { .. }), "{err}");
+        assert!(
+            err.to_string().contains("the next attempt is allowed in"),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_millis(100));
+    }
+    assert_eq!(accepted.load(Ordering::SeqCst), tries, "not tried again");
+}
+
+/// The number of processes whose environment holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("environ")).ok())
+        .filter(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+        .count()
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Evicting a key drops its connection, and the stdio server's process
+/// ends with it.
+#[tokio::test]
+async fn evicted_stdio_servers_are_stopped() -> anyhow::Result<()> {
+    let (command, args) = everything_stdio_command()?;
+    let marker = format!("RTC_POOL_TEST={}", std::process::id());
+    let transport = McpTransport::Stdio {
+        command,
+        args,
+        env: BTreeMap::from([("RTC_POOL_TEST".to_owned(), std::process::id().to_string())]),
+    };
+    let conn = connector(Duration::from_secs(30));
+    let headers = ResolvedHeaders(BTreeMap::new());
+    let echo = conn
+        .list_tools(&transport, &headers)
+        .await?
+        .into_iter()
+        .find(|t| t.name == "echo")
+        .unwrap()
+        .input_schema;
+    until("the discovery process ends", || {
+        processes_with(&marker) == 0
+    })
+    .await;
+    let pool = McpPool::default();
+    let arguments: Map<String, Value> = json!({"message": "hi"}).as_object().unwrap().clone();
+    let result = pool
+        .call(
+            &conn,
+            McpCall {
+                key: "ws1/mcp_1/v1",
+                transport: &transport,
+                headers: &headers,
+                tool: "echo",
+                pinned_schema: &echo,
+                arguments,
+                timeout: Duration::from_secs(10),
+            },
+        )
+        .await?;
+    assert!(result.to_string().contains("hi"), "{result}");
+    assert_eq!(processes_with(&marker), 1, "one pooled process");
+    pool.evict("ws1/mcp_1/");
+    assert!(pool.keys().is_empty());
+    until("the evicted process ends", || processes_with(&marker) == 0).await;
+    Ok(())
+}
