@@ -91,7 +91,7 @@ pub struct DynamicVariable {
     pub description: String,
 }
 
-/// The LLM built-in tool families of seed 000. The platform registers
+/// The families of the model's built-in tools. The platform registers
 /// them without configuration: every family is on unless the assistant
 /// switches it off (`{"askUser": false}`); webSearch and webFetch are
 /// offered only where the operator configured them.

@@ -1,7 +1,7 @@
 //! What the model's interaction built-ins put in front of the user: the
 //! todo list (R-TD), askUser questions with their answers (R-AU), and the
 //! memories it keeps (R-MM). The
-//! model-facing fields keep the seed's names (`multiSelect`,
+//! model-facing fields keep the names the model is given (`multiSelect`,
 //! `active_form`).
 
 use serde::{Deserialize, Serialize};

@@ -2,7 +2,7 @@
 //! accepts or returns. Pure data with serde and OpenAPI schema derives; no IO,
 //! no validation (that lives in `rtc-core`).
 //!
-//! Resource configuration is camelCase, as in the seed documents. Read-only
+//! Resource configuration is camelCase. Read-only
 //! fields (`id`, `createdAt`, `updatedAt`) are accepted and ignored on write so
 //! that a client can send back what it read.
 

@@ -236,56 +236,7 @@ impl Runtime {
             });
         }
         let now = now_millis();
-        if let Some(max) = params.max_turns {
-            if max <= goal.completed_turns || max > MAX_TURNS_LIMIT {
-                return Err(ValidationError::new(
-                    "invalid_max_turns",
-                    "maxTurns",
-                    format!(
-                        "`maxTurns` must be above the {} turns done and at most {MAX_TURNS_LIMIT}",
-                        goal.completed_turns
-                    ),
-                )
-                .into());
-            }
-            goal.max_turns = max;
-        }
-        if let Some(budget) = params.token_budget {
-            if budget <= goal.tokens_used {
-                return Err(ValidationError::new(
-                    "invalid_token_budget",
-                    "tokenBudget",
-                    format!(
-                        "`tokenBudget` must be above the {} tokens used",
-                        goal.tokens_used
-                    ),
-                )
-                .into());
-            }
-            goal.token_budget = Some(budget);
-        }
-        if let Some(minutes) = params.deadline_minutes {
-            if !(1..=10_080).contains(&minutes) {
-                return Err(ValidationError::new(
-                    "invalid_deadline",
-                    "deadlineMinutes",
-                    "`deadlineMinutes` must be 1 to 10080",
-                )
-                .into());
-            }
-            goal.deadline = Some(now + minutes * 60_000);
-        }
-        let still_exhausted = goal.completed_turns >= goal.max_turns
-            || goal.token_budget.is_some_and(|b| goal.tokens_used >= b)
-            || goal.deadline.is_some_and(|d| now >= d);
-        if still_exhausted {
-            return Err(ValidationError::new(
-                "limit_not_raised",
-                "maxTurns",
-                "raise the limit the goal ran out of",
-            )
-            .into());
-        }
+        raise_limits(&mut goal, &params, now)?;
         goal.status = GoalStatus::Active;
         goal.reason = None;
         goal.updated_at = now;
@@ -296,4 +247,60 @@ impl Runtime {
         }
         Ok(view(&goal))
     }
+}
+
+/// The host's new limits for a goal (R-BX-2): each must be above what the
+/// goal used, and together they must leave it room to go on.
+fn raise_limits(
+    goal: &mut GoalRecord,
+    params: &ResumeGoalParams,
+    now: i64,
+) -> Result<(), ValidationError> {
+    if let Some(max) = params.max_turns {
+        if max <= goal.completed_turns || max > MAX_TURNS_LIMIT {
+            return Err(ValidationError::new(
+                "invalid_max_turns",
+                "maxTurns",
+                format!(
+                    "`maxTurns` must be above the {} turns done and at most {MAX_TURNS_LIMIT}",
+                    goal.completed_turns
+                ),
+            ));
+        }
+        goal.max_turns = max;
+    }
+    if let Some(budget) = params.token_budget {
+        if budget <= goal.tokens_used {
+            return Err(ValidationError::new(
+                "invalid_token_budget",
+                "tokenBudget",
+                format!(
+                    "`tokenBudget` must be above the {} tokens used",
+                    goal.tokens_used
+                ),
+            ));
+        }
+        goal.token_budget = Some(budget);
+    }
+    if let Some(minutes) = params.deadline_minutes {
+        if !(1..=10_080).contains(&minutes) {
+            return Err(ValidationError::new(
+                "invalid_deadline",
+                "deadlineMinutes",
+                "`deadlineMinutes` must be 1 to 10080",
+            ));
+        }
+        goal.deadline = Some(now + minutes * 60_000);
+    }
+    let still_exhausted = goal.completed_turns >= goal.max_turns
+        || goal.token_budget.is_some_and(|b| goal.tokens_used >= b)
+        || goal.deadline.is_some_and(|d| now >= d);
+    if still_exhausted {
+        return Err(ValidationError::new(
+            "limit_not_raised",
+            "maxTurns",
+            "raise the limit the goal ran out of",
+        ));
+    }
+    Ok(())
 }

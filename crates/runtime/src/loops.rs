@@ -10,7 +10,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::builtins::loops::LoopOp;
+use crate::builtins::loops::{Create, LoopOp};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis};
@@ -95,39 +95,7 @@ impl LoopCx<'_> {
         let ctx = self.session;
         let now = now_millis();
         let (id, from, to, reason) = match op {
-            LoopOp::Create(args) => {
-                let open = self
-                    .store
-                    .loops(&ctx.id)
-                    .await?
-                    .iter()
-                    .filter(|l| !l.status.is_final())
-                    .count();
-                if open >= MAX_OPEN_LOOPS {
-                    return Ok(CallOutcome::error(format!(
-                        "{open} loops are already running or paused; cancel one first"
-                    )));
-                }
-                let interval = args.interval_seconds * 1000;
-                let l = LoopRecord {
-                    id: new_id("loop"),
-                    session_id: ctx.id.clone(),
-                    prompt: args.prompt.trim().to_owned(),
-                    interval_ms: interval,
-                    max_turns: args.max_turns,
-                    turns_done: 0,
-                    skipped_ticks: 0,
-                    status: LoopStatus::Active,
-                    reason: None,
-                    expires_at: now + millis(self.settings.max_lifetime),
-                    next_tick_at: now + interval,
-                    created_at: now,
-                    updated_at: now,
-                };
-                self.store.insert_loop(&l).await?;
-                loop_event(self.store, ctx, &l.id).await?;
-                return Ok(CallOutcome::ok(for_model(&l)));
-            }
+            LoopOp::Create(args) => return self.create(args, now).await,
             LoopOp::List => {
                 let loops: Vec<Value> = self
                     .store
@@ -188,6 +156,42 @@ impl LoopCx<'_> {
         }
         loop_event(self.store, ctx, &id).await?;
         let l = self.store.loop_by_id(&id).await?.unwrap_or(l);
+        Ok(CallOutcome::ok(for_model(&l)))
+    }
+
+    /// `createLoop`: at most [`MAX_OPEN_LOOPS`] open loops per session.
+    async fn create(&self, args: Create, now: i64) -> Result<CallOutcome, RuntimeError> {
+        let ctx = self.session;
+        let open = self
+            .store
+            .loops(&ctx.id)
+            .await?
+            .iter()
+            .filter(|l| !l.status.is_final())
+            .count();
+        if open >= MAX_OPEN_LOOPS {
+            return Ok(CallOutcome::error(format!(
+                "{open} loops are already running or paused; cancel one first"
+            )));
+        }
+        let interval = args.interval_seconds * 1000;
+        let l = LoopRecord {
+            id: new_id("loop"),
+            session_id: ctx.id.clone(),
+            prompt: args.prompt.trim().to_owned(),
+            interval_ms: interval,
+            max_turns: args.max_turns,
+            turns_done: 0,
+            skipped_ticks: 0,
+            status: LoopStatus::Active,
+            reason: None,
+            expires_at: now + millis(self.settings.max_lifetime),
+            next_tick_at: now + interval,
+            created_at: now,
+            updated_at: now,
+        };
+        self.store.insert_loop(&l).await?;
+        loop_event(self.store, ctx, &l.id).await?;
         Ok(CallOutcome::ok(for_model(&l)))
     }
 }

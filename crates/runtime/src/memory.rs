@@ -15,7 +15,7 @@ use crate::{Runtime, RuntimeError};
 /// Most memories one user may have in a workspace.
 pub const MAX_MEMORIES_PER_USER: i64 = 1_000;
 
-/// A memory as the model reads it (the seed's snake_case).
+/// A memory as the model reads it (snake_case, like the tools' own schemas).
 fn for_model(m: &MemoryRecord) -> Value {
     json!({"memory_id": m.id, "content": m.content, "tags": m.tags, "updated_at": rfc3339_from_millis(m.updated_at)})
 }

@@ -108,13 +108,13 @@ impl Runtime {
             .map_err(|e| e.to_string()))
     }
 
-    /// Open a session on an assistant: validate again (R-RT-5), set the
-    /// variables, run the startup actions, say the first message.
-    pub async fn create_session(
+    /// The assistant a new session runs, checked again against its
+    /// workspace (R-RT-5), with its tools.
+    async fn session_assistant(
         &self,
         workspace: &str,
-        params: CreateSessionParams,
-    ) -> Result<CreateSessionResponse, RuntimeError> {
+        params: &CreateSessionParams,
+    ) -> Result<(String, Assistant, BTreeMap<String, Tool>), RuntimeError> {
         let inner = &self.inner;
         if params.workflow_id.is_some() {
             return Err(rtc_core::ValidationError::new(
@@ -149,6 +149,19 @@ impl Runtime {
         if let Some(user) = &params.user_id {
             rtc_core::names::check_max_chars(user, "userId", 256)?;
         }
+        Ok((assistant_id.to_owned(), assistant, tools))
+    }
+
+    /// Open a session on an assistant: validate again (R-RT-5), set the
+    /// variables, run the startup actions, say the first message.
+    pub async fn create_session(
+        &self,
+        workspace: &str,
+        params: CreateSessionParams,
+    ) -> Result<CreateSessionResponse, RuntimeError> {
+        let inner = &self.inner;
+        let (assistant_id, assistant, tools) = self.session_assistant(workspace, &params).await?;
+        let assistant_id = assistant_id.as_str();
         let id = new_id("sess");
         let sys = SystemInfo {
             session_id: &id,

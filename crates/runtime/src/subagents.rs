@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use crate::builtins::subagents::sub_agent::Mode;
-use crate::builtins::subagents::{SubAgentOp, sub_agent};
+use crate::builtins::subagents::{SubAgentOp, send_message, sub_agent};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
     EventBody, MessageRole, SessionStarted, SessionStatus, SubAgentStarted, ToolCompleted,
 };
 use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_token, now_millis};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::events::Durability;
 use crate::history::message;
@@ -62,6 +62,16 @@ pub(crate) fn report_item(
     InboxItem::new(parent, kind, child, call_id, content.to_string())
 }
 
+/// A sub-agent's variables: its parent's, with its own identity.
+async fn child_variables(parent: &SessionCtx, id: &str) -> Map<String, Value> {
+    let mut vars = parent.state.lock().await.variables.clone();
+    vars.insert("system__session_id".into(), json!(id));
+    vars.insert("system__parent_session_id".into(), json!(parent.id));
+    vars.insert("system__root_session_id".into(), json!(parent.root_id));
+    vars.insert("system__turn_count".into(), json!(0));
+    vars
+}
+
 /// The text a sub-agent's first input carries around the instruction.
 fn briefing(title: &str, instruction: &str) -> String {
     format!(
@@ -94,28 +104,7 @@ impl Inner {
                     .collect();
                 Ok(CallOutcome::ok(Value::Array(entries)))
             }
-            SubAgentOp::GetMessage(target) => {
-                let tree = self.tree(&ctx.root_id).await?;
-                let node = parsed!(tree.descendant(&ctx.id, &target));
-                self.journal.flush().await;
-                let latest = self
-                    .store
-                    .recent_messages(&target, 50)
-                    .await?
-                    .into_iter()
-                    .find(|m| !m.content.is_empty());
-                let mut out = json!({"sub_session_id": target,
-                    "sub_session_title": node.session.title,
-                    "sub_session_status": node.session.status.as_str(),
-                    "message_id": null, "role": null, "content": "", "created_at": null});
-                if let Some(m) = latest {
-                    out["message_id"] = json!(m.id);
-                    out["role"] = json!(m.role.as_str());
-                    out["content"] = json!(m.content);
-                    out["created_at"] = json!(m.created_at);
-                }
-                Ok(CallOutcome::ok(out))
-            }
+            SubAgentOp::GetMessage(target) => self.latest_message(ctx, target).await,
             SubAgentOp::Stop(target) => {
                 let tree = self.tree(&ctx.root_id).await?;
                 parsed!(tree.descendant(&ctx.id, &target));
@@ -130,39 +119,7 @@ impl Inner {
                     json!({"stopped_sessions": list, "total_stopped": stopped.len()}),
                 ))
             }
-            SubAgentOp::SendMessage(args) => {
-                let tree = self.tree(&ctx.root_id).await?;
-                let node = parsed!(tree.descendant(&ctx.id, &args.sub_session_id));
-                if node.session.status != SessionStatus::Active {
-                    return Ok(CallOutcome::error(format!(
-                        "sub-agent `{}` has {}; start a new one with subAgent",
-                        args.sub_session_id,
-                        if node.session.status == SessionStatus::Ended {
-                            "ended"
-                        } else {
-                            "been handed to a human"
-                        }
-                    )));
-                }
-                if node.agent.as_ref().is_some_and(|a| a.call_id.is_some()) {
-                    return Ok(CallOutcome::error(format!(
-                        "sub-agent `{}` runs in sync mode and its report is awaited; messages go to async sub-agents",
-                        args.sub_session_id
-                    )));
-                }
-                let content = format!("[Message from your parent agent]\n{}", args.message);
-                let item = InboxItem::new(
-                    &args.sub_session_id,
-                    InboxKind::ParentMessage,
-                    &ctx.id,
-                    None,
-                    content,
-                );
-                self.post(&item).await?;
-                Ok(CallOutcome::ok(
-                    json!({"sub_session_id": args.sub_session_id, "delivered": "at the sub-agent's next turn boundary"}),
-                ))
-            }
+            SubAgentOp::SendMessage(args) => self.send_to_sub_agent(ctx, args).await,
         }
     }
 
@@ -174,35 +131,12 @@ impl Inner {
         args: sub_agent::SubAgent,
         call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
-        let limits = self.config.sub_agents;
         let depth = ctx.sub_agent.as_ref().map_or(0, |s| s.depth) + 1;
-        if depth > limits.max_depth {
-            return Ok(CallOutcome::error(format!(
-                "sub-agents may nest {} levels deep and this one would be at level {depth}; do the work yourself",
-                limits.max_depth
-            )));
-        }
-        let tree = self.tree(&ctx.root_id).await?;
-        let children = tree.active_children(&ctx.id);
-        if children >= limits.max_children {
-            return Ok(CallOutcome::error(format!(
-                "you already have {children} active sub-agents (the limit is {}); wait for their reports or stop one",
-                limits.max_children
-            )));
-        }
-        let in_tree = tree.active_sessions();
-        if in_tree >= limits.max_sessions {
-            return Ok(CallOutcome::error(format!(
-                "this session tree already has {in_tree} active sessions (the limit is {}); wait for reports or stop sub-agents",
-                limits.max_sessions
-            )));
+        if let Some(problem) = self.sub_agent_limit(ctx, depth).await? {
+            return Ok(CallOutcome::error(problem));
         }
         let id = new_id("sess");
-        let mut vars = ctx.state.lock().await.variables.clone();
-        vars.insert("system__session_id".into(), json!(id));
-        vars.insert("system__parent_session_id".into(), json!(ctx.id));
-        vars.insert("system__root_session_id".into(), json!(ctx.root_id));
-        vars.insert("system__turn_count".into(), json!(0));
+        let vars = child_variables(ctx, &id).await;
         let config =
             serde_json::to_value(&ctx.config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let now = now_millis();
@@ -274,6 +208,104 @@ impl Inner {
             "status": "running",
             "note": "The sub-agent works on its own; its report will arrive as a message starting with [Sub-agent report]."}),
         ))
+    }
+
+    /// `getSubAgentMessage`: the latest message of a descendant.
+    async fn latest_message(
+        &self,
+        ctx: &SessionCtx,
+        target: String,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let tree = self.tree(&ctx.root_id).await?;
+        let node = parsed!(tree.descendant(&ctx.id, &target));
+        self.journal.flush().await;
+        let latest = self
+            .store
+            .recent_messages(&target, 50)
+            .await?
+            .into_iter()
+            .find(|m| !m.content.is_empty());
+        let mut out = json!({"sub_session_id": target,
+            "sub_session_title": node.session.title,
+            "sub_session_status": node.session.status.as_str(),
+            "message_id": null, "role": null, "content": "", "created_at": null});
+        if let Some(m) = latest {
+            out["message_id"] = json!(m.id);
+            out["role"] = json!(m.role.as_str());
+            out["content"] = json!(m.content);
+            out["created_at"] = json!(m.created_at);
+        }
+        Ok(CallOutcome::ok(out))
+    }
+
+    /// `sendMessageToSubAgent`: into a working async descendant's inbox.
+    async fn send_to_sub_agent(
+        self: &Arc<Self>,
+        ctx: &SessionCtx,
+        args: send_message::SendMessage,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let tree = self.tree(&ctx.root_id).await?;
+        let node = parsed!(tree.descendant(&ctx.id, &args.sub_session_id));
+        if node.session.status != SessionStatus::Active {
+            return Ok(CallOutcome::error(format!(
+                "sub-agent `{}` has {}; start a new one with subAgent",
+                args.sub_session_id,
+                if node.session.status == SessionStatus::Ended {
+                    "ended"
+                } else {
+                    "been handed to a human"
+                }
+            )));
+        }
+        if node.agent.as_ref().is_some_and(|a| a.call_id.is_some()) {
+            return Ok(CallOutcome::error(format!(
+                "sub-agent `{}` runs in sync mode and its report is awaited; messages go to async sub-agents",
+                args.sub_session_id
+            )));
+        }
+        let content = format!("[Message from your parent agent]\n{}", args.message);
+        let item = InboxItem::new(
+            &args.sub_session_id,
+            InboxKind::ParentMessage,
+            &ctx.id,
+            None,
+            content,
+        );
+        self.post(&item).await?;
+        Ok(CallOutcome::ok(
+            json!({"sub_session_id": args.sub_session_id, "delivered": "at the sub-agent's next turn boundary"}),
+        ))
+    }
+
+    /// Which limit of R-SA-7 a new sub-agent at `depth` would break.
+    async fn sub_agent_limit(
+        &self,
+        ctx: &SessionCtx,
+        depth: i64,
+    ) -> Result<Option<String>, RuntimeError> {
+        let limits = self.config.sub_agents;
+        if depth > limits.max_depth {
+            return Ok(Some(format!(
+                "sub-agents may nest {} levels deep and this one would be at level {depth}; do the work yourself",
+                limits.max_depth
+            )));
+        }
+        let tree = self.tree(&ctx.root_id).await?;
+        let children = tree.active_children(&ctx.id);
+        if children >= limits.max_children {
+            return Ok(Some(format!(
+                "you already have {children} active sub-agents (the limit is {}); wait for their reports or stop one",
+                limits.max_children
+            )));
+        }
+        let in_tree = tree.active_sessions();
+        if in_tree >= limits.max_sessions {
+            return Ok(Some(format!(
+                "this session tree already has {in_tree} active sessions (the limit is {}); wait for reports or stop sub-agents",
+                limits.max_sessions
+            )));
+        }
+        Ok(None)
     }
 
     /// A user message while sync sub-agents are awaited: the calls get a

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, ToolCall};
+use rtc_core::llm::{ChatMessage, ChatRequest, ChatResponse, LlmEvent, ToolCall};
 use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
     EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall, StateUpdated,
@@ -21,7 +21,7 @@ use crate::history::message;
 use crate::registry::SessionTools;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
-use crate::{Inner, RuntimeError, variables};
+use crate::{Inner, Provider, RuntimeError, variables};
 
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
@@ -85,24 +85,7 @@ impl Inner {
         cancel: &CancellationToken,
         turn_id: &str,
     ) -> Result<(), RuntimeError> {
-        self.refresh_if_stale(ctx).await?;
-        let (variables, changes) = variables::begin_turn(ctx).await;
-        let state = StateUpdated {
-            changes,
-            variables: variables.clone(),
-            source: "system".to_owned(),
-        };
-        let update = SessionUpdate {
-            variables: Some(variables),
-            turn_running: Some(true),
-            ..SessionUpdate::default()
-        };
-        let started = TurnStarted {
-            turn_id: turn_id.to_owned(),
-        };
-        ctx.events
-            .emit_with(vec![started.into(), state.into()], update)
-            .await?;
+        self.begin(ctx, turn_id).await?;
         let assistant = &ctx.config.assistant;
         let provider = self.provider_for(assistant);
         let model = assistant
@@ -127,72 +110,11 @@ impl Inner {
                 json_output: false,
             };
             let message_id = new_id("msg");
-            let mut stream = provider.client.stream(request);
-            let response = loop {
-                let next = tokio::select! {
-                    () = cancel.cancelled() => return Ok(()),
-                    next = stream.next() => next,
-                };
-                match next {
-                    Some(Ok(LlmEvent::TextDelta(delta))) => {
-                        let delta = MessageDelta {
-                            message_id: message_id.clone(),
-                            delta,
-                        };
-                        ctx.events.emit(delta.into()).await?;
-                    }
-                    Some(Ok(LlmEvent::Done(r))) => {
-                        if let Some(u) = &r.usage {
-                            let used =
-                                i64::try_from(u.prompt_tokens.saturating_add(u.completion_tokens))
-                                    .unwrap_or(i64::MAX);
-                            ctx.turn_tokens
-                                .fetch_add(used, std::sync::atomic::Ordering::Relaxed);
-                        }
-                        break r;
-                    }
-                    Some(Err(e)) => {
-                        ctx.events
-                            .emit(EventBody::error("llm_failed", e.to_string()))
-                            .await?;
-                        return Ok(());
-                    }
-                    None => {
-                        ctx.events
-                            .emit(EventBody::error(
-                                "llm_failed",
-                                "the model stream ended without an answer",
-                            ))
-                            .await?;
-                        return Ok(());
-                    }
-                }
+            let Some(response) = stream_answer(provider, request, ctx, cancel, &message_id).await?
+            else {
+                return Ok(());
             };
-            let mut stored = message(MessageRole::Assistant, &response.content);
-            stored.id = message_id.clone();
-            stored.tool_calls = response
-                .tool_calls
-                .iter()
-                .map(|c| MessageToolCall {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                })
-                .collect();
-            let mut events: Vec<EventBody> = Vec::new();
-            if !response.content.is_empty() || response.tool_calls.is_empty() {
-                events.push(MessageCompleted::of(&stored).into());
-            }
-            for c in &response.tool_calls {
-                let called = ToolCalled {
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    arguments: c.arguments.clone(),
-                    startup: false,
-                };
-                events.push(called.into());
-            }
-            self.append(ctx, stored, events, Durability::Queued).await?;
+            self.record_answer(ctx, &response, message_id).await?;
             if response.tool_calls.is_empty() {
                 return Ok(());
             }
@@ -217,6 +139,64 @@ impl Inner {
             .emit(EventBody::error("step_limit", limit))
             .await?;
         Ok(())
+    }
+
+    /// The turn begins: what another instance wrote is reloaded, the
+    /// platform's variables move on, `turn.started` is recorded.
+    async fn begin(&self, ctx: &SessionCtx, turn_id: &str) -> Result<(), RuntimeError> {
+        self.refresh_if_stale(ctx).await?;
+        let (variables, changes) = variables::begin_turn(ctx).await;
+        let state = StateUpdated {
+            changes,
+            variables: variables.clone(),
+            source: "system".to_owned(),
+        };
+        let update = SessionUpdate {
+            variables: Some(variables),
+            turn_running: Some(true),
+            ..SessionUpdate::default()
+        };
+        let started = TurnStarted {
+            turn_id: turn_id.to_owned(),
+        };
+        ctx.events
+            .emit_with(vec![started.into(), state.into()], update)
+            .await
+    }
+
+    /// Store the model's answer with its `message.completed` and
+    /// `tool.called` events.
+    async fn record_answer(
+        &self,
+        ctx: &SessionCtx,
+        response: &ChatResponse,
+        message_id: String,
+    ) -> Result<(), RuntimeError> {
+        let mut stored = message(MessageRole::Assistant, &response.content);
+        stored.id = message_id;
+        stored.tool_calls = response
+            .tool_calls
+            .iter()
+            .map(|c| MessageToolCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect();
+        let mut events: Vec<EventBody> = Vec::new();
+        if !response.content.is_empty() || response.tool_calls.is_empty() {
+            events.push(MessageCompleted::of(&stored).into());
+        }
+        for c in &response.tool_calls {
+            let called = ToolCalled {
+                call_id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+                startup: false,
+            };
+            events.push(called.into());
+        }
+        self.append(ctx, stored, events, Durability::Queued).await
     }
 
     /// Run the calls of one model answer concurrently, recording each
@@ -285,6 +265,58 @@ impl Inner {
             self.append(ctx, m, vec![event], Durability::Queued).await?;
         }
         Ok(interrupt)
+    }
+}
+
+/// Stream the model's answer to `request`, emitting `message.delta`s and
+/// counting its tokens; `None` when the turn was cancelled or the model
+/// failed (reported as an `error` event).
+async fn stream_answer(
+    provider: &Provider,
+    request: ChatRequest,
+    ctx: &SessionCtx,
+    cancel: &CancellationToken,
+    message_id: &str,
+) -> Result<Option<ChatResponse>, RuntimeError> {
+    let mut stream = provider.client.stream(request);
+    loop {
+        let next = tokio::select! {
+            () = cancel.cancelled() => return Ok(None),
+            next = stream.next() => next,
+        };
+        match next {
+            Some(Ok(LlmEvent::TextDelta(delta))) => {
+                let delta = MessageDelta {
+                    message_id: message_id.to_owned(),
+                    delta,
+                };
+                ctx.events.emit(delta.into()).await?;
+            }
+            Some(Ok(LlmEvent::Done(r))) => {
+                if let Some(u) = &r.usage {
+                    let used = i64::try_from(u.prompt_tokens.saturating_add(u.completion_tokens))
+                        .unwrap_or(i64::MAX);
+                    ctx.turn_tokens
+                        .fetch_add(used, std::sync::atomic::Ordering::Relaxed);
+                }
+                return Ok(Some(r));
+            }
+            Some(Err(e)) => {
+                ctx.events
+                    .emit(EventBody::error("llm_failed", e.to_string()))
+                    .await?;
+                return Ok(None);
+            }
+            None => {
+                ctx.events
+                    .emit(EventBody::error(
+                        "llm_failed",
+                        "the model stream ended without an answer",
+                    ))
+                    .await?;
+                return Ok(None);
+            }
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! The LLM's built-in tools of seed 000, one tool per file: its name, its
+//! The model's built-in tools, one tool per file: its name, its
 //! description and schema written for the model, the checking of the
 //! model's arguments, and its [`ToolHandler`](crate::tool::ToolHandler)
 //! (declared with [`built_in!`], running the call through the service of

@@ -1,9 +1,9 @@
 //! `createLoop {prompt, interval_seconds, max_turns=10}`.
 
+use super::Create;
 use super::LoopOp;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
-use serde::Deserialize;
 use serde_json::json;
 
 pub const NAME: &str = "createLoop";
@@ -26,18 +26,6 @@ pub fn spec() -> ToolSpec {
                 "max_turns": {"type": "integer", "minimum": 1, "maximum": MAX_TURNS_LIMIT, "default": 10}},
             "required": ["prompt", "interval_seconds"], "additionalProperties": false}),
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct Create {
-    pub prompt: String,
-    pub interval_seconds: i64,
-    #[serde(default = "default_turns")]
-    pub max_turns: i64,
-}
-
-fn default_turns() -> i64 {
-    10
 }
 
 pub fn parse(arguments: &str) -> Result<Create, String> {

@@ -11,9 +11,22 @@ pub mod resume;
 
 use serde::Deserialize;
 
+/// `createLoop`'s arguments.
+#[derive(Debug, Deserialize)]
+pub struct Create {
+    pub prompt: String,
+    pub interval_seconds: i64,
+    #[serde(default = "default_turns")]
+    pub max_turns: i64,
+}
+
+fn default_turns() -> i64 {
+    10
+}
+
 /// A loop tool's call, parsed, for the loop service (`crate::loops`).
 pub(crate) enum LoopOp {
-    Create(create::Create),
+    Create(Create),
     Cancel(String),
     Complete(complete::Complete),
     List,
