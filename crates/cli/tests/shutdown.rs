@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use rtc_testkit::{Engine, MockLlm, MockReply, ServerProcess};
 use serde_json::json;
+use tokio_tungstenite::tungstenite::Message;
 
 use crate::conversation::{assistant, events_until, open, turn_done};
 use crate::harness::{Server, binary, start};
@@ -40,6 +41,11 @@ async fn terminate_during_turn(
         srv.process.base_url
     );
     let mut sse = srv.client.get(url).send().await?.bytes_stream();
+    let ws_url = format!(
+        "{}/v1/sessions/{session}/ws?token={token}",
+        srv.process.base_url.replace("http://", "ws://")
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(ws_url).await?;
     ws.post(
         &format!("/v1/sessions/{session}/messages"),
         json!({"text": "work"}),
@@ -70,6 +76,17 @@ async fn terminate_during_turn(
     })
     .await;
     anyhow::ensure!(ended.is_ok(), "the SSE stream stayed open after SIGTERM");
+    // The WebSocket gets a proper close (1001, going away).
+    let closed = tokio::time::timeout(Duration::from_secs(grace_secs + 10), async {
+        while let Some(msg) = socket.next().await {
+            if let Ok(Message::Close(frame)) = msg {
+                return frame.map(|f| u16::from(f.code));
+            }
+        }
+        None
+    })
+    .await?;
+    anyhow::ensure!(closed == Some(1001), "WebSocket close: {closed:?}");
     let status = stopping.await??;
     anyhow::ensure!(status.success(), "rtc-agent exited with {status}");
     let process = ServerProcess::start(&binary(), &db.url, data_dir.path(), &env).await?;
