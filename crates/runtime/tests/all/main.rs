@@ -18,3 +18,4 @@ mod features;
 mod loops;
 mod shutdown;
 mod small_model;
+mod web;
