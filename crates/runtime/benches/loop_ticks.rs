@@ -89,7 +89,11 @@ async fn populate(rt: &Runtime, store: &Store, loops: usize) -> i64 {
         .await
         .unwrap();
     let assistant: Assistant =
-        serde_json::from_value(json!({"name": "ticker", "systemPrompt": "Tick."})).unwrap();
+        // The LLM built-ins off: ticks measure the schedule, not tool lists.
+        serde_json::from_value(json!({"name": "ticker", "systemPrompt": "Tick.", "features": {
+            "subAgents": false, "askUser": false, "todo": false, "goals": false,
+            "loops": false, "webSearch": false, "webFetch": false, "memory": false}}))
+        .unwrap();
     store
         .insert(&workspace, Some("asst_tick".into()), assistant)
         .await

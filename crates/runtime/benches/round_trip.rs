@@ -130,7 +130,12 @@ async fn setup() -> Setup {
         .insert("ws_bench", Some("bench_tool".into()), tool)
         .await
         .unwrap();
+    // One bound tool and nothing else, so every model request carries one
+    // function (the LLM built-ins are on by default; switched off here).
+    let off = json!({"subAgents": false, "askUser": false, "todo": false, "goals": false,
+        "loops": false, "webSearch": false, "webFetch": false, "memory": false});
     let assistant: Assistant = serde_json::from_value(json!({"name": "bench", "systemPrompt": "Benchmark.",
+        "features": off,
         "toolBindings": [{"toolId": "bench_tool", "argumentBindings": {"q": {"source": "model"}}}]})).unwrap();
     store
         .insert("ws_bench", Some("asst_bench".into()), assistant)
