@@ -115,3 +115,85 @@ async fn loopback_servers_are_refused_by_default() -> anyhow::Result<()> {
     mcp.stop().await;
     Ok(())
 }
+
+/// An MCP call whose result carries the server's header secret (here the
+/// `echo` tool repeats it, raw, in base64 and percent-encoded) reaches
+/// neither `tool.completed` nor the model.
+async fn mcp_results_are_scrubbed(engine: Engine) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+
+    use crate::conversation::{assistant, events_until, open, server, turn_done};
+
+    const SECRET: &str = "mcp-token/canary+7?";
+    let forms = [
+        SECRET.to_owned(),
+        STANDARD.encode(SECRET),
+        URL_SAFE_NO_PAD.encode(SECRET),
+        url::form_urlencoded::byte_serialize(SECRET.as_bytes()).collect::<String>(),
+    ];
+    let mcp = McpHttpServer::start().await?;
+    let mock = rtc_testkit::MockLlm::start(vec![
+        rtc_testkit::MockReply::call("echo", json!({"message": forms.join(" | ")})),
+        rtc_testkit::MockReply::text("done"),
+    ])
+    .await?;
+    let Some(srv) = server(engine, &mock).await? else {
+        mcp.stop().await;
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    ws.put("/v1/secrets/secret__mcp", json!({"value": SECRET}))
+        .await?
+        .assert_status(201);
+    let created = ws
+        .create("/v1/mcp-servers", json!({"name": "everything", "transport": {"type": "streamableHttp", "url": mcp.url, "headers": {"Authorization": "Bearer {{secret__mcp}}"}}}))
+        .await?;
+    let id = created["id"].as_str().unwrap();
+    let tool = ws
+        .create("/v1/tools", json!({"name": "echo", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "echo"}}))
+        .await?;
+    let a = assistant(&ws, json!({"name": "a", "systemPrompt": "Hi.", "toolBindings": [{"toolId": tool["id"], "argumentBindings": {"message": {"source": "model"}}}]})).await?;
+    let (sid, token) = open(&ws, json!({"assistantId": a})).await?;
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "go"}),
+    )
+    .await?
+    .assert_status(202);
+    let events = events_until(&srv, &token, &sid, 0, turn_done).await?;
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .expect("tool.completed")
+        .to_string();
+    let reqs = mock.requests();
+    let tool_message = reqs[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .to_string();
+    for (what, text) in [
+        ("tool.completed", &done),
+        ("the model's tool message", &tool_message),
+    ] {
+        for form in &forms {
+            assert!(!text.contains(form.as_str()), "{what} holds {form}: {text}");
+        }
+        assert!(text.contains("[redacted]"), "{what}: {text}");
+    }
+    mcp.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn mcp_results_are_scrubbed_sqlite() -> anyhow::Result<()> {
+    mcp_results_are_scrubbed(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn mcp_results_are_scrubbed_postgres() -> anyhow::Result<()> {
+    mcp_results_are_scrubbed(Engine::Postgres).await
+}

@@ -95,17 +95,23 @@ impl Runtime {
         workspace: &str,
         server: &McpServer,
     ) -> Result<Result<Vec<McpToolInfo>, String>, RuntimeError> {
-        let headers = match self.inner.mcp_headers(workspace, &server.transport).await? {
+        let mut revealed = Vec::new();
+        let headers = match self
+            .inner
+            .mcp_headers(workspace, &server.transport, &mut revealed)
+            .await?
+        {
             Ok(h) => h,
             Err(e) => return Ok(Err(e)),
         };
+        let scrubber = rtc_tools::scrub::Scrubber::new(&revealed);
         Ok(self
             .inner
             .config
             .mcp
             .list_tools(&server.transport, &headers)
             .await
-            .map_err(|e| e.to_string()))
+            .map_err(|e| scrubber.scrub_str(&e.to_string())))
     }
 
     /// The assistant a new session runs, checked again against its
