@@ -46,6 +46,7 @@ struct FileConfig {
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
+    header_read_timeout_secs: Option<u64>,
     loop_poll_ms: Option<u64>,
     loop_lease_secs: Option<u64>,
     loop_max_hours: Option<u64>,
@@ -106,6 +107,9 @@ pub struct Settings {
     /// On SIGTERM: how long running turns may take to finish before they
     /// are checkpointed (cancelled with their results recorded).
     pub shutdown_grace_secs: u64,
+    /// How long a connection may take to send a request's headers before
+    /// it is closed.
+    pub header_read_timeout_secs: u64,
     /// Loop scheduler: poll interval, tick lease, longest loop life.
     pub loop_poll_ms: u64,
     pub loop_lease_secs: u64,
@@ -138,6 +142,7 @@ impl std::fmt::Debug for Settings {
             .field("max_steps_per_turn", &self.max_steps_per_turn)
             .field("idle_session_secs", &self.idle_session_secs)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("header_read_timeout_secs", &self.header_read_timeout_secs)
             .field("loop_poll_ms", &self.loop_poll_ms)
             .field("loop_lease_secs", &self.loop_lease_secs)
             .field("loop_max_hours", &self.loop_max_hours)
@@ -258,6 +263,11 @@ impl Settings {
                 None => file.idle_session_secs.unwrap_or(300),
             },
             shutdown_grace_secs: number("RTC_SHUTDOWN_GRACE_SECS", file.shutdown_grace_secs, 10)?,
+            header_read_timeout_secs: number(
+                "RTC_HEADER_READ_TIMEOUT_SECS",
+                file.header_read_timeout_secs,
+                10,
+            )?,
             loop_poll_ms: number("RTC_LOOP_POLL_MS", file.loop_poll_ms, 100)?,
             loop_lease_secs: number("RTC_LOOP_LEASE_SECS", file.loop_lease_secs, 30)?,
             loop_max_hours: number("RTC_LOOP_MAX_HOURS", file.loop_max_hours, 24)?,

@@ -23,6 +23,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         max_steps_per_turn: 1,
         idle_session_secs: 1,
         shutdown_grace_secs: 1,
+        header_read_timeout_secs: 1,
         loop_poll_ms: 1,
         loop_lease_secs: 1,
         loop_max_hours: 1,
