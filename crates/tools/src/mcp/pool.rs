@@ -23,7 +23,8 @@ use rtc_protocol::{McpToolInfo, McpTransport};
 use serde_json::Value;
 
 use super::{
-    McpConnector, McpError, McpService, ResolvedHeaders, describe, never_sent, tool_infos,
+    MAX_RESULT_BYTES, McpConnector, McpError, McpService, ResolvedHeaders, describe, never_sent,
+    tool_infos,
 };
 
 /// First wait after a failed connection attempt; it doubles per failure.
@@ -278,7 +279,7 @@ impl McpPool {
                     slot.forget(&conn).await;
                     return Err(McpError::Timeout(call.timeout));
                 }
-                Ok(Ok(result)) => return tool_result(&result),
+                Ok(Ok(result)) => return tool_result(&result, MAX_RESULT_BYTES),
                 Ok(Err(e)) if stale.is_none() && never_sent(&e) => {
                     tracing::warn!(error = %describe(&e), "MCP request not sent; reconnecting");
                     stale = Some(conn);
@@ -310,9 +311,14 @@ async fn open(connector: &McpConnector, call: &McpCall<'_>) -> Result<Pooled, Mc
     Ok(Pooled { service, tools })
 }
 
-/// A tool result as JSON: the structured content if given, else the text.
-fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> {
+/// A tool result as JSON: the structured content if given, else the text;
+/// refused when its JSON is over `limit` bytes.
+fn tool_result(result: &rmcp::model::CallToolResult, limit: usize) -> Result<Value, McpError> {
     let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
+    let size = json_len(&value);
+    if size > limit {
+        return Err(McpError::TooLarge { size, limit });
+    }
     let text: Vec<&str> = value
         .get("content")
         .and_then(Value::as_array)
@@ -332,6 +338,24 @@ fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> 
         return Ok(structured.clone());
     }
     Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// The length of `value` as compact JSON, counted without building it.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 #[cfg(test)]
