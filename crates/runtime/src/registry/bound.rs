@@ -23,6 +23,21 @@ use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
 
+/// The MCP pool's key of a server configuration: its workspace, id and
+/// update time, so an edited server gets a new connection.
+pub(crate) fn mcp_pool_key(workspace: &str, server_id: &str, updated_at: Option<&str>) -> String {
+    format!(
+        "{}{}",
+        mcp_pool_key_prefix(workspace, server_id),
+        updated_at.unwrap_or("")
+    )
+}
+
+/// The prefix of every pool key of one server.
+pub(crate) fn mcp_pool_key_prefix(workspace: &str, server_id: &str) -> String {
+    format!("{workspace}/{server_id}/")
+}
+
 /// The function of one binding (`toolBindings[index]`).
 pub(crate) struct BoundTool {
     pub index: usize,
@@ -164,12 +179,7 @@ impl Inner {
             Ok(h) => h,
             Err(e) => return Ok(Err(e)),
         };
-        let key = format!(
-            "{}/{}/{}",
-            ctx.workspace,
-            mcp.server_id,
-            server.updated_at.as_deref().unwrap_or("")
-        );
+        let key = mcp_pool_key(&ctx.workspace, &mcp.server_id, server.updated_at.as_deref());
         let fallback = Value::Object(Map::new());
         let call = McpCall {
             key: &key,
