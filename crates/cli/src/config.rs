@@ -46,6 +46,7 @@ struct FileConfig {
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
+    header_read_timeout_secs: Option<u64>,
     loop_poll_ms: Option<u64>,
     loop_lease_secs: Option<u64>,
     loop_max_hours: Option<u64>,
@@ -85,8 +86,8 @@ impl std::fmt::Debug for ProviderSettings {
     }
 }
 
-/// The settings in force.
-#[derive(Debug)]
+/// The settings in force. Its `Debug` shows whether the admin token and
+/// master key are set, never their values.
 pub struct Settings {
     pub listen: String,
     pub database_url: String,
@@ -106,6 +107,9 @@ pub struct Settings {
     /// On SIGTERM: how long running turns may take to finish before they
     /// are checkpointed (cancelled with their results recorded).
     pub shutdown_grace_secs: u64,
+    /// How long a connection may take to send a request's headers before
+    /// it is closed.
+    pub header_read_timeout_secs: u64,
     /// Loop scheduler: poll interval, tick lease, longest loop life.
     pub loop_poll_ms: u64,
     pub loop_lease_secs: u64,
@@ -119,6 +123,54 @@ pub struct Settings {
     pub instance_id: Option<String>,
     pub web: WebSettings,
     pub providers: BTreeMap<String, ProviderSettings>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |v: &Option<String>| v.as_ref().map(|_| "[redacted]");
+        f.debug_struct("Settings")
+            .field("listen", &self.listen)
+            .field("database_url", &redact_url(&self.database_url))
+            .field("data_dir", &self.data_dir)
+            .field("admin_token", &redacted(&self.admin_token))
+            .field("master_key", &redacted(&self.master_key))
+            .field("allow_private_network", &self.allow_private_network)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("json_logs", &self.json_logs)
+            .field("llm", &self.llm)
+            .field("small_model", &self.small_model)
+            .field("max_steps_per_turn", &self.max_steps_per_turn)
+            .field("idle_session_secs", &self.idle_session_secs)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("header_read_timeout_secs", &self.header_read_timeout_secs)
+            .field("loop_poll_ms", &self.loop_poll_ms)
+            .field("loop_lease_secs", &self.loop_lease_secs)
+            .field("loop_max_hours", &self.loop_max_hours)
+            .field("subagent_max_depth", &self.subagent_max_depth)
+            .field("subagent_max_children", &self.subagent_max_children)
+            .field("subagent_max_sessions", &self.subagent_max_sessions)
+            .field("instance_id", &self.instance_id)
+            .field("web", &self.web)
+            .field("providers", &self.providers)
+            .finish()
+    }
+}
+
+/// A database URL without its password (`postgres://user:pw@host` ->
+/// `postgres://user:[redacted]@host`).
+fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            format!("{scheme}://{user}:[redacted]@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
 }
 
 pub(crate) fn env(name: &str) -> Option<String> {
@@ -211,6 +263,11 @@ impl Settings {
                 None => file.idle_session_secs.unwrap_or(300),
             },
             shutdown_grace_secs: number("RTC_SHUTDOWN_GRACE_SECS", file.shutdown_grace_secs, 10)?,
+            header_read_timeout_secs: number(
+                "RTC_HEADER_READ_TIMEOUT_SECS",
+                file.header_read_timeout_secs,
+                10,
+            )?,
             loop_poll_ms: number("RTC_LOOP_POLL_MS", file.loop_poll_ms, 100)?,
             loop_lease_secs: number("RTC_LOOP_LEASE_SECS", file.loop_lease_secs, 30)?,
             loop_max_hours: number("RTC_LOOP_MAX_HOURS", file.loop_max_hours, 24)?,
@@ -247,3 +304,7 @@ pub fn init_tracing(settings: &Settings) {
         builder.init();
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

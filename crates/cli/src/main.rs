@@ -3,6 +3,7 @@
 
 mod chat;
 mod config;
+mod http;
 mod serve;
 mod web_config;
 

@@ -100,13 +100,18 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     std::io::stdout().flush()?;
     tracing::info!(%addr, database = %rtc_store::redact_url(&settings.database_url), "serving");
     let signalled = shutdown.clone();
-    axum::serve(listener, rtc_server::router(state))
-        .with_graceful_shutdown(async move {
+    let header_timeout = Duration::from_secs(settings.header_read_timeout_secs);
+    crate::http::serve(
+        listener,
+        rtc_server::router(state),
+        header_timeout,
+        async move {
             shutdown_signal().await;
             // Live streams end, so the server can drain its connections.
             signalled.cancel();
-        })
-        .await?;
+        },
+    )
+    .await;
     let grace = Duration::from_secs(settings.shutdown_grace_secs);
     let report = runtime.shutdown(grace).await;
     tracing::info!(

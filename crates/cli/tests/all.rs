@@ -9,6 +9,7 @@ mod assistants;
 mod auth;
 mod builtins;
 mod chat;
+mod connections;
 mod console;
 mod conversation;
 mod errors;

@@ -6,9 +6,12 @@ use serde_json::{Value, json};
 use crate::harness::{Api, assert_contains, on_both};
 
 async fn seed_tools(ws: &Api) -> anyhow::Result<()> {
-    ws.put("/v1/secrets/secret__api_key", json!({"value": "k"}))
-        .await?
-        .assert_status(201);
+    ws.put(
+        "/v1/secrets/secret__api_key",
+        json!({"value": "k-secret-value"}),
+    )
+    .await?
+    .assert_status(201);
     ws.create("/v1/tools", json!({
         "id": "tool_query_order", "name": "query_order", "type": "http",
         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}, "tenant": {"type": "string"}}, "required": ["order_id", "tenant"]},

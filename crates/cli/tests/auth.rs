@@ -77,7 +77,7 @@ on_both!(workspace_keys_are_shown_once_and_rotate, |srv| {
 on_both!(workspaces_never_see_each_other, |srv| {
     let (_, a) = srv.workspace("A").await?;
     let (b_id, b) = srv.workspace("B").await?;
-    a.put("/v1/secrets/secret__k", json!({"value": "v"}))
+    a.put("/v1/secrets/secret__k", json!({"value": "v-secret-value"}))
         .await?
         .assert_status(201);
     let tool = a

@@ -34,7 +34,8 @@ on_both!(stdio_servers_need_the_admin_and_are_discovered, |srv| {
     ws.post("/v1/tools", json!({"name": "nope", "type": "mcp", "mcp": {"serverId": "mcp_missing", "remoteToolName": "echo"}}))
         .await?
         .assert_error(422, "unknown_mcp_server", Some("mcp.serverId"));
-    // The workspace key cannot change the stdio server; the server in use cannot be deleted.
+    // The workspace key cannot change or delete the stdio server; the
+    // server in use cannot be deleted by the admin either.
     ws.put(
         &format!("/v1/mcp-servers/{id}"),
         json!({"name": "x", "transport": {"type": "streamableHttp", "url": "https://x/mcp"}}),
@@ -43,7 +44,124 @@ on_both!(stdio_servers_need_the_admin_and_are_discovered, |srv| {
     .assert_error(403, "stdio_requires_admin", None);
     ws.delete(&format!("/v1/mcp-servers/{id}"))
         .await?
+        .assert_error(403, "stdio_requires_admin", Some("transport.type"));
+    admin
+        .delete(&format!("/v1/mcp-servers/{id}"))
+        .await?
         .assert_error(409, "in_use", None);
+    Ok(())
+});
+
+/// The number of processes whose environment holds `marker`.
+fn processes_with(marker: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            // Not a zombie waiting to be reaped.
+            std::fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(')')
+                        .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(false)
+        })
+        .filter_map(|e| std::fs::read(e.path().join("environ")).ok())
+        .filter(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
+        .count()
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !done() {
+        anyhow::ensure!(std::time::Instant::now() < deadline, "{what} within 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+on_both!(stdio_env_is_write_only_and_processes_follow_edits, |srv| {
+    let (ws_id, ws) = srv.workspace("A").await?;
+    let admin = srv.admin_in(&ws_id);
+    let (command, args) = everything_stdio_command()?;
+    // A value unique to this run: it is the stored secret, and it finds the
+    // server's processes.
+    let value = format!("env-secret-{}-{}", std::process::id(), ws_id);
+    let marker = format!("RTC_E2E_MARKER={value}");
+    let body = |env: serde_json::Value| json!({"name": "everything", "transport": {"type": "stdio", "command": command, "args": args, "env": env}});
+    let created = admin
+        .create("/v1/mcp-servers", body(json!({"RTC_E2E_MARKER": value})))
+        .await?;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/mcp-servers/{id}");
+    assert_eq!(
+        created["transport"]["env"]["RTC_E2E_MARKER"], "***",
+        "{created}"
+    );
+    for (who, api) in [("workspace key", &ws), ("admin", &admin)] {
+        for p in [path.clone(), "/v1/mcp-servers".to_owned()] {
+            let r = api.get(&p).await?;
+            r.assert_status(200);
+            assert!(
+                !r.text.contains(&value),
+                "{who} GET {p} shows the env value: {}",
+                r.text
+            );
+            assert!(r.text.contains("\"RTC_E2E_MARKER\":\"***\""), "{}", r.text);
+        }
+    }
+    // The workspace key may neither change nor delete it.
+    ws.put(&path, body(json!({"RTC_E2E_MARKER": "***"})))
+        .await?
+        .assert_error(403, "stdio_requires_admin", Some("transport.type"));
+    ws.delete(&path)
+        .await?
+        .assert_error(403, "stdio_requires_admin", Some("transport.type"));
+    // Discovery, however often, runs on one pooled process.
+    let tools = format!("{path}/tools");
+    let answers = futures::future::join_all((0..4).map(|_| ws.get(&tools))).await;
+    for r in answers {
+        r?.assert_status(200);
+    }
+    for _ in 0..3 {
+        ws.get(&tools).await?.assert_status(200);
+    }
+    assert_eq!(processes_with(&marker), 1, "one pooled stdio process");
+    // `***` sent back keeps the stored value: the new process has it too.
+    admin
+        .put(&path, body(json!({"RTC_E2E_MARKER": "***", "OTHER": "x"})))
+        .await?
+        .assert_status(200);
+    admin
+        .put(&path, body(json!({"NEW_ONE": "***"})))
+        .await?
+        .assert_error(422, "invalid_value", Some("transport.env.NEW_ONE"));
+    // The edit ended the old process; discovery starts one with the value kept.
+    until("the edited server's old process ends", || {
+        processes_with(&marker) == 0
+    })
+    .await?;
+    ws.get(&tools).await?.assert_status(200);
+    assert_eq!(
+        processes_with(&marker),
+        1,
+        "the kept value reached the new process"
+    );
+    // Deleting it (admin) ends its process.
+    admin.delete(&path).await?.assert_status(204);
+    until("the deleted server's process ends", || {
+        processes_with(&marker) == 0
+    })
+    .await?;
     Ok(())
 });
 
@@ -114,4 +232,86 @@ async fn loopback_servers_are_refused_by_default() -> anyhow::Result<()> {
     .await?;
     mcp.stop().await;
     Ok(())
+}
+
+/// An MCP call whose result carries the server's header secret (here the
+/// `echo` tool repeats it, raw, in base64 and percent-encoded) reaches
+/// neither `tool.completed` nor the model.
+async fn mcp_results_are_scrubbed(engine: Engine) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+
+    use crate::conversation::{assistant, events_until, open, server, turn_done};
+
+    const SECRET: &str = "mcp-token/canary+7?";
+    let forms = [
+        SECRET.to_owned(),
+        STANDARD.encode(SECRET),
+        URL_SAFE_NO_PAD.encode(SECRET),
+        url::form_urlencoded::byte_serialize(SECRET.as_bytes()).collect::<String>(),
+    ];
+    let mcp = McpHttpServer::start().await?;
+    let mock = rtc_testkit::MockLlm::start(vec![
+        rtc_testkit::MockReply::call("echo", json!({"message": forms.join(" | ")})),
+        rtc_testkit::MockReply::text("done"),
+    ])
+    .await?;
+    let Some(srv) = server(engine, &mock).await? else {
+        mcp.stop().await;
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    ws.put("/v1/secrets/secret__mcp", json!({"value": SECRET}))
+        .await?
+        .assert_status(201);
+    let created = ws
+        .create("/v1/mcp-servers", json!({"name": "everything", "transport": {"type": "streamableHttp", "url": mcp.url, "headers": {"Authorization": "Bearer {{secret__mcp}}"}}}))
+        .await?;
+    let id = created["id"].as_str().unwrap();
+    let tool = ws
+        .create("/v1/tools", json!({"name": "echo", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "echo"}}))
+        .await?;
+    let a = assistant(&ws, json!({"name": "a", "systemPrompt": "Hi.", "toolBindings": [{"toolId": tool["id"], "argumentBindings": {"message": {"source": "model"}}}]})).await?;
+    let (sid, token) = open(&ws, json!({"assistantId": a})).await?;
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "go"}),
+    )
+    .await?
+    .assert_status(202);
+    let events = events_until(&srv, &token, &sid, 0, turn_done).await?;
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .expect("tool.completed")
+        .to_string();
+    let reqs = mock.requests();
+    let tool_message = reqs[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .to_string();
+    for (what, text) in [
+        ("tool.completed", &done),
+        ("the model's tool message", &tool_message),
+    ] {
+        for form in &forms {
+            assert!(!text.contains(form.as_str()), "{what} holds {form}: {text}");
+        }
+        assert!(text.contains("[redacted]"), "{what}: {text}");
+    }
+    mcp.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn mcp_results_are_scrubbed_sqlite() -> anyhow::Result<()> {
+    mcp_results_are_scrubbed(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn mcp_results_are_scrubbed_postgres() -> anyhow::Result<()> {
+    mcp_results_are_scrubbed(Engine::Postgres).await
 }

@@ -81,7 +81,7 @@ async fn restart(engine: Engine) -> anyhow::Result<()> {
     client
         .put(format!("{}/v1/secrets/secret__k", first.base_url))
         .bearer_auth(&key)
-        .json(&json!({"value": "v"}))
+        .json(&json!({"value": "v-secret-value"}))
         .send()
         .await?;
     first.kill().await;

@@ -35,9 +35,20 @@ on_both!(secrets_are_write_only, |srv| {
     ws.put("/v1/secrets/api_key", json!({"value": "v"}))
         .await?
         .assert_error(422, "invalid_secret_name", Some("name"));
-    ws.put("/v1/secrets/secret__x", json!({"value": ""}))
+    for short in ["", "1234567", "éééé"] {
+        ws.put("/v1/secrets/secret__x", json!({"value": short}))
+            .await?
+            .assert_error(422, "secret_too_short", Some("value"));
+    }
+    ws.put("/v1/secrets/secret__x", json!({"value": "12345678"}))
         .await?
-        .assert_error(422, "invalid_value", Some("value"));
+        .assert_status(201);
+    ws.put(
+        "/v1/secrets/secret__x",
+        json!({"value": "x".repeat(16 * 1024 + 1)}),
+    )
+    .await?
+    .assert_error(422, "invalid_value", Some("value"));
     ws.put("/v1/secrets/secret__x", json!({"val": "v"}))
         .await?
         .assert_error(422, "invalid_field", Some("val"));

@@ -25,9 +25,12 @@ fn http_tool() -> Value {
 
 on_both!(valid_tools_round_trip, |srv| {
     let (_, ws) = srv.workspace("A").await?;
-    ws.put("/v1/secrets/secret__api_key", json!({"value": "k"}))
-        .await?
-        .assert_status(201);
+    ws.put(
+        "/v1/secrets/secret__api_key",
+        json!({"value": "k-secret-value"}),
+    )
+    .await?
+    .assert_status(201);
     let created = ws.create("/v1/tools", http_tool()).await?;
     assert_contains(&created, &http_tool());
     let read = ws.get("/v1/tools/tool_query_order").await?;
@@ -66,9 +69,12 @@ on_both!(valid_tools_round_trip, |srv| {
 
 on_both!(invalid_tools_name_their_field, |srv| {
     let (_, ws) = srv.workspace("A").await?;
-    ws.put("/v1/secrets/secret__api_key", json!({"value": "k"}))
-        .await?
-        .assert_status(201);
+    ws.put(
+        "/v1/secrets/secret__api_key",
+        json!({"value": "k-secret-value"}),
+    )
+    .await?
+    .assert_status(201);
     let cases: Vec<(&str, Value, &str, &str)> = vec![
         ("/name", json!("has space"), "invalid_name", "name"),
         ("/name", json!("askUser"), "reserved_name", "name"),

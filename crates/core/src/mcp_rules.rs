@@ -92,6 +92,51 @@ fn check_header_secrets(value: &str, field: &str, secret_exists: &dyn Fn(&str) -
     Ok(())
 }
 
+/// What API answers show instead of a stdio server's environment values
+/// (they are write-only, like secrets).
+pub const MASKED_ENV_VALUE: &str = "***";
+
+/// The server as the API shows it: a stdio server's `env` values masked.
+pub fn masked(mut server: McpServer) -> McpServer {
+    if let McpTransport::Stdio { env, .. } = &mut server.transport {
+        for value in env.values_mut() {
+            MASKED_ENV_VALUE.clone_into(value);
+        }
+    }
+    server
+}
+
+/// Before saving: an `env` value sent back as [`MASKED_ENV_VALUE`] keeps
+/// the stored value of that variable (of `existing`, the server being
+/// replaced); one with no stored value is refused.
+pub fn keep_masked_env(server: &mut McpServer, existing: Option<&McpServer>) -> Rule {
+    let McpTransport::Stdio { env, .. } = &mut server.transport else {
+        return Ok(());
+    };
+    let stored = match existing.map(|e| &e.transport) {
+        Some(McpTransport::Stdio { env, .. }) => Some(env),
+        _ => None,
+    };
+    for (key, value) in env.iter_mut() {
+        if value != MASKED_ENV_VALUE {
+            continue;
+        }
+        match stored.and_then(|s| s.get(key)) {
+            Some(kept) => kept.clone_into(value),
+            None => {
+                return Err(ValidationError::new(
+                    "invalid_value",
+                    format!("transport.env.{key}"),
+                    format!(
+                        "`{MASKED_ENV_VALUE}` keeps a stored value, and `{key}` has none; send the value itself"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Secrets referenced by a server's headers.
 pub fn referenced_secrets(server: &McpServer) -> Vec<String> {
     let McpTransport::StreamableHttp { headers, .. } = &server.transport else {
@@ -99,3 +144,7 @@ pub fn referenced_secrets(server: &McpServer) -> Vec<String> {
     };
     placeholders::secrets_in(headers.values())
 }
+
+#[cfg(test)]
+#[path = "mcp_rules_tests.rs"]
+mod tests;

@@ -88,24 +88,44 @@ impl Runtime {
         self.check_assistant(assistant, &tools, iface.as_ref())
     }
 
-    /// The tools an MCP server offers; the inner error is safe to show
-    /// (it never holds a secret value).
+    /// The tools an MCP server offers, listed on its pooled connection (a
+    /// stdio server is not started again) at most once per few seconds;
+    /// the inner error is safe to show (it never holds a secret value).
     pub async fn mcp_server_tools(
         &self,
         workspace: &str,
         server: &McpServer,
     ) -> Result<Result<Vec<McpToolInfo>, String>, RuntimeError> {
-        let headers = match self.inner.mcp_headers(workspace, &server.transport).await? {
+        let mut revealed = Vec::new();
+        let headers = match self
+            .inner
+            .mcp_headers(workspace, &server.transport, &mut revealed)
+            .await?
+        {
             Ok(h) => h,
             Err(e) => return Ok(Err(e)),
         };
+        let scrubber = rtc_tools::scrub::Scrubber::new(&revealed);
+        let key = crate::registry::mcp_pool_key(
+            workspace,
+            server.id.as_deref().unwrap_or(""),
+            server.updated_at.as_deref(),
+        );
         Ok(self
             .inner
-            .config
-            .mcp
-            .list_tools(&server.transport, &headers)
+            .mcp_pool
+            .tools(&self.inner.config.mcp, &key, &server.transport, &headers)
             .await
-            .map_err(|e| e.to_string()))
+            .map_err(|e| scrubber.scrub_str(&e.to_string())))
+    }
+
+    /// An MCP server was changed or deleted: its pooled connections go now
+    /// (a stdio server's process ends), the next call or discovery opens
+    /// one with the new configuration.
+    pub fn mcp_server_changed(&self, workspace: &str, server_id: &str) {
+        self.inner
+            .mcp_pool
+            .evict(&crate::registry::mcp_pool_key_prefix(workspace, server_id));
     }
 
     /// The assistant a new session runs, checked again against its

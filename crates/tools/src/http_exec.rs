@@ -20,6 +20,7 @@ use crate::net_guard::{
     AddressPolicy, blocked_host, check_url, cross_origin_redirect, guarded_client,
     guarded_client_same_origin,
 };
+use crate::scrub::Scrubber;
 
 /// Upper bound of any HTTP tool call (tools set their own, lower, limit).
 const MAX_TIMEOUT_SECS: u64 = 300;
@@ -33,31 +34,9 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 pub struct CallSecrets(pub BTreeMap<String, String>);
 
 impl CallSecrets {
-    /// Replace any secret value a service echoed back, so it cannot reach
-    /// the model, an event or a log.
-    pub fn scrub_text(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for v in self.0.values().filter(|v| v.len() >= 4) {
-            out = out.replace(v.as_str(), "[redacted]");
-        }
-        out
-    }
-
-    /// [`Self::scrub_text`] over every string of a JSON value.
-    pub fn scrub(&self, value: Value) -> Value {
-        if self.0.is_empty() {
-            return value;
-        }
-        match value {
-            Value::String(s) => Value::String(self.scrub_text(&s)),
-            Value::Array(a) => Value::Array(a.into_iter().map(|v| self.scrub(v)).collect()),
-            Value::Object(m) => Value::Object(
-                m.into_iter()
-                    .map(|(k, v)| (self.scrub_text(&k), self.scrub(v)))
-                    .collect(),
-            ),
-            other => other,
-        }
+    /// The scrubber of these values (see [`crate::scrub`]).
+    pub fn scrubber(&self) -> Scrubber {
+        Scrubber::new(self.0.values())
     }
 }
 
@@ -154,6 +133,7 @@ impl HttpExecutor {
         if let Some(body) = &config.body {
             req = req.json(&render_json(body, args, inputs));
         }
+        let scrubber = secrets.scrubber();
         let resp = req.send().await.map_err(|e| {
             if e.is_timeout() {
                 HttpToolError::Timeout(timeout)
@@ -167,7 +147,7 @@ impl HttpExecutor {
         {
             return Err(HttpToolError::CrossOriginRedirect {
                 status: status.as_u16(),
-                location: secrets.scrub_text(target.as_str()),
+                location: scrubber.scrub_str(target.as_str()),
             });
         }
         let bytes = read_capped(resp, self.max_response_bytes, timeout).await?;
@@ -175,13 +155,15 @@ impl HttpExecutor {
         let value =
             serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text.to_string()));
         if !status.is_success() {
-            let body: String = secrets.scrub_text(&text).chars().take(1_000).collect();
+            let body: String = scrubber.scrub_str(&text).chars().take(1_000).collect();
             return Err(HttpToolError::Status {
                 status: status.as_u16(),
                 body,
             });
         }
-        Ok(secrets.scrub(value))
+        let mut value = value;
+        scrubber.scrub_value(&mut value);
+        Ok(value)
     }
 }
 

@@ -8,6 +8,7 @@
 pub mod http_exec;
 pub mod mcp;
 pub mod net_guard;
+pub mod scrub;
 pub mod web_fetch;
 pub mod web_search;
 

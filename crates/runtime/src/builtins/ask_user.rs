@@ -150,6 +150,12 @@ fn counts(arguments: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The longest answer to one question, in characters.
+pub const MAX_ANSWER_CHARS: usize = 2_000;
+
+/// The most text all answers together may hold (keys included), in bytes.
+pub const MAX_ANSWERS_BYTES: usize = 16 * 1024;
+
 /// Why answers do not fit the questions; `index` is the question.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerError {
@@ -197,6 +203,15 @@ pub fn match_answers(
     questions: &[AskQuestion],
     answers: &Answers,
 ) -> Result<Vec<String>, AnswerError> {
+    let total = answers_bytes(answers);
+    if total > MAX_ANSWERS_BYTES {
+        return Err(AnswerError {
+            index: None,
+            message: format!(
+                "the answers hold {total} bytes of text; the limit is {MAX_ANSWERS_BYTES}"
+            ),
+        });
+    }
     let answers = in_order(questions, answers)?;
     if answers.len() != questions.len() {
         return Err(AnswerError {
@@ -213,6 +228,15 @@ pub fn match_answers(
         .zip(answers)
         .enumerate()
         .map(|(i, (q, a))| {
+            let chars = value_chars(&a);
+            if chars > MAX_ANSWER_CHARS {
+                return Err(AnswerError {
+                    index: Some(i),
+                    message: format!(
+                        "the answer is {chars} characters long; the limit is {MAX_ANSWER_CHARS}"
+                    ),
+                });
+            }
             let parts: Vec<String> = match a {
                 AnswerValue::Many(list) => list.clone(),
                 AnswerValue::One(s) if q.multi_select => {
@@ -242,6 +266,18 @@ pub fn match_answers(
                     message: "this question takes one answer".into(),
                 });
             }
+            // Every option once, plus one "Other" text.
+            let most = q.options.len() + 1;
+            if parts.len() > most {
+                return Err(AnswerError {
+                    index: Some(i),
+                    message: format!(
+                        "{} selections for {} options; choose at most {most} (the options and one text of your own)",
+                        parts.len(),
+                        q.options.len()
+                    ),
+                });
+            }
             let mut chosen: Vec<String> = Vec::new();
             for p in parts {
                 let answer = option_for(q, p).unwrap_or_else(|| p.to_owned());
@@ -252,6 +288,49 @@ pub fn match_answers(
             Ok(chosen.join(", "))
         })
         .collect()
+}
+
+/// The bytes of text in all answers, keys included; stops counting once
+/// over the limit.
+fn answers_bytes(answers: &Answers) -> usize {
+    let mut total = 0usize;
+    let mut add = |n: usize| {
+        total = total.saturating_add(n);
+        total <= MAX_ANSWERS_BYTES
+    };
+    match answers {
+        Answers::InOrder(list) => {
+            for v in list {
+                if !value_bytes(v).iter().all(|&n| add(n)) {
+                    break;
+                }
+            }
+        }
+        Answers::ByQuestion(map) => {
+            for (k, v) in map {
+                if !add(k.len()) || !value_bytes(v).iter().all(|&n| add(n)) {
+                    break;
+                }
+            }
+        }
+    }
+    total
+}
+
+/// The byte length of each string of one answer (an empty string counts
+/// one, so a long list of empty picks is counted too).
+fn value_bytes(v: &AnswerValue) -> Vec<usize> {
+    match v {
+        AnswerValue::One(s) => vec![s.len().max(1)],
+        AnswerValue::Many(list) => list.iter().map(|s| s.len().max(1)).collect(),
+    }
+}
+
+fn value_chars(v: &AnswerValue) -> usize {
+    match v {
+        AnswerValue::One(s) => s.chars().count(),
+        AnswerValue::Many(list) => list.iter().map(|s| s.chars().count()).sum(),
+    }
 }
 
 fn option_for(q: &AskQuestion, answer: &str) -> Option<String> {

@@ -119,3 +119,48 @@ fn the_result_text_is_exact() {
         "User has answered your questions: \"Which date library?\"=\"date-fns\". You can now continue with the user's answers in mind."
     );
 }
+
+#[test]
+fn answers_beyond_the_caps_are_refused_quickly() {
+    let mut multi = one();
+    multi["multiSelect"] = json!(true);
+    multi["question"] = json!("Which formats?");
+    multi["options"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("preview");
+    let qs = parse(&call(json!([one(), multi]))).unwrap();
+    let answers =
+        |a: serde_json::Value| match_answers(&qs, &serde_json::from_value::<Answers>(a).unwrap());
+    // Two options plus one "Other": three selections at most.
+    assert_eq!(
+        answers(json!(["1", ["1", "2", "my own"]])).unwrap()[1],
+        "date-fns, dayjs, my own"
+    );
+    let err = answers(json!(["1", ["1", "2", "mine", "yours"]])).unwrap_err();
+    assert_eq!(err.index, Some(1), "{err:?}");
+    assert!(err.message.contains("at most 3"), "{err:?}");
+    // One answer's text.
+    assert!(answers(json!(["x".repeat(MAX_ANSWER_CHARS), "1"])).is_ok());
+    let err = answers(json!(["x".repeat(MAX_ANSWER_CHARS + 1), "1"])).unwrap_err();
+    assert_eq!(err.index, Some(0), "{err:?}");
+    // All answers together, however they are spread.
+    let many: Vec<String> = (0..10)
+        .map(|i| format!("{i}{}", "y".repeat(1_999)))
+        .collect();
+    let err = answers(json!(["1", many])).unwrap_err();
+    assert_eq!(err.index, None, "{err:?}");
+    assert!(err.message.contains("bytes"), "{err:?}");
+    // 80,000 distinct picks (the review's 5.6 s) are refused at once.
+    let picks: Vec<String> = (0..80_000).map(|i| format!("pick {i}")).collect();
+    let started = std::time::Instant::now();
+    assert_eq!(answers(json!(["1", picks])).unwrap_err().index, None);
+    let keyed: serde_json::Map<String, serde_json::Value> = (0..20_000)
+        .map(|i| (format!("question {i}?"), json!("1")))
+        .collect();
+    assert_eq!(
+        answers(serde_json::Value::Object(keyed)).unwrap_err().index,
+        None
+    );
+    assert!(started.elapsed() < std::time::Duration::from_millis(500));
+}

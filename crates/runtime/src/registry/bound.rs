@@ -1,6 +1,8 @@
 //! Bound tool resources (R-TB-1..6): a binding's call completed from its
 //! argument sources, run over HTTP, MCP or the client broker, its result
-//! assigned to variables and filtered for the model.
+//! and error scrubbed of the secrets revealed for the call (also their
+//! base64 and percent-encoded forms), then assigned to variables and
+//! filtered for the model.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,12 +15,28 @@ use rtc_core::tool_rules::referenced_secrets;
 use rtc_protocol::{EventBody, McpServer, McpTransport, Tool, ToolBinding, ToolKind};
 use rtc_tools::http_exec::CallSecrets;
 use rtc_tools::mcp::{McpCall, ResolvedHeaders};
+use rtc_tools::scrub::Scrubber;
 use serde_json::{Map, Value};
 
 use crate::broker::{ClientCall, ClientOutcome};
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
+
+/// The MCP pool's key of a server configuration: its workspace, id and
+/// update time, so an edited server gets a new connection.
+pub(crate) fn mcp_pool_key(workspace: &str, server_id: &str, updated_at: Option<&str>) -> String {
+    format!(
+        "{}{}",
+        mcp_pool_key_prefix(workspace, server_id),
+        updated_at.unwrap_or("")
+    )
+}
+
+/// The prefix of every pool key of one server.
+pub(crate) fn mcp_pool_key_prefix(workspace: &str, server_id: &str) -> String {
+    format!("{workspace}/{server_id}/")
+}
 
 /// The function of one binding (`toolBindings[index]`).
 pub(crate) struct BoundTool {
@@ -68,12 +86,25 @@ impl Inner {
             Ok(a) => a,
             Err(e) => return Ok(Err(e.to_string())),
         };
+        // The secret values revealed for this call, whatever its family.
+        let mut revealed = Vec::new();
         let result = match tool.kind {
-            ToolKind::Http => self.run_http(ctx, tool, binding, &args, &vars).await?,
-            ToolKind::Mcp => self.run_mcp(ctx, tool, args).await?,
+            ToolKind::Http => {
+                self.run_http(ctx, tool, binding, &args, &vars, &mut revealed)
+                    .await?
+            }
+            ToolKind::Mcp => self.run_mcp(ctx, tool, args, &mut revealed).await?,
             ToolKind::Client => self.run_client(ctx, tool, call_id, args).await,
         };
-        let Ok(value) = result else { return Ok(result) };
+        let scrubber = Scrubber::new(&revealed);
+        drop(revealed);
+        let value = match result {
+            Ok(mut value) => {
+                scrubber.scrub_value(&mut value);
+                value
+            }
+            Err(message) => return Ok(Err(scrubber.scrub_str(&message))),
+        };
         let changes = result_assignments(binding, &value);
         if !changes.is_empty() {
             let (_, problems) =
@@ -97,6 +128,7 @@ impl Inner {
         binding: &ToolBinding,
         args: &Map<String, Value>,
         vars: &Map<String, Value>,
+        revealed: &mut Vec<String>,
     ) -> Result<Result<Value, String>, RuntimeError> {
         let Some(http) = &tool.http else {
             return Ok(Err("the tool has no HTTP configuration".into()));
@@ -105,6 +137,7 @@ impl Inner {
         for name in referenced_secrets(tool) {
             match self.store.reveal_secret(&ctx.workspace, &name).await? {
                 Some(v) => {
+                    revealed.push(v.expose().to_owned());
                     secrets.0.insert(name, v.expose().to_owned());
                 }
                 None => return Ok(Err(format!("the tool's secret `{name}` was deleted"))),
@@ -124,6 +157,7 @@ impl Inner {
         ctx: &SessionCtx,
         tool: &Tool,
         args: Map<String, Value>,
+        revealed: &mut Vec<String>,
     ) -> Result<Result<Value, String>, RuntimeError> {
         let Some(mcp) = &tool.mcp else {
             return Ok(Err("the tool has no MCP configuration".into()));
@@ -138,16 +172,14 @@ impl Inner {
                 mcp.server_id
             )));
         };
-        let headers = match self.mcp_headers(&ctx.workspace, &server.transport).await? {
+        let headers = match self
+            .mcp_headers(&ctx.workspace, &server.transport, revealed)
+            .await?
+        {
             Ok(h) => h,
             Err(e) => return Ok(Err(e)),
         };
-        let key = format!(
-            "{}/{}/{}",
-            ctx.workspace,
-            mcp.server_id,
-            server.updated_at.as_deref().unwrap_or("")
-        );
+        let key = mcp_pool_key(&ctx.workspace, &mcp.server_id, server.updated_at.as_deref());
         let fallback = Value::Object(Map::new());
         let call = McpCall {
             key: &key,
@@ -165,11 +197,13 @@ impl Inner {
             .map_err(|e| e.to_string()))
     }
 
-    /// Headers of a streamable-HTTP MCP server with secrets filled in.
+    /// Headers of a streamable-HTTP MCP server with secrets filled in;
+    /// the secret values go to `revealed` too, for scrubbing.
     pub(crate) async fn mcp_headers(
         &self,
         workspace: &str,
         transport: &McpTransport,
+        revealed: &mut Vec<String>,
     ) -> Result<Result<ResolvedHeaders, String>, RuntimeError> {
         let McpTransport::StreamableHttp { headers, .. } = transport else {
             return Ok(Ok(ResolvedHeaders(BTreeMap::new())));
@@ -180,7 +214,10 @@ impl Inner {
             for p in placeholders::parse(template, name).unwrap_or_default() {
                 if let Placeholder::Secret(secret) = p {
                     match self.store.reveal_secret(workspace, secret).await? {
-                        Some(v) => values.insert(secret.to_owned(), v.expose().to_owned()),
+                        Some(v) => {
+                            revealed.push(v.expose().to_owned());
+                            values.insert(secret.to_owned(), v.expose().to_owned())
+                        }
                         None => return Ok(Err(format!("secret `{secret}` does not exist"))),
                     };
                 }

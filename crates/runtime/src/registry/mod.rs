@@ -9,6 +9,8 @@
 pub(crate) mod bound;
 pub(crate) mod platform;
 
+pub(crate) use bound::{mcp_pool_key, mcp_pool_key_prefix};
+
 use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
 

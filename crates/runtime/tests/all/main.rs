@@ -16,6 +16,7 @@ mod ending;
 mod eviction;
 mod features;
 mod loops;
+mod secrets;
 mod shutdown;
 mod small_model;
 mod web;

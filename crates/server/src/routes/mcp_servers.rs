@@ -1,10 +1,14 @@
-//! MCP server resources (R-TR-2, R-SEC-4) and tool discovery.
+//! MCP server resources (R-TR-2, R-SEC-4) and tool discovery. A stdio
+//! server's `env` values are write-only (answers show `***`; `***` sent
+//! back keeps the stored value), and only the admin token may create,
+//! change or delete a stdio server. A change or delete drops the server's
+//! pooled connections.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rtc_core::mcp_rules::{Caller, validate_mcp_server};
+use rtc_core::mcp_rules::{Caller, keep_masked_env, masked, validate_mcp_server};
 use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTransport};
 
 use super::{chosen_id, delete_doc, replace_doc};
@@ -39,13 +43,14 @@ async fn check(s: &AppState, scope: &Scope, server: &McpServer) -> ApiResult<()>
 pub async fn create(
     scope: Scope,
     State(s): State<AppState>,
-    ApiJson(server): ApiJson<McpServer>,
+    ApiJson(mut server): ApiJson<McpServer>,
 ) -> ApiResult<(StatusCode, Json<McpServer>)> {
     let id = chosen_id(server.id.clone())?;
     check(&s, &scope, &server).await?;
+    keep_masked_env(&mut server, None)?;
     Ok((
         StatusCode::CREATED,
-        Json(s.store.insert(&scope.workspace, id, server).await?),
+        Json(masked(s.store.insert(&scope.workspace, id, server).await?)),
     ))
 }
 
@@ -54,8 +59,9 @@ pub async fn list(
     scope: Scope,
     State(s): State<AppState>,
 ) -> ApiResult<Json<ListResponse<McpServer>>> {
+    let servers: Vec<McpServer> = s.store.list(&scope.workspace).await?;
     Ok(Json(ListResponse::new(
-        s.store.list(&scope.workspace).await?,
+        servers.into_iter().map(masked).collect(),
     )))
 }
 
@@ -66,7 +72,9 @@ pub async fn read(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<Json<McpServer>> {
-    load(&s, &scope.workspace, &id).await.map(Json)
+    load(&s, &scope.workspace, &id)
+        .await
+        .map(|m| Json(masked(m)))
 }
 
 /// Replace an MCP server. Changing a stdio server needs the admin token.
@@ -76,32 +84,48 @@ pub async fn replace(
     scope: Scope,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
-    ApiJson(server): ApiJson<McpServer>,
+    ApiJson(mut server): ApiJson<McpServer>,
 ) -> ApiResult<Json<McpServer>> {
     let existing = load(&s, &scope.workspace, &id).await?;
+    stdio_needs_admin(&scope, &existing, "change")?;
+    check(&s, &scope, &server).await?;
+    keep_masked_env(&mut server, Some(&existing))?;
+    let Json(saved) = replace_doc(&s, &scope.workspace, &id, server).await?;
+    s.runtime.mcp_server_changed(&scope.workspace, &id);
+    Ok(Json(masked(saved)))
+}
+
+/// A stdio server may be changed or deleted with the admin token only.
+fn stdio_needs_admin(scope: &Scope, existing: &McpServer, what: &str) -> ApiResult<()> {
     if matches!(existing.transport, McpTransport::Stdio { .. }) && !scope.is_admin {
         return Err(ApiError::forbidden(
             "stdio_requires_admin",
-            "only the admin token may change a stdio MCP server",
+            format!("only the admin token may {what} a stdio MCP server"),
         )
         .with_field("transport.type"));
     }
-    check(&s, &scope, &server).await?;
-    replace_doc(&s, &scope.workspace, &id, server).await
+    Ok(())
 }
 
-/// Delete an MCP server no tool uses.
+/// Delete an MCP server no tool uses. Deleting a stdio server needs the
+/// admin token.
 #[utoipa::path(delete, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
-    responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
+    responses((status = 204), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn remove(
     scope: Scope,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
-    delete_doc::<McpServer>(&s, &scope.workspace, &id).await
+    let existing = load(&s, &scope.workspace, &id).await?;
+    stdio_needs_admin(&scope, &existing, "delete")?;
+    let status = delete_doc::<McpServer>(&s, &scope.workspace, &id).await?;
+    s.runtime.mcp_server_changed(&scope.workspace, &id);
+    Ok(status)
 }
 
-/// Connect to the server and list its tools with their input schemas.
+/// List the server's tools with their input schemas, on its pooled
+/// connection; at most one fresh listing per server every 5 s (answered
+/// from the last one in between).
 #[utoipa::path(get, path = "/v1/mcp-servers/{id}/tools", tag = "mcp-servers", security(("bearer" = [])),
     responses((status = 200, body = ListResponse<McpToolInfo>), (status = 404, body = ErrorResponse), (status = 502, body = ErrorResponse)))]
 pub async fn discover(

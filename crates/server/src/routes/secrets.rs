@@ -13,6 +13,10 @@ use crate::{ApiError, ApiResult, AppState};
 /// Longest secret value accepted.
 pub const MAX_SECRET_BYTES: usize = 16 * 1024;
 
+/// Shortest secret value accepted, in characters: a shorter value could not
+/// be scrubbed from tool results without mangling ordinary text.
+pub const MIN_SECRET_CHARS: usize = 8;
+
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/secrets", get(list))
@@ -21,7 +25,7 @@ pub fn router() -> Router<AppState> {
 
 /// Create or replace a secret. The value is encrypted and never returned.
 #[utoipa::path(put, path = "/v1/secrets/{name}", tag = "secrets", request_body = PutSecretParams, security(("bearer" = [])),
-    responses((status = 201, body = SecretInfo), (status = 200, body = SecretInfo), (status = 422, body = ErrorResponse)))]
+    responses((status = 201, body = SecretInfo), (status = 200, body = SecretInfo), (status = 422, body = ErrorResponse, description = "`secret_too_short` (under 8 characters) or `invalid_value` (over 16 KiB) naming `value`")))]
 pub async fn put(
     scope: Scope,
     State(s): State<AppState>,
@@ -29,7 +33,15 @@ pub async fn put(
     ApiJson(p): ApiJson<PutSecretParams>,
 ) -> ApiResult<(StatusCode, Json<SecretInfo>)> {
     check_secret_name(&name, "name")?;
-    if p.value.is_empty() || p.value.len() > MAX_SECRET_BYTES {
+    let chars = p.value.chars().count();
+    if chars < MIN_SECRET_CHARS {
+        return Err(ApiError::unprocessable(
+            "secret_too_short",
+            "value",
+            format!("`value` must be at least {MIN_SECRET_CHARS} characters, got {chars}"),
+        ));
+    }
+    if p.value.len() > MAX_SECRET_BYTES {
         return Err(ApiError::unprocessable(
             "invalid_value",
             "value",

@@ -59,7 +59,13 @@ pub enum McpError {
     SchemaChanged(String),
     #[error("the tool reported an error: {0}")]
     ToolFailed(String),
+    #[error("the MCP result is {size} bytes; the limit is {limit}")]
+    TooLarge { size: usize, limit: usize },
 }
+
+/// The largest MCP tool result passed on (its JSON, content and structured
+/// content together); a larger one is an error the model reads.
+pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
 
 /// A connected MCP client.
 pub type McpService = rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>;

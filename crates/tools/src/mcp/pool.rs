@@ -10,6 +10,11 @@
 //! are dropped (with their connection: a stdio server's process is killed
 //! with it), and [`McpPool::evict`] drops those of a key prefix at once.
 //!
+//! Discovery ([`McpPool::tools`]) lists a server's tools on its pooled
+//! connection (a stdio server is not started again for it), at most once
+//! per [`DISCOVERY_INTERVAL`] per key: requests in between, and those that
+//! arrive while a listing runs, get the last answer.
+//!
 //! A call is sent at most once: it is retried on a new connection only
 //! when the old one was found closed before sending, or when the request
 //! provably never left (the connection could not be opened). A call that
@@ -23,13 +28,16 @@ use rtc_protocol::{McpToolInfo, McpTransport};
 use serde_json::Value;
 
 use super::{
-    McpConnector, McpError, McpService, ResolvedHeaders, describe, never_sent, tool_infos,
+    MAX_RESULT_BYTES, McpConnector, McpError, McpService, ResolvedHeaders, describe, never_sent,
+    tool_infos,
 };
 
 /// First wait after a failed connection attempt; it doubles per failure.
 pub const BACKOFF_FIRST: Duration = Duration::from_secs(5);
 /// Longest wait between connection attempts.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(60);
+/// The shortest time between two fresh tool listings of one key.
+pub const DISCOVERY_INTERVAL: Duration = Duration::from_secs(5);
 /// How long an unused slot (and its connection) is kept by default.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(10 * 60);
 
@@ -57,6 +65,8 @@ enum State {
 struct Slot {
     state: tokio::sync::Mutex<State>,
     last_used: Mutex<Instant>,
+    /// The last discovery and when it was made; held while one runs.
+    discovered: tokio::sync::Mutex<Option<(Instant, Vec<McpToolInfo>)>>,
 }
 
 impl Slot {
@@ -158,6 +168,7 @@ impl McpPool {
                 Arc::new(Slot {
                     state: tokio::sync::Mutex::new(State::Empty),
                     last_used: Mutex::new(Instant::now()),
+                    discovered: tokio::sync::Mutex::new(None),
                 })
             })
             .clone();
@@ -190,13 +201,51 @@ impl McpPool {
         keys
     }
 
+    /// The tools of the server behind `key`, listed on its pooled
+    /// connection (opened if needed); a listing younger than
+    /// [`DISCOVERY_INTERVAL`] is answered again instead.
+    pub async fn tools(
+        &self,
+        connector: &McpConnector,
+        key: &str,
+        transport: &McpTransport,
+        headers: &ResolvedHeaders,
+    ) -> Result<Vec<McpToolInfo>, McpError> {
+        let slot = self.slot(key);
+        let mut discovered = slot.discovered.lock().await;
+        if let Some((at, tools)) = &*discovered
+            && at.elapsed() < DISCOVERY_INTERVAL
+        {
+            return Ok(tools.clone());
+        }
+        let conn = self
+            .connection(&slot, connector, transport, headers, None)
+            .await?;
+        let listed = tokio::time::timeout(connector.timeout, conn.service.list_all_tools()).await;
+        slot.touch();
+        let tools = match listed {
+            Ok(Ok(tools)) => tool_infos(tools),
+            Ok(Err(e)) => {
+                slot.forget(&conn).await;
+                return Err(McpError::Protocol(describe(&e)));
+            }
+            Err(_) => {
+                slot.forget(&conn).await;
+                return Err(McpError::Timeout(connector.timeout));
+            }
+        };
+        *discovered = Some((Instant::now(), tools.clone()));
+        Ok(tools)
+    }
+
     /// The slot's connection, opened if it has none, the one it has is
     /// `stale`, or that one's transport has closed. Only this key waits.
     async fn connection(
         &self,
         slot: &Slot,
         connector: &McpConnector,
-        call: &McpCall<'_>,
+        transport: &McpTransport,
+        headers: &ResolvedHeaders,
         stale: Option<&Arc<Pooled>>,
     ) -> Result<Arc<Pooled>, McpError> {
         let mut state = slot.state.lock().await;
@@ -224,7 +273,7 @@ impl McpPool {
             _ => None,
         };
         *state = State::Empty;
-        let opened = tokio::time::timeout(connector.timeout, open(connector, call))
+        let opened = tokio::time::timeout(connector.timeout, open(connector, transport, headers))
             .await
             .unwrap_or(Err(McpError::Timeout(connector.timeout)));
         match opened {
@@ -256,7 +305,13 @@ impl McpPool {
         let mut stale: Option<Arc<Pooled>> = None;
         loop {
             let conn = self
-                .connection(&slot, connector, &call, stale.as_ref())
+                .connection(
+                    &slot,
+                    connector,
+                    call.transport,
+                    call.headers,
+                    stale.as_ref(),
+                )
                 .await?;
             let Some(remote) = conn.tools.iter().find(|t| t.name == call.tool) else {
                 return Err(McpError::ToolGone(call.tool.to_owned()));
@@ -278,7 +333,7 @@ impl McpPool {
                     slot.forget(&conn).await;
                     return Err(McpError::Timeout(call.timeout));
                 }
-                Ok(Ok(result)) => return tool_result(&result),
+                Ok(Ok(result)) => return tool_result(&result, MAX_RESULT_BYTES),
                 Ok(Err(e)) if stale.is_none() && never_sent(&e) => {
                     tracing::warn!(error = %describe(&e), "MCP request not sent; reconnecting");
                     stale = Some(conn);
@@ -300,8 +355,12 @@ impl McpPool {
 }
 
 /// Connect and list the tools.
-async fn open(connector: &McpConnector, call: &McpCall<'_>) -> Result<Pooled, McpError> {
-    let service = connector.connect(call.transport, call.headers).await?;
+async fn open(
+    connector: &McpConnector,
+    transport: &McpTransport,
+    headers: &ResolvedHeaders,
+) -> Result<Pooled, McpError> {
+    let service = connector.connect(transport, headers).await?;
     let tools = service
         .list_all_tools()
         .await
@@ -310,9 +369,14 @@ async fn open(connector: &McpConnector, call: &McpCall<'_>) -> Result<Pooled, Mc
     Ok(Pooled { service, tools })
 }
 
-/// A tool result as JSON: the structured content if given, else the text.
-fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> {
+/// A tool result as JSON: the structured content if given, else the text;
+/// refused when its JSON is over `limit` bytes.
+fn tool_result(result: &rmcp::model::CallToolResult, limit: usize) -> Result<Value, McpError> {
     let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
+    let size = json_len(&value);
+    if size > limit {
+        return Err(McpError::TooLarge { size, limit });
+    }
     let text: Vec<&str> = value
         .get("content")
         .and_then(Value::as_array)
@@ -332,6 +396,24 @@ fn tool_result(result: &rmcp::model::CallToolResult) -> Result<Value, McpError> 
         return Ok(structured.clone());
     }
     Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+/// The length of `value` as compact JSON, counted without building it.
+fn json_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 #[cfg(test)]

@@ -35,3 +35,28 @@ fn idle_slots_are_swept() {
     pool.sweep_idle();
     assert!(pool.keys().is_empty(), "{:?}", pool.keys());
 }
+
+#[test]
+fn results_over_the_limit_are_an_error_naming_both_sizes() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    let small = CallToolResult::success(vec![ContentBlock::text("hello")]);
+    assert_eq!(tool_result(&small, 1024).unwrap(), "hello");
+    let big = CallToolResult::success(vec![ContentBlock::text("x".repeat(MAX_RESULT_BYTES))]);
+    let err = tool_result(&big, MAX_RESULT_BYTES).unwrap_err();
+    let McpError::TooLarge { size, limit } = err else {
+        panic!("{err:?}");
+    };
+    assert!(size > MAX_RESULT_BYTES && limit == MAX_RESULT_BYTES);
+    assert_eq!(
+        err_text(size),
+        format!("the MCP result is {size} bytes; the limit is 1048576")
+    );
+}
+
+fn err_text(size: usize) -> String {
+    McpError::TooLarge {
+        size,
+        limit: MAX_RESULT_BYTES,
+    }
+    .to_string()
+}

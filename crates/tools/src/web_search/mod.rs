@@ -151,7 +151,12 @@ pub enum EngineError {
     Network(String),
     #[error("circuit open after repeated failures; skipped")]
     CircuitOpen,
+    #[error("the answer is larger than {0} bytes")]
+    TooLarge(usize),
 }
+
+/// The largest answer body read from a search engine.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// Why a search failed, or its configuration is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -315,7 +320,7 @@ impl WebSearch {
         };
         let resp = request.send().await.map_err(transport)?;
         let status = resp.status().as_u16();
-        let body = resp.text().await.map_err(transport)?;
+        let body = read_body(resp, MAX_BODY_BYTES).await?;
         match engine.kind {
             EngineKind::Duckduckgo => duckduckgo::parse(status, &body),
             EngineKind::Bing => bing::parse(status, &body),
@@ -331,6 +336,24 @@ impl SearchOutcome {
         self.failures = failures;
         self
     }
+}
+
+/// The body as text, refused beyond `max` bytes (announced or read).
+async fn read_body(resp: reqwest::Response, max: usize) -> Result<String, EngineError> {
+    use futures::StreamExt;
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(EngineError::TooLarge(max));
+    }
+    let mut out = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(transport)?;
+        if out.len() + chunk.len() > max {
+            return Err(EngineError::TooLarge(max));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn transport(e: reqwest::Error) -> EngineError {

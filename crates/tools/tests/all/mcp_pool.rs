@@ -24,6 +24,7 @@ use serde_json::{Map, Value, json};
 #[derive(Default)]
 struct Counters {
     initializes: AtomicUsize,
+    lists: AtomicUsize,
     calls: AtomicUsize,
 }
 
@@ -57,11 +58,14 @@ async fn fake_mcp(delay: Duration) -> (String, Arc<Counters>) {
                                 "serverInfo": {"name": "fake", "version": "1"}
                             })
                         }
-                        "tools/list" => json!({"tools": [{
+                        "tools/list" => {
+                            fake.counters.lists.fetch_add(1, Ordering::SeqCst);
+                            json!({"tools": [{
                             "name": "slow",
                             "description": "answers after a while",
                             "inputSchema": schema()
-                        }]}),
+                        }]})
+                        }
                         "tools/call" => {
                             fake.counters.calls.fetch_add(1, Ordering::SeqCst);
                             tokio::time::sleep(fake.delay).await;
@@ -331,4 +335,48 @@ async fn evicted_stdio_servers_are_stopped() -> anyhow::Result<()> {
     assert!(pool.keys().is_empty());
     until("the evicted process ends", || processes_with(&marker) == 0).await;
     Ok(())
+}
+
+/// Discovery lists tools on the pooled connection (one initialize for
+/// discoveries and calls alike) and lists afresh at most once per
+/// interval: concurrent and repeated discoveries share one answer.
+#[tokio::test]
+async fn discovery_reuses_the_pooled_connection_and_is_rate_limited() {
+    let (url, counters) = fake_mcp(Duration::ZERO).await;
+    let pool = McpPool::default();
+    let conn = connector(Duration::from_secs(5));
+    let transport = http(&url);
+    let headers = ResolvedHeaders(BTreeMap::new());
+    let discover = || pool.tools(&conn, "ws1/mcp_1/v1", &transport, &headers);
+    let first = futures::future::join_all((0..5).map(|_| discover())).await;
+    for tools in first {
+        assert_eq!(tools.unwrap()[0].name, "slow");
+    }
+    let lists = counters.lists.load(Ordering::SeqCst);
+    for _ in 0..10 {
+        assert_eq!(discover().await.unwrap()[0].name, "slow");
+    }
+    call(
+        &pool,
+        &conn,
+        "ws1/mcp_1/v1",
+        &transport,
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        counters.initializes.load(Ordering::SeqCst),
+        1,
+        "one connection"
+    );
+    assert_eq!(
+        counters.lists.load(Ordering::SeqCst),
+        lists,
+        "no fresh listing within the interval"
+    );
+    assert!(
+        lists <= 2,
+        "{lists} listings for five concurrent discoveries"
+    );
 }

@@ -305,3 +305,34 @@ async fn configuration_is_checked_and_keys_stay_out_of_debug_output() {
     );
     assert!(!shown.contains("sk-very-secret"), "{shown}");
 }
+
+/// An engine answering more than 2 MiB (announced, or streamed without a
+/// length) fails over like any other failure.
+#[tokio::test]
+async fn an_oversized_answer_is_refused() {
+    use futures::stream;
+    let app = axum::Router::new()
+        .route("/big/search", get(|| async { "x".repeat(3 * 1024 * 1024) }))
+        .route(
+            "/chunked/search",
+            get(|| async {
+                let chunks = (0..48).map(|_| Ok::<_, std::io::Error>(vec![b'y'; 64 * 1024]));
+                axum::body::Body::from_stream(stream::iter(chunks))
+            }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let ws = search(&[
+        engine(EngineKind::Searxng, format!("{base}/big/search"), None),
+        engine(EngineKind::Searxng, format!("{base}/chunked/search"), None),
+    ]);
+    let err = ws.search(&query(10, None)).await.unwrap_err();
+    assert_eq!(
+        err,
+        SearchError::AllFailed(
+            "searxng: the answer is larger than 2097152 bytes; searxng: the answer is larger than 2097152 bytes"
+                .into()
+        )
+    );
+}

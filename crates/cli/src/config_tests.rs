@@ -1,0 +1,54 @@
+//! Settings: what their `Debug` shows.
+
+use super::*;
+
+#[test]
+fn debug_hides_the_admin_token_master_key_and_database_password() {
+    let settings = Settings {
+        listen: "127.0.0.1:0".into(),
+        database_url: "postgres://rtc:db-password-123@localhost:5432/rtc".into(),
+        data_dir: PathBuf::from("."),
+        admin_token: Some("admin-token-canary-1".into()),
+        master_key: Some("master-key-canary-2".into()),
+        allow_private_network: false,
+        max_body_bytes: 1024,
+        json_logs: false,
+        llm: ProviderSettings {
+            base_url: "http://llm".into(),
+            api_key: Some("llm-key-canary-3".into()),
+            model: "m".into(),
+            small_model: None,
+        },
+        small_model: "m".into(),
+        max_steps_per_turn: 1,
+        idle_session_secs: 1,
+        shutdown_grace_secs: 1,
+        header_read_timeout_secs: 1,
+        loop_poll_ms: 1,
+        loop_lease_secs: 1,
+        loop_max_hours: 1,
+        subagent_max_depth: 1,
+        subagent_max_children: 1,
+        subagent_max_sessions: 1,
+        instance_id: None,
+        web: WebSettings::default(),
+        providers: BTreeMap::new(),
+    };
+    let shown = format!("{settings:?}");
+    for secret in [
+        "admin-token-canary-1",
+        "master-key-canary-2",
+        "llm-key-canary-3",
+        "db-password-123",
+    ] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    assert!(
+        shown.contains("admin_token: Some(\"[redacted]\")"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("postgres://rtc:[redacted]@localhost:5432/rtc"),
+        "{shown}"
+    );
+}

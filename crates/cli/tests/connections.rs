@@ -1,0 +1,52 @@
+//! Connections: one that sends its headers too slowly is closed after
+//! `RTC_HEADER_READ_TIMEOUT_SECS`, while complete requests are served.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rtc_testkit::Engine;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::harness::start;
+
+#[tokio::test]
+async fn partial_headers_are_cut_off_after_the_header_read_timeout() -> anyhow::Result<()> {
+    let env = HashMap::from([("RTC_HEADER_READ_TIMEOUT_SECS".to_owned(), "1".to_owned())]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let addr = srv
+        .process
+        .base_url
+        .trim_start_matches("http://")
+        .to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await?;
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .await?;
+    let started = Instant::now();
+    let mut buf = [0u8; 1024];
+    // The server closes the connection (EOF or reset), well before 10 s.
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection is still open after 10 s");
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "closed too early: {:?}",
+        started.elapsed()
+    );
+    // A complete request is still served.
+    let health = srv
+        .client
+        .get(format!("{}/healthz", srv.process.base_url))
+        .send()
+        .await?;
+    assert!(health.status().is_success(), "{}", health.status());
+    Ok(())
+}
