@@ -82,34 +82,53 @@ async fn ask_user_waits_for_answers_and_gives_the_exact_text() {
         .await;
 }
 
+/// Creates a goal on the user's message; as the judge, says "not yet";
+/// on the continuation input, completes the goal it names.
+fn goal_model(req: &Value) -> MockReply {
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    if messages[0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("You judge"))
+    {
+        return MockReply::text(r#"{"satisfied": false, "reason": "not yet"}"#);
+    }
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    let content = last["content"].as_str().unwrap_or("");
+    if last["role"] == "tool" {
+        MockReply::text("On it.")
+    } else if let Some(rest) = content.strip_prefix("[Goal ") {
+        let id = rest.split(']').next().unwrap_or("");
+        MockReply::call("completeGoal", json!({"goal_id": id}))
+    } else {
+        MockReply::call(
+            "createGoal",
+            json!({"condition": "the ferry is booked", "max_turns": 3}),
+        )
+    }
+}
+
 #[tokio::test]
 async fn goals_are_created_and_completed_by_the_model() {
-    let (h, s, mut events) = session(
-        vec![
-            MockReply::call(
-                "createGoal",
-                json!({"condition": "the ferry is booked", "max_turns": 3}),
-            ),
-            MockReply::text("On it."),
-        ],
-        json!({"features": {"goals": true}}),
-    )
-    .await;
+    let mock = MockLlm::with_recorded_responder(goal_model).await.unwrap();
+    let h = Harness::on(mock, |_| {}).await;
+    h.assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+        .await;
+    let s = h.session("a").await;
+    let mut events = h.events(&s).await;
     h.rt.send_user_message(WS, &s, "book").await.unwrap();
     let created = completed(&mut events, "createGoal").await;
-    let id = created["result"]["goal_id"].as_str().unwrap().to_owned();
-    // The judge (small model) and the continuation: the judge says no,
-    // the model completes the goal itself.
-    h.mock.push([
-        MockReply::text(r#"{"satisfied": false, "reason": "not yet"}"#),
-        MockReply::call("completeGoal", json!({"goal_id": id})),
-        MockReply::text("Booked."),
-    ]);
+    assert_eq!(created["result"]["status"], "active");
+    // The judge says no, the runtime continues the goal by itself, and
+    // the model completes it.
     events
         .until("goal.updated", |v| v["goal"]["status"] == "completed")
         .await;
     let goals = h.rt.goals(WS, &s).await.unwrap();
     assert_eq!(goals[0].status, GoalStatus::Completed);
+    assert_eq!(
+        goals[0].completed_turns, 1,
+        "one turn judged before the continuation"
+    );
 }
 
 #[tokio::test]
