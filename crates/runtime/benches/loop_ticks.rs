@@ -15,17 +15,15 @@
     reason = "a benchmark binary"
 )]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rtc_llm::{OpenAiClient, ProviderConfig};
 use rtc_protocol::{Assistant, CreateSessionParams, LoopStatus};
-use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig};
+use rtc_runtime::{Provider, Runtime, RuntimeConfig};
 use rtc_store::{LoopRecord, MasterKey, SecretBox, Store, new_id, now_millis};
 use rtc_testkit::{MockLlm, MockReply};
-use rtc_tools::http_exec::HttpExecutor;
-use rtc_tools::mcp::McpConnector;
 use rtc_tools::net_guard::AddressPolicy;
 use serde_json::json;
 
@@ -39,29 +37,15 @@ fn env_number(name: &str, default: usize) -> usize {
 fn runtime(store: Store, mock: &MockLlm, instance: &str) -> Runtime {
     let mut cfg = ProviderConfig::new(&mock.base_url, None);
     cfg.max_retries = 0;
-    let config = RuntimeConfig {
-        default_provider: Provider {
-            client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
-            default_model: "mock".into(),
-            small_model: Some("mock-small".into()),
-        },
-        providers: BTreeMap::new(),
-        max_steps_per_turn: 4,
-        http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
-        mcp: McpConnector {
-            policy: AddressPolicy::AllowPrivate,
-            timeout: Duration::from_secs(10),
-        },
-        mcp_call_timeout: Duration::from_secs(10),
-        idle_session_ttl: Duration::from_secs(3600),
-        web_search: None,
-        web_fetch: None,
-        loops: LoopSettings {
-            instance: instance.to_owned(),
-            ..LoopSettings::default()
-        },
-        sub_agents: rtc_runtime::SubAgentLimits::default(),
+    let provider = Provider {
+        client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
+        default_model: "mock".into(),
+        small_model: Some("mock-small".into()),
     };
+    let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
+    config.max_steps_per_turn = 4;
+    config.idle_session_ttl = Duration::from_secs(3600);
+    config.loops.instance = instance.to_owned();
     Runtime::new(store, config)
 }
 

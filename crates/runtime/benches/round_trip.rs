@@ -24,7 +24,6 @@
     reason = "a benchmark binary"
 )]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,8 +32,6 @@ use rtc_protocol::{Assistant, CreateSessionParams, Tool};
 use rtc_runtime::{Provider, Runtime, RuntimeConfig};
 use rtc_store::{MasterKey, SecretBox, Store};
 use rtc_testkit::{MockLlm, MockReply};
-use rtc_tools::http_exec::HttpExecutor;
-use rtc_tools::mcp::McpConnector;
 use rtc_tools::net_guard::AddressPolicy;
 use serde_json::{Value, json};
 
@@ -144,27 +141,13 @@ async fn setup() -> Setup {
     let mock = MockLlm::with_responder(responder).await.unwrap();
     let mut cfg = ProviderConfig::new(&mock.base_url, None);
     cfg.max_retries = 0;
-    let client = OpenAiClient::new(cfg, reqwest::Client::new());
-    let config = RuntimeConfig {
-        default_provider: Provider {
-            client: Arc::new(client),
-            default_model: "mock".into(),
-            small_model: Some("mock-small".into()),
-        },
-        providers: BTreeMap::new(),
-        max_steps_per_turn: 64,
-        http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
-        mcp: McpConnector {
-            policy: AddressPolicy::AllowPrivate,
-            timeout: Duration::from_secs(10),
-        },
-        mcp_call_timeout: Duration::from_secs(10),
-        idle_session_ttl: Duration::from_secs(300),
-        web_search: None,
-        web_fetch: None,
-        loops: rtc_runtime::LoopSettings::default(),
-        sub_agents: rtc_runtime::SubAgentLimits::default(),
+    let provider = Provider {
+        client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
+        default_model: "mock".into(),
+        small_model: Some("mock-small".into()),
     };
+    let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
+    config.max_steps_per_turn = 64;
     let runtime = Runtime::new(store, config);
     Setup {
         runtime,

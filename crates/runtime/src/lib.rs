@@ -89,6 +89,35 @@ pub struct RuntimeConfig {
     pub sub_agents: SubAgentLimits,
 }
 
+impl RuntimeConfig {
+    /// `default_provider` as the only provider, outbound requests under
+    /// `policy`, and the server's defaults for the rest (16 model calls
+    /// per turn, 60 s MCP calls, 300 s idle contexts, no web tools, the
+    /// default loop and sub-agent settings): for embedding the runtime and
+    /// for tests, which change the fields they care about.
+    pub fn with_defaults(
+        default_provider: Provider,
+        policy: rtc_tools::net_guard::AddressPolicy,
+    ) -> Result<Self, rtc_tools::http_exec::HttpToolError> {
+        Ok(Self {
+            default_provider,
+            providers: BTreeMap::new(),
+            max_steps_per_turn: 16,
+            http: HttpExecutor::new(policy, rtc_tools::http_exec::DEFAULT_MAX_RESPONSE_BYTES)?,
+            mcp: McpConnector {
+                policy,
+                timeout: Duration::from_secs(30),
+            },
+            mcp_call_timeout: Duration::from_secs(60),
+            idle_session_ttl: Duration::from_secs(300),
+            web_search: None,
+            web_fetch: None,
+            loops: LoopSettings::default(),
+            sub_agents: SubAgentLimits::default(),
+        })
+    }
+}
+
 pub(crate) struct Inner {
     pub store: Store,
     pub journal: journal::Journal,

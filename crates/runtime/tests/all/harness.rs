@@ -2,7 +2,6 @@
 //! workspace `ws`, and helpers to create assistants and sessions and to
 //! wait for events.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,8 +11,6 @@ use rtc_protocol::{Assistant, CreateSessionParams, SessionEvent};
 use rtc_runtime::{Provider, Runtime, RuntimeConfig};
 use rtc_store::{MasterKey, SecretBox, Store};
 use rtc_testkit::{MockLlm, MockReply};
-use rtc_tools::http_exec::HttpExecutor;
-use rtc_tools::mcp::McpConnector;
 use rtc_tools::net_guard::AddressPolicy;
 use serde_json::Value;
 
@@ -34,29 +31,17 @@ pub struct Harness {
 pub fn config(mock: &MockLlm) -> RuntimeConfig {
     let mut cfg = ProviderConfig::new(&mock.base_url, None);
     cfg.max_retries = 0;
-    RuntimeConfig {
-        default_provider: Provider {
-            client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
-            default_model: "mock".into(),
-            small_model: Some("mock-small".into()),
-        },
-        providers: BTreeMap::new(),
-        max_steps_per_turn: 8,
-        http: HttpExecutor::new(AddressPolicy::AllowPrivate, 1 << 20).unwrap(),
-        mcp: McpConnector {
-            policy: AddressPolicy::AllowPrivate,
-            timeout: Duration::from_secs(5),
-        },
-        mcp_call_timeout: Duration::from_secs(5),
-        idle_session_ttl: Duration::from_secs(3600),
-        web_search: None,
-        web_fetch: None,
-        loops: rtc_runtime::LoopSettings {
-            poll: Duration::from_millis(20),
-            ..rtc_runtime::LoopSettings::default()
-        },
-        sub_agents: rtc_runtime::SubAgentLimits::default(),
-    }
+    let provider = Provider {
+        client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
+        default_model: "mock".into(),
+        small_model: Some("mock-small".into()),
+    };
+    let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
+    config.max_steps_per_turn = 8;
+    config.mcp_call_timeout = Duration::from_secs(5);
+    config.idle_session_ttl = Duration::from_secs(3600);
+    config.loops.poll = Duration::from_millis(20);
+    config
 }
 
 impl Harness {
