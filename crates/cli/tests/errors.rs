@@ -27,13 +27,13 @@ on_both!(malformed_requests_get_4xx, |srv| {
             b"[1, 2]".to_vec(),
             Some("application/json"),
             422,
-            "invalid_field",
+            "invalid_body",
         ),
         (
             b"null".to_vec(),
             Some("application/json"),
             422,
-            "invalid_field",
+            "invalid_body",
         ),
         (
             b"\xff\xfe".to_vec(),
@@ -102,3 +102,47 @@ async fn oversized_bodies_get_413_sqlite() -> anyhow::Result<()> {
 async fn oversized_bodies_get_413_postgres() -> anyhow::Result<()> {
     oversized(rtc_testkit::Engine::Postgres).await
 }
+
+// Every body is a JSON object: an array is never read as a struct's fields
+// in order, and the message names no internal type. Where the body is
+// optional (`end`, `cleanup`), `null` is the same as no body.
+on_both!(bodies_must_be_json_objects, |srv| {
+    let (_, ws) = srv.workspace("A").await?;
+    let r = ws.post("/v1/assistants", json!(["x"])).await?;
+    r.assert_error(422, "invalid_body", None);
+    assert_eq!(
+        r.body["error"]["message"], "the body must be a JSON object",
+        "{}",
+        r.text
+    );
+    ws.post("/v1/tools", json!("x"))
+        .await?
+        .assert_error(422, "invalid_body", None);
+    let a = ws
+        .create(
+            "/v1/assistants",
+            json!({"name": "Support", "systemPrompt": "Help."}),
+        )
+        .await?;
+    let aid = a["id"].as_str().unwrap();
+    let cleanup = format!("/v1/assistants/{aid}/compatibility/cleanup");
+    ws.post(&cleanup, json!([]))
+        .await?
+        .assert_error(422, "invalid_body", None);
+    ws.post(&cleanup, json!(null)).await?.assert_status(200);
+    let s = ws
+        .create("/v1/sessions", json!({"assistantId": aid}))
+        .await?;
+    let sid = s["id"].as_str().unwrap();
+    let end = format!("/v1/sessions/{sid}/end");
+    ws.post(&end, json!(["x"]))
+        .await?
+        .assert_error(422, "invalid_body", None);
+    let session = ws.get(&format!("/v1/sessions/{sid}")).await?;
+    assert_ne!(session.body["status"], "ended", "{}", session.text);
+    ws.post(&end, json!(null)).await?.assert_status(204);
+    let session = ws.get(&format!("/v1/sessions/{sid}")).await?;
+    assert_eq!(session.body["status"], "ended", "{}", session.text);
+    assert!(session.body["endReason"] != "x", "{}", session.text);
+    Ok(())
+});

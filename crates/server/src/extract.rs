@@ -76,7 +76,23 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
     }
 }
 
-/// Parse a JSON body with the header checks of [`ApiJson`].
+/// Parse an optional JSON body: an empty body or `null` is absent (the
+/// default), anything else is parsed like [`parse_json`].
+pub fn parse_optional_json<T: DeserializeOwned + Default>(
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<T, ApiError> {
+    let text = bytes.trim_ascii();
+    if text.is_empty() || text == b"null" {
+        return Ok(T::default());
+    }
+    parse_json(headers, bytes)
+}
+
+/// Parse a JSON body with the header checks of [`ApiJson`]. Every body of
+/// the API is a JSON object: an array, string, number or `null` is refused
+/// (422 `invalid_body`) before it reaches the shape, so serde never reads a
+/// struct from a sequence nor names one in its message.
 pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
     let content_type = headers
         .get(CONTENT_TYPE)
@@ -102,6 +118,13 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Res
             format!("the request body is not valid JSON: {e}"),
         )
     })?;
+    if !value.is_object() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            "the body must be a JSON object",
+        ));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.inner().to_string();
         let mut field = e.path().to_string();

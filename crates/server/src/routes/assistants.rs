@@ -13,7 +13,7 @@ use rtc_protocol::{
 };
 
 use super::{chosen_id, delete_doc, replace_doc};
-use crate::extract::{ApiJson, ApiPath, Scope, parse_json};
+use crate::extract::{ApiJson, ApiPath, Scope, parse_optional_json};
 use crate::{ApiError, ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -136,11 +136,7 @@ pub async fn cleanup(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<CleanupResponse>> {
-    let params: CleanupParams = if body.iter().all(u8::is_ascii_whitespace) {
-        CleanupParams::default()
-    } else {
-        parse_json(&headers, &body)?
-    };
+    let params: CleanupParams = parse_optional_json(&headers, &body)?;
     let mut a = load(&s, &scope.workspace, &id).await?;
     let issues = issues_of(&s, &scope.workspace, &a).await?;
     if let Some(expected) = &params.expected_paths {

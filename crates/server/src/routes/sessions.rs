@@ -140,11 +140,7 @@ pub async fn end(
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<StatusCode> {
-    let p: EndParams = if body.iter().all(u8::is_ascii_whitespace) {
-        EndParams::default()
-    } else {
-        crate::extract::parse_json(&headers, &body)?
-    };
+    let p: EndParams = crate::extract::parse_optional_json(&headers, &body)?;
     s.runtime
         .end(&access.workspace, &access.session, p.reason)
         .await?;
