@@ -151,3 +151,32 @@ async fn memories_sqlite() -> anyhow::Result<()> {
 async fn memories_postgres() -> anyhow::Result<()> {
     memories(rtc_testkit::Engine::Postgres).await
 }
+
+// A missing `userId` is named in a whole sentence; forgetting a user checks
+// `limit` and `offset` like listing does.
+crate::harness::on_both!(memory_queries_are_checked, |srv| {
+    let (_, ws) = srv.workspace("A").await?;
+    for r in [
+        ws.get("/v1/memories").await?,
+        ws.delete("/v1/memories").await?,
+    ] {
+        r.assert_error(422, "missing_user", Some("userId"));
+        let message = r.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("`userId`") && message.contains("required"),
+            "{message}"
+        );
+    }
+    for (query, code, field) in [
+        ("limit=0", "invalid_limit", "limit"),
+        ("limit=201", "invalid_limit", "limit"),
+        ("offset=-1", "invalid_offset", "offset"),
+    ] {
+        let path = format!("/v1/memories?userId=ann&{query}");
+        ws.get(&path).await?.assert_error(422, code, Some(field));
+        ws.delete(&path).await?.assert_error(422, code, Some(field));
+    }
+    let gone = ws.delete("/v1/memories?userId=ann&limit=10").await?;
+    assert_eq!(gone.assert_status(200)["deleted"], 0);
+    Ok(())
+});

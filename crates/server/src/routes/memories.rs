@@ -36,19 +36,17 @@ fn user(q: &MemoryQuery) -> Result<&str, ApiError> {
         .as_deref()
         .filter(|u| !u.trim().is_empty())
         .ok_or_else(|| {
-            ValidationError::new("missing_user", "userId", "`userId` names whose memories").into()
+            ValidationError::new(
+                "missing_user",
+                "userId",
+                "`userId` is required: it names the end user whose memories these are",
+            )
+            .into()
         })
 }
 
-/// A user's memories, newest first.
-#[utoipa::path(get, path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
-    responses((status = 200, body = MemoryPage), (status = 422, body = ErrorResponse)))]
-pub async fn list(
-    scope: Scope,
-    State(s): State<AppState>,
-    ApiQuery(q): ApiQuery<MemoryQuery>,
-) -> ApiResult<Json<MemoryPage>> {
-    let user = user(&q)?;
+/// `limit` (1–200, default 50) and `offset` (at least 0, default 0).
+fn page(q: &MemoryQuery) -> Result<(i64, i64), ApiError> {
     let limit = q.limit.unwrap_or(50);
     if !(1..=200).contains(&limit) {
         return Err(
@@ -64,6 +62,19 @@ pub async fn list(
         )
         .into());
     }
+    Ok((limit, offset))
+}
+
+/// A user's memories, newest first.
+#[utoipa::path(get, path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
+    responses((status = 200, body = MemoryPage), (status = 422, body = ErrorResponse)))]
+pub async fn list(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiQuery(q): ApiQuery<MemoryQuery>,
+) -> ApiResult<Json<MemoryPage>> {
+    let user = user(&q)?;
+    let (limit, offset) = page(&q)?;
     let (data, total) = s
         .runtime
         .memories(&scope.workspace, user, limit, offset)
@@ -79,9 +90,12 @@ pub async fn forget_user(
     State(s): State<AppState>,
     ApiQuery(q): ApiQuery<MemoryQuery>,
 ) -> ApiResult<Json<Value>> {
+    let user = user(&q)?;
+    // They page nothing here, but a bad value is refused as on GET.
+    page(&q)?;
     let deleted = s
         .runtime
-        .delete_user_memories(&scope.workspace, user(&q)?)
+        .delete_user_memories(&scope.workspace, user)
         .await?;
     Ok(Json(json!({"deleted": deleted})))
 }
