@@ -206,27 +206,47 @@ async fn streamable_http_discovery_postgres() -> anyhow::Result<()> {
     streamable_http(Engine::Postgres).await
 }
 
-/// Without `RTC_ALLOW_PRIVATE_NETWORK`, a loopback MCP server is refused.
+/// Without `RTC_ALLOW_PRIVATE_NETWORK`, a loopback or private MCP URL is
+/// refused when it is saved (POST and PUT), naming `transport.url`; a name
+/// that resolves to one is still refused at discovery.
 #[tokio::test]
 async fn loopback_servers_are_refused_by_default() -> anyhow::Result<()> {
     let mcp = McpHttpServer::start().await?;
     let url = mcp.url.clone();
     with_server(Engine::Sqlite, HashMap::new(), |srv| async move {
         let (_, ws) = srv.workspace("A").await?;
+        let port = url::Url::parse(&url)?.port().unwrap_or(80);
+        for refused in [
+            url.clone(),
+            format!("http://localhost:{port}/mcp"),
+            format!("http://api.localhost:{port}/mcp"),
+            "http://[::1]/mcp".to_owned(),
+            "http://[::ffff:127.0.0.1]/mcp".to_owned(),
+            "http://10.0.0.7/mcp".to_owned(),
+            "http://169.254.169.254/mcp".to_owned(),
+            "http://2130706433/mcp".to_owned(),
+        ] {
+            let r = ws
+                .post(
+                    "/v1/mcp-servers",
+                    json!({"name": "local", "transport": {"type": "streamableHttp", "url": refused}}),
+                )
+                .await?;
+            r.assert_error(422, "private_address", Some("transport.url"));
+        }
         let created = ws
             .create(
                 "/v1/mcp-servers",
-                json!({"name": "local", "transport": {"type": "streamableHttp", "url": url}}),
+                json!({"name": "remote", "transport": {"type": "streamableHttp", "url": "https://mcp.example.com/mcp"}}),
             )
             .await?;
-        let r = ws
-            .get(&format!(
-                "/v1/mcp-servers/{}/tools",
-                created["id"].as_str().unwrap()
-            ))
-            .await?;
-        r.assert_error(502, "mcp_unavailable", None);
-        assert!(r.text.contains("not allowed"), "{}", r.text);
+        let id = created["id"].as_str().unwrap();
+        ws.put(
+            &format!("/v1/mcp-servers/{id}"),
+            json!({"name": "remote", "transport": {"type": "streamableHttp", "url": url}}),
+        )
+        .await?
+        .assert_error(422, "private_address", Some("transport.url"));
         Ok(())
     })
     .await?;

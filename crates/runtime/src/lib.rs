@@ -180,6 +180,12 @@ impl Runtime {
         self.inner.sessions.lock().map(|m| m.len()).unwrap_or(0)
     }
 
+    /// Which outbound addresses the operator allows (the MCP connector's
+    /// policy, the same for every outbound client).
+    pub fn address_policy(&self) -> rtc_tools::net_guard::AddressPolicy {
+        self.inner.config.mcp.policy
+    }
+
     /// Names of the configured providers.
     pub fn provider_names(&self) -> std::collections::BTreeSet<String> {
         self.inner.config.providers.keys().cloned().collect()

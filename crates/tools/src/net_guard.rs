@@ -93,6 +93,8 @@ pub enum BlockedUrl {
     NoHost,
     #[error("the address {0} is private, loopback or reserved and is refused")]
     Address(IpAddr),
+    #[error("the host {0} names this machine and is refused")]
+    LocalName(String),
 }
 
 /// A host name whose every resolved address was refused. Its message names
@@ -133,6 +135,23 @@ pub fn check_url(url: &url::Url, policy: AddressPolicy) -> Result<(), BlockedUrl
     } else {
         Err(BlockedUrl::Address(ip))
     }
+}
+
+/// Check a URL before it is saved: [`check_url`], and under
+/// [`AddressPolicy::PublicOnly`] the names that always mean this machine
+/// (`localhost` and `*.localhost`, RFC 6761). Other names are not resolved
+/// here: the guarded resolver judges them at every connection.
+pub fn check_url_at_save(url: &url::Url, policy: AddressPolicy) -> Result<(), BlockedUrl> {
+    check_url(url, policy)?;
+    if policy == AddressPolicy::PublicOnly
+        && let Some(url::Host::Domain(name)) = url.host()
+    {
+        let name = name.trim_end_matches('.').to_ascii_lowercase();
+        if name == "localhost" || name.ends_with(".localhost") {
+            return Err(BlockedUrl::LocalName(name));
+        }
+    }
+    Ok(())
 }
 
 /// A DNS resolver that drops forbidden addresses and fails when none is left.

@@ -109,6 +109,37 @@ fn url_literals_follow_policy() {
     );
 }
 
+#[test]
+fn urls_at_save_refuse_local_names_too() {
+    let u = |s: &str| url::Url::parse(s).unwrap();
+    for blocked in [
+        "http://localhost:3000/mcp",
+        "http://LOCALHOST./mcp",
+        "http://api.localhost/mcp",
+        "http://127.0.0.1/mcp",
+        "http://2130706433/mcp",
+    ] {
+        assert!(
+            check_url_at_save(&u(blocked), AddressPolicy::PublicOnly).is_err(),
+            "{blocked}"
+        );
+        assert!(
+            check_url_at_save(&u(blocked), AddressPolicy::AllowPrivate).is_ok(),
+            "{blocked}"
+        );
+    }
+    assert_eq!(
+        check_url_at_save(&u("http://localhost/"), AddressPolicy::PublicOnly),
+        Err(BlockedUrl::LocalName("localhost".into()))
+    );
+    for allowed in ["https://mcp.example.com/mcp", "https://notlocalhost.com/"] {
+        assert!(
+            check_url_at_save(&u(allowed), AddressPolicy::PublicOnly).is_ok(),
+            "{allowed}"
+        );
+    }
+}
+
 /// A refused name is reported by host, without the address it resolved to.
 #[tokio::test]
 async fn resolved_loopback_names_are_refused_without_showing_the_address() {

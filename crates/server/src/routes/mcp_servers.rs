@@ -10,6 +10,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::mcp_rules::{Caller, keep_masked_env, masked, validate_mcp_server};
 use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTransport};
+use rtc_tools::net_guard::check_url_at_save;
 
 use super::{chosen_id, delete_doc, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope};
@@ -33,7 +34,26 @@ async fn check(s: &AppState, scope: &Scope, server: &McpServer) -> ApiResult<()>
         Caller::Workspace
     };
     validate_mcp_server(server, caller, &|n| secrets.contains(n))?;
-    Ok(())
+    check_address(s, server)
+}
+
+/// A streamable-HTTP URL the outbound guard would refuse (an IP literal
+/// outside public unicast, `localhost`) is refused when saved, not first
+/// at discovery; names that resolve to such addresses are refused there.
+fn check_address(s: &AppState, server: &McpServer) -> ApiResult<()> {
+    let McpTransport::StreamableHttp { url, .. } = &server.transport else {
+        return Ok(());
+    };
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(()); // validate_mcp_server refused it already
+    };
+    check_url_at_save(&parsed, s.runtime.address_policy()).map_err(|e| {
+        ApiError::unprocessable(
+            "private_address",
+            "transport.url",
+            format!("`transport.url`: {e}; this server does not reach private networks"),
+        )
+    })
 }
 
 /// Register an MCP server. `stdio` servers start local processes and need
