@@ -53,6 +53,8 @@ struct FileConfig {
     subagent_max_depth: Option<u64>,
     subagent_max_children: Option<u64>,
     subagent_max_sessions: Option<u64>,
+    max_sessions_per_workspace: Option<u64>,
+    max_event_result_bytes: Option<u64>,
     instance_id: Option<String>,
     #[serde(default)]
     web_search: WebSearchFile,
@@ -119,6 +121,10 @@ pub struct Settings {
     pub subagent_max_depth: u64,
     pub subagent_max_children: u64,
     pub subagent_max_sessions: u64,
+    /// R-SEC-6: active sessions per workspace; bytes of a tool result one
+    /// `tool.completed` event records (longer ones are cut there).
+    pub max_sessions_per_workspace: u64,
+    pub max_event_result_bytes: u64,
     /// This process's name in loop leases (default: random per start).
     pub instance_id: Option<String>,
     pub web: WebSettings,
@@ -149,6 +155,11 @@ impl std::fmt::Debug for Settings {
             .field("subagent_max_depth", &self.subagent_max_depth)
             .field("subagent_max_children", &self.subagent_max_children)
             .field("subagent_max_sessions", &self.subagent_max_sessions)
+            .field(
+                "max_sessions_per_workspace",
+                &self.max_sessions_per_workspace,
+            )
+            .field("max_event_result_bytes", &self.max_event_result_bytes)
             .field("instance_id", &self.instance_id)
             .field("web", &self.web)
             .field("providers", &self.providers)
@@ -281,6 +292,16 @@ impl Settings {
                 "RTC_SUBAGENT_MAX_SESSIONS",
                 file.subagent_max_sessions,
                 32,
+            )?,
+            max_sessions_per_workspace: number(
+                "RTC_MAX_SESSIONS_PER_WORKSPACE",
+                file.max_sessions_per_workspace,
+                10_000,
+            )?,
+            max_event_result_bytes: number(
+                "RTC_MAX_EVENT_RESULT_BYTES",
+                file.max_event_result_bytes,
+                256 * 1024,
             )?,
             instance_id: env("RTC_INSTANCE_ID").or(file.instance_id),
             web: WebSettings::load(file.web_search, file.web_fetch)?,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rtc_llm::{OpenAiClient, ProviderConfig};
-use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig, SubAgentLimits};
+use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig, SessionLimits, SubAgentLimits};
 use rtc_server::{AdminAuth, AppState, Limits};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
@@ -166,6 +166,11 @@ fn build_runtime(
             max_depth: i64::try_from(settings.subagent_max_depth).unwrap_or(i64::MAX),
             max_children: usize::try_from(settings.subagent_max_children).unwrap_or(usize::MAX),
             max_sessions: usize::try_from(settings.subagent_max_sessions).unwrap_or(usize::MAX),
+        },
+        limits: SessionLimits {
+            max_active_sessions: settings.max_sessions_per_workspace,
+            max_event_result_bytes: usize::try_from(settings.max_event_result_bytes)
+                .unwrap_or(usize::MAX),
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,

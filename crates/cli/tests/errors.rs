@@ -146,3 +146,56 @@ on_both!(bodies_must_be_json_objects, |srv| {
     assert!(session.body["endReason"] != "x", "{}", session.text);
     Ok(())
 });
+
+/// R-SEC-6 over HTTP: a workspace's active sessions (here at most 2,
+/// `RTC_MAX_SESSIONS_PER_WORKSPACE`) answer 429 `too_many_sessions`; an end
+/// reason over 1,000 characters and a human agent's text over 100,000
+/// bytes are 422 naming their field.
+async fn bounds(engine: rtc_testkit::Engine) -> anyhow::Result<()> {
+    let env = std::collections::HashMap::from([(
+        "RTC_MAX_SESSIONS_PER_WORKSPACE".to_owned(),
+        "2".to_owned(),
+    )]);
+    crate::harness::with_server(engine, env, |srv| async move {
+        let (_, ws) = srv.workspace("A").await?;
+        let a = ws
+            .create(
+                "/v1/assistants",
+                json!({"name": "Support", "systemPrompt": "Help."}),
+            )
+            .await?;
+        let open = json!({"assistantId": a["id"]});
+        let first = ws.create("/v1/sessions", open.clone()).await?;
+        let sid = first["id"].as_str().unwrap();
+        ws.create("/v1/sessions", open.clone()).await?;
+        ws.post("/v1/sessions", open.clone())
+            .await?
+            .assert_error(429, "too_many_sessions", None);
+        ws.post(
+            &format!("/v1/sessions/{sid}/handoff/messages"),
+            json!({"text": "a".repeat(100_001)}),
+        )
+        .await?
+        .assert_error(422, "invalid_text", Some("text"));
+        let end = format!("/v1/sessions/{sid}/end");
+        ws.post(&end, json!({"reason": "r".repeat(1_001)}))
+            .await?
+            .assert_error(422, "invalid_reason", Some("reason"));
+        ws.post(&end, json!({"reason": "r".repeat(1_000)}))
+            .await?
+            .assert_status(204);
+        ws.create("/v1/sessions", open).await?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn session_bounds_sqlite() -> anyhow::Result<()> {
+    bounds(rtc_testkit::Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn session_bounds_postgres() -> anyhow::Result<()> {
+    bounds(rtc_testkit::Engine::Postgres).await
+}

@@ -206,6 +206,10 @@ pub struct ToolCompleted {
     pub cancelled: bool,
     #[serde(default, skip_serializing_if = "is_false")]
     pub startup: bool,
+    /// `result` is cut: the event holds the first bytes of its JSON as a
+    /// string (the model read all of it).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
 }
 
 impl ToolCompleted {
@@ -218,7 +222,26 @@ impl ToolCompleted {
             result: Some(result),
             cancelled: false,
             startup: false,
+            truncated: false,
         }
+    }
+
+    /// At most `max_bytes` of result: a result whose JSON is longer becomes
+    /// the first `max_bytes` of that JSON (on a character boundary) as a
+    /// string, marked `truncated`.
+    pub fn capped(mut self, max_bytes: usize) -> Self {
+        if let Some(result) = &self.result {
+            let text = result.to_string();
+            if text.len() > max_bytes {
+                let mut end = max_bytes;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.result = Some(Value::String(text[..end].to_owned()));
+                self.truncated = true;
+            }
+        }
+        self
     }
 
     /// A call that did not run to its end.
@@ -230,6 +253,7 @@ impl ToolCompleted {
             result: None,
             cancelled: true,
             startup: false,
+            truncated: false,
         }
     }
 }

@@ -11,6 +11,9 @@ pub enum RuntimeError {
     Invalid(#[from] ValidationError),
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// A bound of R-SEC-6 is reached (429).
+    #[error("{message}")]
+    TooMany { code: &'static str, message: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error: {0}")]

@@ -17,6 +17,7 @@ mod inbox;
 mod interaction;
 mod journal;
 mod lifecycle;
+mod limits;
 mod live;
 mod loops;
 mod memory;
@@ -47,6 +48,7 @@ use tokio_util::task::TaskTracker;
 
 pub use broker::schema_hash;
 pub use error::RuntimeError;
+pub use limits::{MAX_END_REASON_CHARS, MAX_MESSAGE_BYTES, SessionLimits};
 pub use loops::LoopSettings;
 pub use session::{ClientConnection, SessionConfig};
 pub use start::{assistant_context, find_interface};
@@ -87,6 +89,8 @@ pub struct RuntimeConfig {
     pub loops: LoopSettings,
     /// Limits of sub-agent trees (R-SA-7).
     pub sub_agents: SubAgentLimits,
+    /// Bounds of sessions, messages and events (R-SEC-6).
+    pub limits: SessionLimits,
 }
 
 impl RuntimeConfig {
@@ -114,6 +118,7 @@ impl RuntimeConfig {
             web_fetch: None,
             loops: LoopSettings::default(),
             sub_agents: SubAgentLimits::default(),
+            limits: SessionLimits::default(),
         })
     }
 }

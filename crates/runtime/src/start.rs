@@ -181,6 +181,15 @@ impl Runtime {
     ) -> Result<CreateSessionResponse, RuntimeError> {
         let inner = &self.inner;
         let (assistant_id, assistant, tools) = self.session_assistant(workspace, &params).await?;
+        let max = inner.config.limits.max_active_sessions;
+        if inner.store.active_session_count(workspace).await? >= max {
+            return Err(RuntimeError::TooMany {
+                code: "too_many_sessions",
+                message: format!(
+                    "the workspace has {max} active sessions, the most it may have; end one first"
+                ),
+            });
+        }
         let assistant_id = assistant_id.as_str();
         let id = new_id("sess");
         let sys = SystemInfo {
@@ -280,14 +289,7 @@ impl Runtime {
     ) -> Result<Message, RuntimeError> {
         let inner = &self.inner;
         let ctx = inner.session_in(workspace, id).await?;
-        if text.trim().is_empty() || text.len() > 100_000 {
-            return Err(rtc_core::ValidationError::new(
-                "invalid_text",
-                "text",
-                "`text` must be 1 to 100000 bytes",
-            )
-            .into());
-        }
+        crate::limits::check_text(text)?;
         let (status, keep_ending) = {
             let mut s = ctx.state.lock().await;
             let keep = match &s.ending {
@@ -338,6 +340,7 @@ impl Runtime {
         id: &str,
         reason: Option<String>,
     ) -> Result<(), RuntimeError> {
+        crate::limits::check_end_reason(reason.as_deref())?;
         let ctx = self.inner.session_in(workspace, id).await?;
         if ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(());
@@ -356,6 +359,7 @@ impl Runtime {
         text: &str,
     ) -> Result<Message, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
+        crate::limits::check_text(text)?;
         if ctx.state.lock().await.status != SessionStatus::Handoff {
             return Err(RuntimeError::Conflict {
                 code: "not_in_handoff",
@@ -457,7 +461,8 @@ impl Inner {
                     (true, json!({"error": e}))
                 }
             };
-            let mut completed = ToolCompleted::new(&call_id, &name, is_error, result);
+            let mut completed = ToolCompleted::new(&call_id, &name, is_error, result)
+                .capped(self.config.limits.max_event_result_bytes);
             completed.startup = true;
             ctx.events.emit(completed.into()).await?;
         }

@@ -248,8 +248,9 @@ impl Inner {
             let mut m = message(MessageRole::Tool, &outcome.content);
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
-            let event =
-                ToolCompleted::new(&call.id, &call.name, outcome.is_error, outcome.shown).into();
+            let event = ToolCompleted::new(&call.id, &call.name, outcome.is_error, outcome.shown)
+                .capped(self.config.limits.max_event_result_bytes)
+                .into();
             self.append(ctx, m, vec![event], Durability::Queued).await?;
         }
         drop(running);

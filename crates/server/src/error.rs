@@ -125,6 +125,7 @@ impl From<rtc_runtime::RuntimeError> for ApiError {
             R::NotFound { what, id } => Self::not_found(what, &id),
             R::Invalid(v) => v.into(),
             R::Conflict { code, message } => Self::conflict(code, message),
+            R::TooMany { code, message } => Self::new(StatusCode::TOO_MANY_REQUESTS, code, message),
             R::Store(s) => s.into(),
             R::Internal(m) => Self::internal("runtime failure", &m),
         }

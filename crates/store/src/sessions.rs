@@ -205,6 +205,18 @@ impl Store {
         rows.iter().map(record).collect()
     }
 
+    /// How many sessions of a workspace have not ended.
+    pub async fn active_session_count(&self, workspace: &str) -> Result<u64, StoreError> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM sessions WHERE workspace_id = $1 AND status <> 'ended'",
+        )
+        .bind(workspace)
+        .fetch_one(&self.pool)
+        .await?;
+        let n: i64 = row.try_get("n")?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     pub async fn set_session_status(
         &self,
         id: &str,

@@ -15,6 +15,7 @@ mod conversation;
 mod ending;
 mod eviction;
 mod features;
+mod limits;
 mod loops;
 mod secrets;
 mod shutdown;
