@@ -48,7 +48,7 @@ pub(crate) fn view(r: SessionRecord) -> Session {
 
 /// Open a session on an assistant. Runs its startup actions and first message.
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSessionParams, security(("bearer" = [])),
-    responses((status = 201, body = CreateSessionResponse), (status = 422, body = ErrorResponse)))]
+    responses((status = 201, body = CreateSessionResponse), (status = 422, body = ErrorResponse), (status = 429, description = "the workspace has its most active sessions (`too_many_sessions`)", body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
     State(s): State<AppState>,
@@ -127,13 +127,15 @@ pub async fn state(access: SessionAccess, State(s): State<AppState>) -> ApiResul
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EndParams {
+    /// At most 1,000 characters.
     #[serde(default)]
+    #[schema(max_length = 1000)]
     pub reason: Option<String>,
 }
 
 /// End the session from the host.
 #[utoipa::path(post, path = "/v1/sessions/{id}/end", tag = "sessions", request_body(content = Option<EndParams>), security(("bearer" = [])),
-    responses((status = 204), (status = 404, body = ErrorResponse)))]
+    responses((status = 204), (status = 404, body = ErrorResponse), (status = 422, description = "`reason` over 1,000 characters, or a body that is not an object", body = ErrorResponse)))]
 pub async fn end(
     access: SessionAccess,
     State(s): State<AppState>,
@@ -149,7 +151,7 @@ pub async fn end(
 
 /// A human agent speaks during a handoff.
 #[utoipa::path(post, path = "/v1/sessions/{id}/handoff/messages", tag = "sessions", request_body = SendMessageParams, security(("bearer" = [])),
-    responses((status = 201, body = Message), (status = 409, body = ErrorResponse)))]
+    responses((status = 201, body = Message), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn handoff_message(
     scope: Scope,
     State(s): State<AppState>,
