@@ -55,6 +55,8 @@ struct FileConfig {
     subagent_max_sessions: Option<u64>,
     max_sessions_per_workspace: Option<u64>,
     max_event_result_bytes: Option<u64>,
+    max_message_bytes: Option<u64>,
+    max_end_reason_chars: Option<u64>,
     instance_id: Option<String>,
     #[serde(default)]
     web_search: WebSearchFile,
@@ -122,9 +124,12 @@ pub struct Settings {
     pub subagent_max_children: u64,
     pub subagent_max_sessions: u64,
     /// R-SEC-6: active sessions per workspace; bytes of a tool result one
-    /// `tool.completed` event records (longer ones are cut there).
+    /// `tool.completed` event records (longer ones are cut there); bytes of
+    /// a message's text; characters of an end reason.
     pub max_sessions_per_workspace: u64,
     pub max_event_result_bytes: u64,
+    pub max_message_bytes: u64,
+    pub max_end_reason_chars: u64,
     /// This process's name in loop leases (default: random per start).
     pub instance_id: Option<String>,
     pub web: WebSettings,
@@ -160,6 +165,8 @@ impl std::fmt::Debug for Settings {
                 &self.max_sessions_per_workspace,
             )
             .field("max_event_result_bytes", &self.max_event_result_bytes)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("max_end_reason_chars", &self.max_end_reason_chars)
             .field("instance_id", &self.instance_id)
             .field("web", &self.web)
             .field("providers", &self.providers)
@@ -302,6 +309,12 @@ impl Settings {
                 "RTC_MAX_EVENT_RESULT_BYTES",
                 file.max_event_result_bytes,
                 256 * 1024,
+            )?,
+            max_message_bytes: number("RTC_MAX_MESSAGE_BYTES", file.max_message_bytes, 100_000)?,
+            max_end_reason_chars: number(
+                "RTC_MAX_END_REASON_CHARS",
+                file.max_end_reason_chars,
+                1_000,
             )?,
             instance_id: env("RTC_INSTANCE_ID").or(file.instance_id),
             web: WebSettings::load(file.web_search, file.web_fetch)?,

@@ -32,6 +32,8 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         subagent_max_sessions: 1,
         max_sessions_per_workspace: 1,
         max_event_result_bytes: 1,
+        max_message_bytes: 1,
+        max_end_reason_chars: 1,
         instance_id: None,
         web: WebSettings::default(),
         providers: BTreeMap::new(),

@@ -171,6 +171,9 @@ fn build_runtime(
             max_active_sessions: settings.max_sessions_per_workspace,
             max_event_result_bytes: usize::try_from(settings.max_event_result_bytes)
                 .unwrap_or(usize::MAX),
+            max_message_bytes: usize::try_from(settings.max_message_bytes).unwrap_or(usize::MAX),
+            max_end_reason_chars: usize::try_from(settings.max_end_reason_chars)
+                .unwrap_or(usize::MAX),
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,

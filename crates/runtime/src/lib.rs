@@ -48,7 +48,7 @@ use tokio_util::task::TaskTracker;
 
 pub use broker::schema_hash;
 pub use error::RuntimeError;
-pub use limits::{MAX_END_REASON_CHARS, MAX_MESSAGE_BYTES, SessionLimits};
+pub use limits::SessionLimits;
 pub use loops::LoopSettings;
 pub use session::{ClientConnection, SessionConfig};
 pub use start::{assistant_context, find_interface};

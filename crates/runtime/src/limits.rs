@@ -6,18 +6,16 @@ use rtc_core::ValidationError;
 
 use crate::RuntimeError;
 
-/// Most bytes of one message's text (a user's or a human agent's).
-pub const MAX_MESSAGE_BYTES: usize = 100_000;
-
-/// Most characters of a session's end reason.
-pub const MAX_END_REASON_CHARS: usize = 1_000;
-
-/// The configurable bounds.
+/// The bounds, each configurable.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionLimits {
     /// Most active (not ended) sessions of one workspace; creating one more
     /// is refused (`too_many_sessions`).
     pub max_active_sessions: u64,
+    /// Most bytes of one message's text (a user's or a human agent's).
+    pub max_message_bytes: usize,
+    /// Most characters of a session's end reason.
+    pub max_end_reason_chars: usize,
     /// Most bytes of the JSON of a tool result recorded in one
     /// `tool.completed` event; a longer one is cut (`truncated: true`),
     /// while the model still reads the whole result.
@@ -28,33 +26,39 @@ impl Default for SessionLimits {
     fn default() -> Self {
         Self {
             max_active_sessions: 10_000,
+            max_message_bytes: 100_000,
+            max_end_reason_chars: 1_000,
             max_event_result_bytes: 256 * 1024,
         }
     }
 }
 
-/// A message's text: not blank, at most [`MAX_MESSAGE_BYTES`].
-pub(crate) fn check_text(text: &str) -> Result<(), RuntimeError> {
-    if text.trim().is_empty() || text.len() > MAX_MESSAGE_BYTES {
-        return Err(ValidationError::new(
-            "invalid_text",
-            "text",
-            format!("`text` must be 1 to {MAX_MESSAGE_BYTES} bytes"),
-        )
-        .into());
+impl SessionLimits {
+    /// A message's text: not blank, at most `max_message_bytes`.
+    pub(crate) fn check_text(&self, text: &str) -> Result<(), RuntimeError> {
+        let max = self.max_message_bytes;
+        if text.trim().is_empty() || text.len() > max {
+            return Err(ValidationError::new(
+                "invalid_text",
+                "text",
+                format!("`text` must be 1 to {max} bytes"),
+            )
+            .into());
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// An end reason: at most [`MAX_END_REASON_CHARS`] characters.
-pub(crate) fn check_end_reason(reason: Option<&str>) -> Result<(), RuntimeError> {
-    if reason.is_some_and(|r| r.chars().count() > MAX_END_REASON_CHARS) {
-        return Err(ValidationError::new(
-            "invalid_reason",
-            "reason",
-            format!("`reason` must be at most {MAX_END_REASON_CHARS} characters"),
-        )
-        .into());
+    /// An end reason: at most `max_end_reason_chars` characters.
+    pub(crate) fn check_end_reason(&self, reason: Option<&str>) -> Result<(), RuntimeError> {
+        let max = self.max_end_reason_chars;
+        if reason.is_some_and(|r| r.chars().count() > max) {
+            return Err(ValidationError::new(
+                "invalid_reason",
+                "reason",
+                format!("`reason` must be at most {max} characters"),
+            )
+            .into());
+        }
+        Ok(())
     }
-    Ok(())
 }

@@ -289,7 +289,7 @@ impl Runtime {
     ) -> Result<Message, RuntimeError> {
         let inner = &self.inner;
         let ctx = inner.session_in(workspace, id).await?;
-        crate::limits::check_text(text)?;
+        inner.config.limits.check_text(text)?;
         let (status, keep_ending) = {
             let mut s = ctx.state.lock().await;
             let keep = match &s.ending {
@@ -340,7 +340,10 @@ impl Runtime {
         id: &str,
         reason: Option<String>,
     ) -> Result<(), RuntimeError> {
-        crate::limits::check_end_reason(reason.as_deref())?;
+        self.inner
+            .config
+            .limits
+            .check_end_reason(reason.as_deref())?;
         let ctx = self.inner.session_in(workspace, id).await?;
         if ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(());
@@ -359,7 +362,7 @@ impl Runtime {
         text: &str,
     ) -> Result<Message, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        crate::limits::check_text(text)?;
+        self.inner.config.limits.check_text(text)?;
         if ctx.state.lock().await.status != SessionStatus::Handoff {
             return Err(RuntimeError::Conflict {
                 code: "not_in_handoff",

@@ -101,7 +101,11 @@ async fn a_workspace_has_at_most_its_active_sessions() {
 
 #[tokio::test]
 async fn end_reasons_and_human_messages_are_bounded() {
-    let h = Harness::start(vec![]).await;
+    let h = Harness::with(vec![], |c| {
+        c.limits.max_message_bytes = 1_000;
+        c.limits.max_end_reason_chars = 10;
+    })
+    .await;
     h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))
         .await;
     let s = h.session("a").await;
@@ -109,7 +113,7 @@ async fn end_reasons_and_human_messages_are_bounded() {
         RuntimeError::Invalid(v) => (v.code, v.field),
         other => panic!("expected a validation error, got {other:?}"),
     };
-    let long_text = "a".repeat(100_001);
+    let long_text = "a".repeat(1_001);
     assert_eq!(
         field(h.rt.handoff_message(WS, &s, &long_text).await.unwrap_err()),
         ("invalid_text", "text".to_owned())
@@ -118,12 +122,12 @@ async fn end_reasons_and_human_messages_are_bounded() {
         field(h.rt.handoff_message(WS, &s, " ").await.unwrap_err()),
         ("invalid_text", "text".to_owned())
     );
-    let long_reason = "é".repeat(1_001);
+    let long_reason = "é".repeat(11);
     assert_eq!(
         field(h.rt.end(WS, &s, Some(long_reason)).await.unwrap_err()),
         ("invalid_reason", "reason".to_owned())
     );
     let session = h.rt.session(WS, &s).await.unwrap();
     assert_ne!(session.status, SessionStatus::Ended);
-    h.rt.end(WS, &s, Some("é".repeat(1_000))).await.unwrap();
+    h.rt.end(WS, &s, Some("é".repeat(10))).await.unwrap();
 }

@@ -127,15 +127,14 @@ pub async fn state(access: SessionAccess, State(s): State<AppState>) -> ApiResul
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EndParams {
-    /// At most 1,000 characters.
+    /// At most 1,000 characters by default (`RTC_MAX_END_REASON_CHARS`).
     #[serde(default)]
-    #[schema(max_length = 1000)]
     pub reason: Option<String>,
 }
 
 /// End the session from the host.
 #[utoipa::path(post, path = "/v1/sessions/{id}/end", tag = "sessions", request_body(content = Option<EndParams>), security(("bearer" = [])),
-    responses((status = 204), (status = 404, body = ErrorResponse), (status = 422, description = "`reason` over 1,000 characters, or a body that is not an object", body = ErrorResponse)))]
+    responses((status = 204), (status = 404, body = ErrorResponse), (status = 422, description = "`reason` over its limit (1,000 characters by default), or a body that is not an object", body = ErrorResponse)))]
 pub async fn end(
     access: SessionAccess,
     State(s): State<AppState>,
