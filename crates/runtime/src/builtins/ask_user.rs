@@ -227,67 +227,71 @@ pub fn match_answers(
         .iter()
         .zip(answers)
         .enumerate()
-        .map(|(i, (q, a))| {
-            let chars = value_chars(&a);
-            if chars > MAX_ANSWER_CHARS {
-                return Err(AnswerError {
-                    index: Some(i),
-                    message: format!(
-                        "the answer is {chars} characters long; the limit is {MAX_ANSWER_CHARS}"
-                    ),
-                });
-            }
-            let parts: Vec<String> = match a {
-                AnswerValue::Many(list) => list.clone(),
-                AnswerValue::One(s) if q.multi_select => {
-                    let split: Vec<String> = s.split(',').map(str::to_owned).collect();
-                    if split.len() > 1 && split.iter().all(|p| option_for(q, p).is_some()) {
-                        split
-                    } else {
-                        vec![s.clone()]
-                    }
-                }
-                AnswerValue::One(s) => vec![s.clone()],
-            };
-            let parts: Vec<&str> = parts
-                .iter()
-                .map(|p| p.trim())
-                .filter(|p| !p.is_empty())
-                .collect();
-            if parts.is_empty() {
-                return Err(AnswerError {
-                    index: Some(i),
-                    message: "the answer is empty".into(),
-                });
-            }
-            if parts.len() > 1 && !q.multi_select {
-                return Err(AnswerError {
-                    index: Some(i),
-                    message: "this question takes one answer".into(),
-                });
-            }
-            // Every option once, plus one "Other" text.
-            let most = q.options.len() + 1;
-            if parts.len() > most {
-                return Err(AnswerError {
-                    index: Some(i),
-                    message: format!(
-                        "{} selections for {} options; choose at most {most} (the options and one text of your own)",
-                        parts.len(),
-                        q.options.len()
-                    ),
-                });
-            }
-            let mut chosen: Vec<String> = Vec::new();
-            for p in parts {
-                let answer = option_for(q, p).unwrap_or_else(|| p.to_owned());
-                if !chosen.contains(&answer) {
-                    chosen.push(answer);
-                }
-            }
-            Ok(chosen.join(", "))
-        })
+        .map(|(i, (q, a))| match_one(i, q, &a))
         .collect()
+}
+
+/// The answer to question `i` as the model reads it: its options' labels
+/// (each once) or the user's own text.
+fn match_one(i: usize, q: &AskQuestion, a: &AnswerValue) -> Result<String, AnswerError> {
+    let chars = value_chars(a);
+    if chars > MAX_ANSWER_CHARS {
+        return Err(AnswerError {
+            index: Some(i),
+            message: format!(
+                "the answer is {chars} characters long; the limit is {MAX_ANSWER_CHARS}"
+            ),
+        });
+    }
+    let parts: Vec<String> = match a {
+        AnswerValue::Many(list) => list.clone(),
+        AnswerValue::One(s) if q.multi_select => {
+            let split: Vec<String> = s.split(',').map(str::to_owned).collect();
+            if split.len() > 1 && split.iter().all(|p| option_for(q, p).is_some()) {
+                split
+            } else {
+                vec![s.clone()]
+            }
+        }
+        AnswerValue::One(s) => vec![s.clone()],
+    };
+    let parts: Vec<&str> = parts
+        .iter()
+        .map(|p| p.trim())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.is_empty() {
+        return Err(AnswerError {
+            index: Some(i),
+            message: "the answer is empty".into(),
+        });
+    }
+    if parts.len() > 1 && !q.multi_select {
+        return Err(AnswerError {
+            index: Some(i),
+            message: "this question takes one answer".into(),
+        });
+    }
+    // Every option once, plus one "Other" text.
+    let most = q.options.len() + 1;
+    if parts.len() > most {
+        return Err(AnswerError {
+            index: Some(i),
+            message: format!(
+                "{} selections for {} options; choose at most {most} (the options and one text of your own)",
+                parts.len(),
+                q.options.len()
+            ),
+        });
+    }
+    let mut chosen: Vec<String> = Vec::new();
+    for p in parts {
+        let answer = option_for(q, p).unwrap_or_else(|| p.to_owned());
+        if !chosen.contains(&answer) {
+            chosen.push(answer);
+        }
+    }
+    Ok(chosen.join(", "))
 }
 
 /// The bytes of text in all answers, keys included; stops counting once
