@@ -52,34 +52,6 @@ on_both!(stdio_servers_need_the_admin_and_are_discovered, |srv| {
     Ok(())
 });
 
-/// The number of processes whose environment holds `marker`.
-fn processes_with(marker: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter(|e| {
-            // Not a zombie waiting to be reaped.
-            std::fs::read_to_string(e.path().join("stat"))
-                .ok()
-                .and_then(|s| {
-                    s.rsplit_once(')')
-                        .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
-                })
-                .unwrap_or(false)
-        })
-        .filter_map(|e| std::fs::read(e.path().join("environ")).ok())
-        .filter(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
-        .count()
-}
-
 async fn until(what: &str, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while !done() {
@@ -135,7 +107,11 @@ on_both!(stdio_env_is_write_only_and_processes_follow_edits, |srv| {
     for _ in 0..3 {
         ws.get(&tools).await?.assert_status(200);
     }
-    assert_eq!(processes_with(&marker), 1, "one pooled stdio process");
+    assert_eq!(
+        rtc_testkit::processes_with(&marker),
+        1,
+        "one pooled stdio process"
+    );
     // `***` sent back keeps the stored value: the new process has it too.
     admin
         .put(&path, body(json!({"RTC_E2E_MARKER": "***", "OTHER": "x"})))
@@ -147,19 +123,19 @@ on_both!(stdio_env_is_write_only_and_processes_follow_edits, |srv| {
         .assert_error(422, "invalid_value", Some("transport.env.NEW_ONE"));
     // The edit ended the old process; discovery starts one with the value kept.
     until("the edited server's old process ends", || {
-        processes_with(&marker) == 0
+        rtc_testkit::processes_with(&marker) == 0
     })
     .await?;
     ws.get(&tools).await?.assert_status(200);
     assert_eq!(
-        processes_with(&marker),
+        rtc_testkit::processes_with(&marker),
         1,
         "the kept value reached the new process"
     );
     // Deleting it (admin) ends its process.
     admin.delete(&path).await?.assert_status(204);
     until("the deleted server's process ends", || {
-        processes_with(&marker) == 0
+        rtc_testkit::processes_with(&marker) == 0
     })
     .await?;
     Ok(())

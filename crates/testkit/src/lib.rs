@@ -11,11 +11,13 @@
 mod db;
 mod mcp;
 mod mock_llm;
+mod processes;
 mod server;
 
 pub use db::{Engine, TestDatabase};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
 pub use mock_llm::{MockLlm, MockReply};
+pub use processes::processes_with;
 pub use server::{ServerProcess, free_port};
 
 /// Install the TLS crypto provider reqwest needs (ring). Idempotent.

@@ -34,19 +34,19 @@ static BUILT_INS: LazyLock<Vec<(ToolSpec, Arc<dyn ToolHandler>)>> = LazyLock::ne
         .collect()
 });
 
-/// Whether `name` belongs to the platform (R-TR-1).
-pub(crate) fn is_reserved(name: &str) -> bool {
-    reserved_names().contains(name)
-}
-
-/// Every reserved tool name.
-pub(crate) fn reserved_names() -> BTreeSet<&'static str> {
+/// Every reserved tool name, gathered once.
+static RESERVED: LazyLock<BTreeSet<&'static str>> = LazyLock::new(|| {
     BUILT_INS
         .iter()
         .map(|(s, _)| s.name.as_str())
         .chain(BuiltInToolName::ALL.iter().map(|b| b.as_str()))
         .chain(RESERVED_FOR_LATER.iter().copied())
         .collect()
+});
+
+/// Whether `name` belongs to the platform (R-TR-1).
+pub(crate) fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(name)
 }
 
 /// The functions one session offers, each with its handler.

@@ -263,24 +263,6 @@ async fn a_failed_connect_backs_off() {
     assert_eq!(accepted.load(Ordering::SeqCst), tries, "not tried again");
 }
 
-/// The number of processes whose environment holds `marker`.
-fn processes_with(marker: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .bytes()
-                .all(|b| b.is_ascii_digit())
-        })
-        .filter_map(|e| std::fs::read(e.path().join("environ")).ok())
-        .filter(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()))
-        .count()
-}
-
 async fn until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !done() {
@@ -310,7 +292,7 @@ async fn evicted_stdio_servers_are_stopped() -> anyhow::Result<()> {
         .unwrap()
         .input_schema;
     until("the discovery process ends", || {
-        processes_with(&marker) == 0
+        rtc_testkit::processes_with(&marker) == 0
     })
     .await;
     let pool = McpPool::default();
@@ -330,10 +312,17 @@ async fn evicted_stdio_servers_are_stopped() -> anyhow::Result<()> {
         )
         .await?;
     assert!(result.to_string().contains("hi"), "{result}");
-    assert_eq!(processes_with(&marker), 1, "one pooled process");
+    assert_eq!(
+        rtc_testkit::processes_with(&marker),
+        1,
+        "one pooled process"
+    );
     pool.evict("ws1/mcp_1/");
     assert!(pool.keys().is_empty());
-    until("the evicted process ends", || processes_with(&marker) == 0).await;
+    until("the evicted process ends", || {
+        rtc_testkit::processes_with(&marker) == 0
+    })
+    .await;
     Ok(())
 }
 
