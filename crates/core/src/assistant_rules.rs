@@ -20,6 +20,8 @@ pub const MAX_VARIABLES: usize = 256;
 /// Most tool bindings (and startup actions) one assistant may have.
 pub const MAX_BINDINGS: usize = 128;
 const MAX_PROMPT: usize = 200_000;
+/// Largest `llm.maxTokens` accepted.
+const MAX_TOKENS_LIMIT: u32 = 1_000_000;
 
 /// What assistant validation needs from the rest of the workspace.
 pub struct AssistantContext<'a> {
@@ -176,11 +178,14 @@ fn check_llm(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
     if let Some(model) = &llm.model {
         check_display_name(model, "llm.model", 200)?;
     }
-    if llm.max_tokens == Some(0) {
+    if llm
+        .max_tokens
+        .is_some_and(|n| !(1..=MAX_TOKENS_LIMIT).contains(&n))
+    {
         return Err(ValidationError::new(
             "out_of_range",
             "llm.maxTokens",
-            "`llm.maxTokens` must be positive",
+            format!("`llm.maxTokens` must be 1 to {MAX_TOKENS_LIMIT}"),
         ));
     }
     if let Some(p) = &llm.provider

@@ -29,8 +29,10 @@ pub struct Assistant {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
     pub id: Option<String>,
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schema(max_length = 4096)]
     pub description: String,
     #[serde(default)]
     pub run_mode: RunMode,
@@ -39,8 +41,10 @@ pub struct Assistant {
     #[serde(default)]
     pub llm: LlmConfig,
     #[serde(default)]
+    #[schema(max_length = 200000)]
     pub system_prompt: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 200000)]
     pub first_message: Option<String>,
     #[serde(default)]
     pub dynamic_variables: Vec<DynamicVariable>,
@@ -71,21 +75,25 @@ pub struct LlmConfig {
     pub provider: Option<String>,
     /// Absent means the provider's default model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 2)]
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// 1 to 1,000,000.
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_tokens: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DynamicVariable {
+    #[schema(pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
     pub name: String,
     #[serde(rename = "type")]
     pub value_type: ValueType,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
     pub default: Option<Value>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,

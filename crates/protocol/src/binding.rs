@@ -34,10 +34,7 @@ pub enum ArgumentSource {
     #[serde(rename_all = "camelCase")]
     Variable { variable_name: String },
     /// A fixed value.
-    Literal {
-        #[schema(value_type = Object)]
-        value: Value,
-    },
+    Literal { value: Value },
     /// A string rendered with dynamic variables at execution time.
     Template { template: String },
 }

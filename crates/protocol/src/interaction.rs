@@ -192,12 +192,17 @@ pub struct Goal {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ResumeGoalParams {
+    /// Above the turns already done, at most 200.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 200)]
     pub max_turns: Option<i64>,
+    /// Above the tokens already used.
     #[serde(default)]
+    #[schema(minimum = 1)]
     pub token_budget: Option<i64>,
-    /// A new deadline, this many minutes from now.
+    /// A new deadline, this many minutes from now (1 to 10,080, a week).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 10080)]
     pub deadline_minutes: Option<i64>,
 }
 

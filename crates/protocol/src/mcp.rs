@@ -12,8 +12,10 @@ pub struct McpServer {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
     pub id: Option<String>,
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schema(max_length = 4096)]
     pub description: String,
     pub transport: McpTransport,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,8 +32,10 @@ pub struct McpServer {
 #[serde(tag = "type", rename_all = "camelCase", deny_unknown_fields)]
 pub enum McpTransport {
     Stdio {
+        #[schema(min_length = 1, max_length = 1024, pattern = r"\S")]
         command: String,
         #[serde(default)]
+        #[schema(max_items = 64)]
         args: Vec<String>,
         #[serde(default)]
         env: BTreeMap<String, String>,

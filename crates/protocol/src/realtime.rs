@@ -12,6 +12,7 @@ use crate::{BuiltInToolName, ToolKind};
 pub struct RealtimeInterface {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
     #[serde(default)]
     pub provider: String,

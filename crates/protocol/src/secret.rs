@@ -6,6 +6,8 @@ use utoipa::ToSchema;
 #[derive(Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PutSecretParams {
+    /// 8 to 16,384 characters.
+    #[schema(min_length = 8, max_length = 16384)]
     pub value: String,
 }
 

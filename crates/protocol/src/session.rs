@@ -15,6 +15,7 @@ pub struct CreateSessionParams {
     pub workflow_id: Option<String>,
     /// The end user (for memories and `system__user_id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 256)]
     pub user_id: Option<String>,
     /// Initial values of declared dynamic variables.
     #[serde(default)]
@@ -131,6 +132,9 @@ pub struct MessageToolCall {
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SendMessageParams {
+    /// Not blank; at most `RTC_MAX_MESSAGE_BYTES` bytes of UTF-8 (100,000
+    /// by default).
+    #[schema(min_length = 1, pattern = r"\S")]
     pub text: String,
 }
 

@@ -32,9 +32,12 @@ pub struct Tool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
     pub id: Option<String>,
-    /// The function name the model calls: letters, digits, `_`, `-`, at most 64.
+    /// The function name the model calls: letters, digits, `_`, `-`, at most
+    /// 64, and not the name of a platform built-in (422 `reserved_name`).
+    #[schema(pattern = r"^[A-Za-z0-9_-]{1,64}$")]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schema(max_length = 4096)]
     pub description: String,
     #[serde(rename = "type")]
     pub kind: ToolKind,
@@ -51,9 +54,8 @@ pub struct Tool {
     pub mcp: Option<McpToolConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientToolConfig>,
-    /// What the tool answers in a test-mode session (R-BX-10).
+    /// What the tool answers in a test-mode session (R-BX-10): any JSON value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
     pub mock_response: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
@@ -67,6 +69,7 @@ pub struct Tool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TemplateInput {
+    #[schema(pattern = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
@@ -100,9 +103,9 @@ pub struct HttpToolConfig {
     /// The request body structure; strings in it may contain `{{param}}` and
     /// `{{input__name}}` placeholders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
     pub body: Option<Value>,
     #[serde(default = "default_http_timeout_ms")]
+    #[schema(minimum = 1, maximum = 120000)]
     pub timeout_ms: u64,
 }
 
@@ -113,7 +116,9 @@ pub fn default_http_timeout_ms() -> u64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct McpToolConfig {
+    #[schema(min_length = 1, max_length = 128, pattern = r"\S")]
     pub server_id: String,
+    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub remote_tool_name: String,
 }
 
@@ -124,6 +129,7 @@ pub struct ClientToolConfig {
     #[serde(default = "yes")]
     pub wait_for_response: bool,
     #[serde(default = "default_client_timeout_ms")]
+    #[schema(minimum = 1, maximum = 600000)]
     pub timeout_ms: u64,
 }
 

@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateWorkspaceParams {
+    #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
 }
 

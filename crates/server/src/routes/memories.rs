@@ -24,15 +24,21 @@ pub fn router() -> Router<AppState> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct MemoryQuery {
-    /// The end user (`userId` of their sessions).
+    /// The end user (`userId` of their sessions); required (422
+    /// `missing_user` without it).
+    #[param(required = true, min_length = 1, max_length = 256, pattern = r"\S")]
     pub user_id: Option<String>,
     /// 1–200, default 50.
+    #[param(minimum = 1, maximum = 200)]
     pub limit: Option<i64>,
+    /// At least 0, default 0.
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 
 fn user(q: &MemoryQuery) -> Result<&str, ApiError> {
-    q.user_id
+    let user = q
+        .user_id
         .as_deref()
         .filter(|u| !u.trim().is_empty())
         .ok_or_else(|| {
@@ -41,8 +47,10 @@ fn user(q: &MemoryQuery) -> Result<&str, ApiError> {
                 "userId",
                 "`userId` is required: it names the end user whose memories these are",
             )
-            .into()
-        })
+        })?;
+    // As sessions accept it (`userId` of at most 256 characters).
+    rtc_core::names::check_max_chars(user, "userId", 256)?;
+    Ok(user)
 }
 
 /// `limit` (1–200, default 50) and `offset` (at least 0, default 0).
@@ -66,7 +74,7 @@ fn page(q: &MemoryQuery) -> Result<(i64, i64), ApiError> {
 }
 
 /// A user's memories, newest first.
-#[utoipa::path(get, path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "listMemories", path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
     responses((status = 200, body = MemoryPage), (status = 422, body = ErrorResponse)))]
 pub async fn list(
     scope: Scope,
@@ -83,7 +91,7 @@ pub async fn list(
 }
 
 /// Forget everything about a user.
-#[utoipa::path(delete, path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteUserMemories", path = "/v1/memories", tag = "memories", params(MemoryQuery), security(("bearer" = [])),
     responses((status = 200, description = "`{\"deleted\": n}`"), (status = 422, body = ErrorResponse)))]
 pub async fn forget_user(
     scope: Scope,
@@ -101,7 +109,7 @@ pub async fn forget_user(
 }
 
 /// Forget one memory.
-#[utoipa::path(delete, path = "/v1/memories/{id}", tag = "memories", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteMemory", path = "/v1/memories/{id}", tag = "memories", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse)))]
 pub async fn forget(
     scope: Scope,

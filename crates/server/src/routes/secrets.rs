@@ -10,8 +10,8 @@ use rtc_protocol::{ErrorResponse, ListResponse, PutSecretParams, SecretInfo};
 use crate::extract::{ApiJson, ApiPath, Scope};
 use crate::{ApiError, ApiResult, AppState};
 
-/// Longest secret value accepted.
-pub const MAX_SECRET_BYTES: usize = 16 * 1024;
+/// Longest secret value accepted, in characters.
+pub const MAX_SECRET_CHARS: usize = 16_384;
 
 /// Shortest secret value accepted, in characters: a shorter value could not
 /// be scrubbed from tool results without mangling ordinary text.
@@ -24,8 +24,8 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Create or replace a secret. The value is encrypted and never returned.
-#[utoipa::path(put, path = "/v1/secrets/{name}", tag = "secrets", request_body = PutSecretParams, security(("bearer" = [])),
-    responses((status = 201, body = SecretInfo), (status = 200, body = SecretInfo), (status = 422, body = ErrorResponse, description = "`secret_too_short` (under 8 characters) or `invalid_value` (over 16 KiB) naming `value`")))]
+#[utoipa::path(put, operation_id = "putSecret", path = "/v1/secrets/{name}", tag = "secrets", request_body = PutSecretParams, security(("bearer" = [])),
+    responses((status = 201, body = SecretInfo), (status = 200, body = SecretInfo), (status = 422, body = ErrorResponse, description = "`secret_too_short` (under 8 characters) or `invalid_value` (over 16,384 characters) naming `value`")))]
 pub async fn put(
     scope: Scope,
     State(s): State<AppState>,
@@ -41,11 +41,11 @@ pub async fn put(
             format!("`value` must be at least {MIN_SECRET_CHARS} characters, got {chars}"),
         ));
     }
-    if p.value.len() > MAX_SECRET_BYTES {
+    if chars > MAX_SECRET_CHARS {
         return Err(ApiError::unprocessable(
             "invalid_value",
             "value",
-            format!("`value` must be 1 to {MAX_SECRET_BYTES} bytes"),
+            format!("`value` must be at most {MAX_SECRET_CHARS} characters, got {chars}"),
         ));
     }
     let (info, created) = s
@@ -63,7 +63,7 @@ pub async fn put(
 }
 
 /// The names of the workspace's secrets.
-#[utoipa::path(get, path = "/v1/secrets", tag = "secrets", security(("bearer" = [])), responses((status = 200, body = ListResponse<SecretInfo>)))]
+#[utoipa::path(get, operation_id = "listSecrets", path = "/v1/secrets", tag = "secrets", security(("bearer" = [])), responses((status = 200, body = ListResponse<SecretInfo>)))]
 pub async fn list(
     scope: Scope,
     State(s): State<AppState>,
@@ -74,7 +74,7 @@ pub async fn list(
 }
 
 /// A secret's metadata (never its value).
-#[utoipa::path(get, path = "/v1/secrets/{name}", tag = "secrets", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSecret", path = "/v1/secrets/{name}", tag = "secrets", security(("bearer" = [])),
     responses((status = 200, body = SecretInfo), (status = 404, body = ErrorResponse)))]
 pub async fn read(
     scope: Scope,
@@ -87,7 +87,7 @@ pub async fn read(
 }
 
 /// Delete a secret that no tool or MCP server uses.
-#[utoipa::path(delete, path = "/v1/secrets/{name}", tag = "secrets", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteSecret", path = "/v1/secrets/{name}", tag = "secrets", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn remove(
     scope: Scope,
