@@ -4,6 +4,7 @@
 //! that knows routes and status codes.
 
 mod auth;
+mod body_schema;
 mod console;
 mod error;
 mod extract;
@@ -22,7 +23,7 @@ use tower_http::trace::TraceLayer;
 pub use auth::AdminAuth;
 pub use error::{ApiError, ApiResult};
 pub use extract::WORKSPACE_HEADER;
-pub use openapi::api_doc;
+pub use openapi::api_json;
 
 /// Limits applied to requests.
 #[derive(Debug, Clone)]

@@ -1,36 +1,22 @@
 //! The OpenAPI document, generated from the handlers, and Swagger UI.
 
 use axum::Router;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::OpenApi;
 use utoipa_swagger_ui::SwaggerUi;
+
+mod contract;
+
+use contract::Contract;
 
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
     tools, workspaces,
 };
 
-struct BearerAuth;
-
-impl Modify for BearerAuth {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "bearer",
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("The admin token or a workspace API key"))
-                    .build(),
-            ),
-        );
-    }
-}
-
 #[derive(OpenApi)]
 #[openapi(
     info(title = "rtc-agent", description = "Agent platform server for conversational assistants."),
-    modifiers(&BearerAuth),
+    modifiers(&Contract),
     paths(
         health::healthz, health::readyz, health::metrics,
         workspaces::create, workspaces::list, workspaces::read, workspaces::rotate_key,
@@ -52,27 +38,110 @@ impl Modify for BearerAuth {
 )]
 struct ApiDoc;
 
-/// The OpenAPI document of the REST API.
-pub fn api_doc() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+/// The OpenAPI document of the REST API, as served.
+pub fn api_json() -> serde_json::Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+    contract::describe_event_streams(&mut doc);
+    doc
 }
 
 /// `/openapi.json` and Swagger UI at `/docs`.
 pub fn docs_router() -> Router {
     SwaggerUi::new("/docs")
-        .url("/openapi.json", api_doc())
+        .external_url_unchecked("/openapi.json", api_json())
         .into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
+
+    fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+        let mut ops = Vec::new();
+        for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+            for (method, op) in item.as_object().into_iter().flatten() {
+                ops.push((path.clone(), method.clone(), op));
+            }
+        }
+        ops
+    }
+
+    /// What a client generator needs: unique operation ids, every path
+    /// parameter declared, a description on every response, and the
+    /// statuses the extractors answer before a handler runs.
+    #[test]
+    fn every_operation_is_fully_described() {
+        let doc = api_json();
+        let ops = operations(&doc);
+        assert!(ops.len() >= 55, "{} operations", ops.len());
+        let mut ids = std::collections::BTreeSet::new();
+        for (path, method, op) in &ops {
+            let label = format!("{method} {path}");
+            let id = op["operationId"].as_str().unwrap_or_default();
+            assert!(
+                ids.insert(id.to_owned()),
+                "{label}: operationId `{id}` repeats"
+            );
+            let params = op["parameters"].as_array().cloned().unwrap_or_default();
+            for seg in path.split('/') {
+                if let Some(name) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    assert!(
+                        params.iter().any(|p| p["name"] == name
+                            && p["in"] == "path"
+                            && p["required"] == true),
+                        "{label}: path parameter {name} is declared"
+                    );
+                }
+            }
+            let responses = op["responses"].as_object().cloned().unwrap_or_default();
+            for (status, r) in &responses {
+                assert!(
+                    r["description"].as_str().is_some_and(|d| !d.is_empty()),
+                    "{label}: response {status} has a description"
+                );
+            }
+            let has = |s: &str| responses.contains_key(s);
+            if op.get("security").is_some() {
+                assert!(has("401"), "{label}: 401 documented");
+            }
+            if op.get("requestBody").is_some() {
+                for s in ["400", "413", "415", "422"] {
+                    assert!(has(s), "{label}: {s} documented");
+                }
+            }
+        }
+    }
+
+    /// Who may call what is in the security requirements: the workspace
+    /// routes need the admin token, a session's own routes also take its
+    /// client token as `?token=`.
+    #[test]
+    fn access_is_documented() {
+        let doc = api_json();
+        let schemes = &doc["components"]["securitySchemes"];
+        assert_eq!(schemes["sessionToken"]["in"], "query");
+        assert_eq!(schemes["sessionToken"]["name"], "token");
+        for (path, method, op) in operations(&doc) {
+            let security = op["security"].to_string();
+            if path.starts_with("/v1/workspaces") {
+                assert!(security.contains("adminToken"), "{method} {path}");
+                assert!(op["responses"].get("403").is_some(), "{method} {path}: 403");
+            }
+            if method == "get" && path.starts_with("/v1/sessions/{id}") {
+                assert!(
+                    security.contains("sessionToken"),
+                    "{method} {path}: ?token="
+                );
+            }
+        }
+    }
 
     /// Every event kind and every client frame type has its schema in the
     /// document (R-API-6).
     #[test]
     fn events_and_frames_are_documented() {
-        let doc = serde_json::to_value(api_doc()).unwrap_or_default();
+        let doc = api_json();
         let schemas = &doc["components"]["schemas"];
         let text = schemas.to_string();
         for kind in rtc_protocol::EventBody::KINDS {

@@ -41,7 +41,7 @@ async fn load(s: &AppState, workspace: &str, id: &str) -> ApiResult<Assistant> {
 }
 
 /// Create an assistant.
-#[utoipa::path(post, path = "/v1/assistants", tag = "assistants", request_body = Assistant, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "createAssistant", path = "/v1/assistants", tag = "assistants", request_body = Assistant, security(("bearer" = [])),
     responses((status = 201, body = Assistant), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
@@ -56,7 +56,7 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/assistants", tag = "assistants", security(("bearer" = [])), responses((status = 200, body = ListResponse<Assistant>)))]
+#[utoipa::path(get, operation_id = "listAssistants", path = "/v1/assistants", tag = "assistants", security(("bearer" = [])), responses((status = 200, body = ListResponse<Assistant>)))]
 pub async fn list(
     scope: Scope,
     State(s): State<AppState>,
@@ -66,7 +66,7 @@ pub async fn list(
     )))
 }
 
-#[utoipa::path(get, path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getAssistant", path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
     responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse)))]
 pub async fn read(
     scope: Scope,
@@ -77,7 +77,7 @@ pub async fn read(
 }
 
 /// Replace an assistant. Saving validates again, including realtime gating.
-#[utoipa::path(put, path = "/v1/assistants/{id}", tag = "assistants", request_body = Assistant, security(("bearer" = [])),
+#[utoipa::path(put, operation_id = "replaceAssistant", path = "/v1/assistants/{id}", tag = "assistants", request_body = Assistant, security(("bearer" = [])),
     responses((status = 200, body = Assistant), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn replace(
     scope: Scope,
@@ -90,7 +90,7 @@ pub async fn replace(
     replace_doc(&s, &scope.workspace, &id, a).await
 }
 
-#[utoipa::path(delete, path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteAssistant", path = "/v1/assistants/{id}", tag = "assistants", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse)))]
 pub async fn remove(
     scope: Scope,
@@ -110,7 +110,7 @@ async fn issues_of(
 }
 
 /// The items the assistant's realtime interface does not support.
-#[utoipa::path(get, path = "/v1/assistants/{id}/compatibility", tag = "assistants", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getAssistantCompatibility", path = "/v1/assistants/{id}/compatibility", tag = "assistants", security(("bearer" = [])),
     responses((status = 200, body = CompatibilityReport), (status = 404, body = ErrorResponse)))]
 pub async fn report(
     scope: Scope,
@@ -127,7 +127,7 @@ pub async fn report(
 
 /// Remove exactly the reported incompatible items. With `expectedPaths`,
 /// refuses (409) if the report changed since the caller read it.
-#[utoipa::path(post, path = "/v1/assistants/{id}/compatibility/cleanup", tag = "assistants", request_body(content = Option<CleanupParams>), security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "cleanupAssistantCompatibility", path = "/v1/assistants/{id}/compatibility/cleanup", tag = "assistants", request_body(content = Option<CleanupParams>), security(("bearer" = [])),
     responses((status = 200, body = CleanupResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn cleanup(
     scope: Scope,

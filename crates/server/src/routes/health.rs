@@ -17,13 +17,13 @@ pub fn router() -> Router<AppState> {
 }
 
 /// The process is alive.
-#[utoipa::path(get, path = "/healthz", tag = "health", responses((status = 200, description = "alive")))]
+#[utoipa::path(get, operation_id = "getHealth", path = "/healthz", tag = "health", responses((status = 200, description = "alive")))]
 pub async fn healthz() -> impl IntoResponse {
     axum::Json(json!({"status": "ok"}))
 }
 
 /// The process can serve: the database answers.
-#[utoipa::path(get, path = "/readyz", tag = "health", responses((status = 200, description = "ready"), (status = 503, description = "database unavailable")))]
+#[utoipa::path(get, operation_id = "getReadiness", path = "/readyz", tag = "health", responses((status = 200, description = "ready"), (status = 503, description = "database unavailable")))]
 pub async fn readyz(State(state): State<AppState>) -> Response {
     match state.store.ping().await {
         Ok(()) => axum::Json(json!({"status": "ready"})).into_response(),
@@ -40,7 +40,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 /// Prometheus metrics.
-#[utoipa::path(get, path = "/metrics", tag = "health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+#[utoipa::path(get, operation_id = "getMetrics", path = "/metrics", tag = "health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics() -> Response {
     let body = observe::metrics_handle()
         .map(|h| h.render())

@@ -31,7 +31,7 @@ pub fn router() -> Router<AppState> {
 
 /// The session and the sub-agents below it, each with its own children
 /// (R-SA-1): ids, titles, status, mode and whether it is working.
-#[utoipa::path(get, path = "/v1/sessions/{id}/tree", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSessionTree", path = "/v1/sessions/{id}/tree", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = SessionTreeNode), (status = 404, body = ErrorResponse)))]
 pub async fn tree(
     access: SessionAccess,
@@ -43,7 +43,7 @@ pub async fn tree(
 }
 
 /// The session's goals, oldest first.
-#[utoipa::path(get, path = "/v1/sessions/{id}/goals", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "listSessionGoals", path = "/v1/sessions/{id}/goals", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = ListResponse<Goal>), (status = 404, body = ErrorResponse)))]
 pub async fn goals(
     access: SessionAccess,
@@ -54,7 +54,7 @@ pub async fn goals(
 }
 
 /// The session's loops, oldest first.
-#[utoipa::path(get, path = "/v1/sessions/{id}/loops", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "listSessionLoops", path = "/v1/sessions/{id}/loops", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = ListResponse<Loop>), (status = 404, body = ErrorResponse)))]
 pub async fn loops(
     access: SessionAccess,
@@ -66,7 +66,7 @@ pub async fn loops(
 
 /// Raise a goal's limits and make it active again; only the host may (the
 /// workspace key, not the session's client token).
-#[utoipa::path(post, path = "/v1/sessions/{id}/goals/{goal_id}/resume", tag = "sessions", request_body = ResumeGoalParams, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "resumeSessionGoal", path = "/v1/sessions/{id}/goals/{goal_id}/resume", tag = "sessions", request_body = ResumeGoalParams, security(("bearer" = [])),
     responses((status = 200, body = Goal), (status = 404, body = ErrorResponse),
         (status = 409, body = ErrorResponse, description = "`goal_finished`"), (status = 422, body = ErrorResponse)))]
 pub async fn resume_goal(
@@ -83,7 +83,7 @@ pub async fn resume_goal(
 }
 
 /// The model's todo list, as last written.
-#[utoipa::path(get, path = "/v1/sessions/{id}/todos", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSessionTodos", path = "/v1/sessions/{id}/todos", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = TodoList), (status = 404, body = ErrorResponse)))]
 pub async fn todos(access: SessionAccess, State(s): State<AppState>) -> ApiResult<Json<TodoList>> {
     let todos = s.runtime.todos(&access.workspace, &access.session).await?;
@@ -91,7 +91,7 @@ pub async fn todos(access: SessionAccess, State(s): State<AppState>) -> ApiResul
 }
 
 /// The askUser question the session waits on (`pending: null` when none).
-#[utoipa::path(get, path = "/v1/sessions/{id}/question", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSessionQuestion", path = "/v1/sessions/{id}/question", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = QuestionState), (status = 404, body = ErrorResponse)))]
 pub async fn question(
     access: SessionAccess,
@@ -107,7 +107,7 @@ pub async fn question(
 /// Answer the pending question: per question an option's label, its number
 /// (1–4) or free text ("Other"); a list (or comma-separated labels) for a
 /// multi-select question. The model's next turn starts.
-#[utoipa::path(post, path = "/v1/sessions/{id}/answers", tag = "sessions", request_body = AnswerParams, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "answerSessionQuestion", path = "/v1/sessions/{id}/answers", tag = "sessions", request_body = AnswerParams, security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 202, body = AnswerResponse), (status = 404, body = ErrorResponse),
         (status = 409, body = ErrorResponse, description = "`no_pending_question`, `stale_question`, `session_ended`"),
         (status = 422, body = ErrorResponse, description = "`invalid_answer` naming `answers[i]`")))]

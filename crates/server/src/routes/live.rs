@@ -16,7 +16,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{SinkExt, Stream, StreamExt};
-use rtc_protocol::{ClientFrame, DeclaredClientTool, ErrorFrame, SessionEvent};
+use rtc_protocol::{ClientFrame, DeclaredClientTool, ErrorFrame, ErrorResponse, SessionEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -36,7 +36,7 @@ pub struct AfterQuery {
 }
 
 /// Server-sent events from `after` (or `Last-Event-ID`), then live.
-#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "streamSessionEvents", path = "/v1/sessions/{id}/events", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     params(("after" = Option<i64>, Query, description = "resume after this sequence number")),
     responses((status = 200, description = "text/event-stream of session events: each `data:` is a SessionEvent, `id:` its seq, `event:` its type", body = SessionEvent, content_type = "text/event-stream")))]
 pub async fn events(
@@ -66,9 +66,10 @@ pub async fn events(
 }
 
 /// The live WebSocket of a session.
-#[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "sessions", security(("bearer" = [])),
-    params(("after" = Option<i64>, Query, description = "resume after this sequence number"), ("token" = Option<String>, Query, description = "key or client token")),
-    responses((status = 101, description = "WebSocket upgrade: the client sends ClientFrame objects; the server sends SessionEvent objects and ErrorFrame objects")))]
+#[utoipa::path(get, operation_id = "openSessionSocket", path = "/v1/sessions/{id}/ws", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
+    params(("after" = Option<i64>, Query, description = "resume after this sequence number")),
+    responses((status = 101, description = "WebSocket upgrade: the client sends ClientFrame objects; the server sends SessionEvent objects and ErrorFrame objects"),
+        (status = 400, body = ErrorResponse, description = "`websocket_upgrade_required` (not a WebSocket handshake), `invalid_query` or `invalid_path`")))]
 pub async fn ws(
     access: SessionAccess,
     State(s): State<AppState>,

@@ -58,7 +58,7 @@ fn check_address(s: &AppState, server: &McpServer) -> ApiResult<()> {
 
 /// Register an MCP server. `stdio` servers start local processes and need
 /// the admin token (acting in a workspace with `X-Rtc-Workspace`).
-#[utoipa::path(post, path = "/v1/mcp-servers", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "createMcpServer", path = "/v1/mcp-servers", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
     responses((status = 201, body = McpServer), (status = 403, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
@@ -74,7 +74,7 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/mcp-servers", tag = "mcp-servers", security(("bearer" = [])), responses((status = 200, body = ListResponse<McpServer>)))]
+#[utoipa::path(get, operation_id = "listMcpServers", path = "/v1/mcp-servers", tag = "mcp-servers", security(("bearer" = [])), responses((status = 200, body = ListResponse<McpServer>)))]
 pub async fn list(
     scope: Scope,
     State(s): State<AppState>,
@@ -85,7 +85,7 @@ pub async fn list(
     )))
 }
 
-#[utoipa::path(get, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getMcpServer", path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
     responses((status = 200, body = McpServer), (status = 404, body = ErrorResponse)))]
 pub async fn read(
     scope: Scope,
@@ -98,7 +98,7 @@ pub async fn read(
 }
 
 /// Replace an MCP server. Changing a stdio server needs the admin token.
-#[utoipa::path(put, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
+#[utoipa::path(put, operation_id = "replaceMcpServer", path = "/v1/mcp-servers/{id}", tag = "mcp-servers", request_body = McpServer, security(("bearer" = [])),
     responses((status = 200, body = McpServer), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn replace(
     scope: Scope,
@@ -129,7 +129,7 @@ fn stdio_needs_admin(scope: &Scope, existing: &McpServer, what: &str) -> ApiResu
 
 /// Delete an MCP server no tool uses. Deleting a stdio server needs the
 /// admin token.
-#[utoipa::path(delete, path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteMcpServer", path = "/v1/mcp-servers/{id}", tag = "mcp-servers", security(("bearer" = [])),
     responses((status = 204), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn remove(
     scope: Scope,
@@ -145,9 +145,11 @@ pub async fn remove(
 
 /// List the server's tools with their input schemas, on its pooled
 /// connection; at most one fresh listing per server every 5 s (answered
-/// from the last one in between).
-#[utoipa::path(get, path = "/v1/mcp-servers/{id}/tools", tag = "mcp-servers", security(("bearer" = [])),
-    responses((status = 200, body = ListResponse<McpToolInfo>), (status = 404, body = ErrorResponse), (status = 502, body = ErrorResponse)))]
+/// from the last one in between). A server that cannot be reached or
+/// started answers 424 `mcp_unavailable`: the stored configuration points
+/// at something that fails, which is not a fault of this server (no 5xx).
+#[utoipa::path(get, operation_id = "listMcpServerTools", path = "/v1/mcp-servers/{id}/tools", tag = "mcp-servers", security(("bearer" = [])),
+    responses((status = 200, body = ListResponse<McpToolInfo>), (status = 404, body = ErrorResponse), (status = 424, body = ErrorResponse, description = "`mcp_unavailable`: the MCP server could not be reached or started; `message` says why")))]
 pub async fn discover(
     scope: Scope,
     State(s): State<AppState>,
@@ -156,7 +158,7 @@ pub async fn discover(
     let server = load(&s, &scope.workspace, &id).await?;
     let tools = list_remote_tools(&s, &scope.workspace, &server)
         .await?
-        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, "mcp_unavailable", e))?;
+        .map_err(|e| ApiError::new(StatusCode::FAILED_DEPENDENCY, "mcp_unavailable", e))?;
     Ok(Json(ListResponse::new(tools)))
 }
 

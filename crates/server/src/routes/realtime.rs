@@ -38,7 +38,7 @@ fn read_only(id: &str) -> ApiError {
 }
 
 /// Declare a realtime interface and its prompt-tool capabilities.
-#[utoipa::path(post, path = "/v1/realtime-interfaces", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "createRealtimeInterface", path = "/v1/realtime-interfaces", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
     responses((status = 201, body = RealtimeInterface), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
@@ -61,7 +61,7 @@ pub async fn create(
 }
 
 /// The shipped interfaces, then the workspace's own.
-#[utoipa::path(get, path = "/v1/realtime-interfaces", tag = "realtime-interfaces", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "listRealtimeInterfaces", path = "/v1/realtime-interfaces", tag = "realtime-interfaces", security(("bearer" = [])),
     responses((status = 200, body = ListResponse<RealtimeInterface>)))]
 pub async fn list(
     scope: Scope,
@@ -72,7 +72,7 @@ pub async fn list(
     Ok(Json(ListResponse::new(all)))
 }
 
-#[utoipa::path(get, path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getRealtimeInterface", path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", security(("bearer" = [])),
     responses((status = 200, body = RealtimeInterface), (status = 404, body = ErrorResponse)))]
 pub async fn read(
     scope: Scope,
@@ -87,7 +87,7 @@ pub async fn read(
 
 /// Change an interface's declaration. Assistants that use what it no longer
 /// declares keep their configuration and show up in their compatibility report.
-#[utoipa::path(put, path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
+#[utoipa::path(put, operation_id = "replaceRealtimeInterface", path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
     responses((status = 200, body = RealtimeInterface), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn replace(
     scope: Scope,
@@ -104,7 +104,7 @@ pub async fn replace(
 }
 
 /// Delete an interface no assistant uses.
-#[utoipa::path(delete, path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteRealtimeInterface", path = "/v1/realtime-interfaces/{id}", tag = "realtime-interfaces", security(("bearer" = [])),
     responses((status = 204), (status = 403, body = ErrorResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn remove(
     scope: Scope,

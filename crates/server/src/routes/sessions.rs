@@ -47,7 +47,7 @@ pub(crate) fn view(r: SessionRecord) -> Session {
 }
 
 /// Open a session on an assistant. Runs its startup actions and first message.
-#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSessionParams, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "createSession", path = "/v1/sessions", tag = "sessions", request_body = CreateSessionParams, security(("bearer" = [])),
     responses((status = 201, body = CreateSessionResponse), (status = 422, body = ErrorResponse), (status = 429, description = "the workspace has its most active sessions (`too_many_sessions`)", body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
@@ -61,7 +61,7 @@ pub async fn create(
 }
 
 /// The newest sessions of the workspace (at most 200).
-#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", security(("bearer" = [])), responses((status = 200, body = ListResponse<Session>)))]
+#[utoipa::path(get, operation_id = "listSessions", path = "/v1/sessions", tag = "sessions", security(("bearer" = [])), responses((status = 200, body = ListResponse<Session>)))]
 pub async fn list(
     scope: Scope,
     State(s): State<AppState>,
@@ -71,7 +71,7 @@ pub async fn list(
 }
 
 /// Status, variables, parent/root ids, end reason.
-#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSession", path = "/v1/sessions/{id}", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = Session), (status = 404, body = ErrorResponse)))]
 pub async fn read(access: SessionAccess, State(s): State<AppState>) -> ApiResult<Json<Session>> {
     Ok(Json(view(
@@ -82,7 +82,7 @@ pub async fn read(access: SessionAccess, State(s): State<AppState>) -> ApiResult
 }
 
 /// The history.
-#[utoipa::path(get, path = "/v1/sessions/{id}/messages", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "listSessionMessages", path = "/v1/sessions/{id}/messages", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = ListResponse<Message>), (status = 404, body = ErrorResponse)))]
 pub async fn messages(
     access: SessionAccess,
@@ -96,7 +96,7 @@ pub async fn messages(
 }
 
 /// Send a user turn; answers once it is stored (the reply streams as events).
-#[utoipa::path(post, path = "/v1/sessions/{id}/messages", tag = "sessions", request_body = SendMessageParams, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "sendSessionMessage", path = "/v1/sessions/{id}/messages", tag = "sessions", request_body = SendMessageParams, security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 202, body = SendMessageResponse), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn send(
     access: SessionAccess,
@@ -117,7 +117,7 @@ pub async fn send(
 }
 
 /// Current variable values.
-#[utoipa::path(get, path = "/v1/sessions/{id}/state", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSessionState", path = "/v1/sessions/{id}/state", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, description = "variable values by name"), (status = 404, body = ErrorResponse)))]
 pub async fn state(access: SessionAccess, State(s): State<AppState>) -> ApiResult<Json<Value>> {
     let vars: Map<String, Value> = s.runtime.state(&access.workspace, &access.session).await?;
@@ -133,7 +133,7 @@ pub struct EndParams {
 }
 
 /// End the session from the host.
-#[utoipa::path(post, path = "/v1/sessions/{id}/end", tag = "sessions", request_body(content = Option<EndParams>), security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "endSession", path = "/v1/sessions/{id}/end", tag = "sessions", request_body(content = Option<EndParams>), security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 422, description = "`reason` over its limit (1,000 characters by default), or a body that is not an object", body = ErrorResponse)))]
 pub async fn end(
     access: SessionAccess,
@@ -149,7 +149,7 @@ pub async fn end(
 }
 
 /// A human agent speaks during a handoff.
-#[utoipa::path(post, path = "/v1/sessions/{id}/handoff/messages", tag = "sessions", request_body = SendMessageParams, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "sendHandoffMessage", path = "/v1/sessions/{id}/handoff/messages", tag = "sessions", request_body = SendMessageParams, security(("bearer" = [])),
     responses((status = 201, body = Message), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn handoff_message(
     scope: Scope,
@@ -168,7 +168,7 @@ pub async fn handoff_message(
 }
 
 /// Hand the conversation back to the model.
-#[utoipa::path(post, path = "/v1/sessions/{id}/handoff/release", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "releaseHandoff", path = "/v1/sessions/{id}/handoff/release", tag = "sessions", security(("bearer" = [])),
     responses((status = 204), (status = 409, body = ErrorResponse)))]
 pub async fn handoff_release(
     scope: Scope,

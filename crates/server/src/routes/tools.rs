@@ -63,7 +63,7 @@ async fn check(s: &AppState, workspace: &str, tool: Tool) -> ApiResult<Tool> {
 }
 
 /// Create a tool resource.
-#[utoipa::path(post, path = "/v1/tools", tag = "tools", request_body = Tool, security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "createTool", path = "/v1/tools", tag = "tools", request_body = Tool, security(("bearer" = [])),
     responses((status = 201, body = Tool), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
@@ -78,14 +78,14 @@ pub async fn create(
     ))
 }
 
-#[utoipa::path(get, path = "/v1/tools", tag = "tools", security(("bearer" = [])), responses((status = 200, body = ListResponse<Tool>)))]
+#[utoipa::path(get, operation_id = "listTools", path = "/v1/tools", tag = "tools", security(("bearer" = [])), responses((status = 200, body = ListResponse<Tool>)))]
 pub async fn list(scope: Scope, State(s): State<AppState>) -> ApiResult<Json<ListResponse<Tool>>> {
     Ok(Json(ListResponse::new(
         s.store.list(&scope.workspace).await?,
     )))
 }
 
-#[utoipa::path(get, path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getTool", path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
     responses((status = 200, body = Tool), (status = 404, body = ErrorResponse)))]
 pub async fn read(
     scope: Scope,
@@ -99,7 +99,7 @@ pub async fn read(
 
 /// Replace a tool. Refused (409) when an assistant's bindings would no
 /// longer be valid with the new definition.
-#[utoipa::path(put, path = "/v1/tools/{id}", tag = "tools", request_body = Tool, security(("bearer" = [])),
+#[utoipa::path(put, operation_id = "replaceTool", path = "/v1/tools/{id}", tag = "tools", request_body = Tool, security(("bearer" = [])),
     responses((status = 200, body = Tool), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn replace(
     scope: Scope,
@@ -136,7 +136,7 @@ pub async fn replace(
 }
 
 /// Delete a tool no assistant uses.
-#[utoipa::path(delete, path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
+#[utoipa::path(delete, operation_id = "deleteTool", path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn remove(
     scope: Scope,

@@ -28,8 +28,8 @@ fn view(r: WorkspaceRecord, api_key: Option<String>) -> Workspace {
 }
 
 /// Create a workspace; the response carries its API key, shown only once.
-#[utoipa::path(post, path = "/v1/workspaces", tag = "workspaces", request_body = CreateWorkspaceParams,
-    security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "createWorkspace", path = "/v1/workspaces", tag = "workspaces", request_body = CreateWorkspaceParams,
+    security(("adminToken" = [])),
     responses((status = 201, body = Workspace), (status = 403, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn create(
     _: Admin,
@@ -46,7 +46,7 @@ pub async fn create(
 }
 
 /// Every workspace.
-#[utoipa::path(get, path = "/v1/workspaces", tag = "workspaces", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "listWorkspaces", path = "/v1/workspaces", tag = "workspaces", security(("adminToken" = [])),
     responses((status = 200, body = ListResponse<Workspace>)))]
 pub async fn list(_: Admin, State(s): State<AppState>) -> ApiResult<Json<ListResponse<Workspace>>> {
     let all = s.store.list_workspaces().await?;
@@ -56,7 +56,7 @@ pub async fn list(_: Admin, State(s): State<AppState>) -> ApiResult<Json<ListRes
 }
 
 /// One workspace.
-#[utoipa::path(get, path = "/v1/workspaces/{id}", tag = "workspaces", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getWorkspace", path = "/v1/workspaces/{id}", tag = "workspaces", security(("adminToken" = [])),
     responses((status = 200, body = Workspace), (status = 404, body = ErrorResponse)))]
 pub async fn read(
     _: Admin,
@@ -72,7 +72,7 @@ pub async fn read(
 }
 
 /// Replace a workspace's API key; the old one stops working at once.
-#[utoipa::path(post, path = "/v1/workspaces/{id}/rotate-key", tag = "workspaces", security(("bearer" = [])),
+#[utoipa::path(post, operation_id = "rotateWorkspaceKey", path = "/v1/workspaces/{id}/rotate-key", tag = "workspaces", security(("adminToken" = [])),
     responses((status = 200, body = Workspace), (status = 404, body = ErrorResponse)))]
 pub async fn rotate_key(
     _: Admin,
