@@ -8,6 +8,7 @@ use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
 
 use crate::AppState;
 use crate::error::ApiError;
@@ -15,7 +16,7 @@ use crate::error::ApiError;
 /// A JSON body, rejected with a clear 4xx when it is not one.
 pub struct ApiJson<T>(pub T);
 
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+impl<T: DeserializeOwned + ToSchema, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
@@ -78,7 +79,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
 
 /// Parse an optional JSON body: an empty body or `null` is absent (the
 /// default), anything else is parsed like [`parse_json`].
-pub fn parse_optional_json<T: DeserializeOwned + Default>(
+pub fn parse_optional_json<T: DeserializeOwned + ToSchema + Default>(
     headers: &HeaderMap,
     bytes: &[u8],
 ) -> Result<T, ApiError> {
@@ -91,9 +92,13 @@ pub fn parse_optional_json<T: DeserializeOwned + Default>(
 
 /// Parse a JSON body with the header checks of [`ApiJson`]. Every body of
 /// the API is a JSON object: an array, string, number or `null` is refused
-/// (422 `invalid_body`) before it reaches the shape, so serde never reads a
-/// struct from a sequence nor names one in its message.
-pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
+/// (422 `invalid_body`) before it reaches the shape, so serde never names a
+/// struct in its message. A body serde reads must also have the shape its
+/// schema in the document describes ([`crate::body_schema`]).
+pub fn parse_json<T: DeserializeOwned + ToSchema>(
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<T, ApiError> {
     let content_type = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -125,7 +130,8 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Res
             "the body must be a JSON object",
         ));
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    let shape = crate::body_schema::shape_problem(&T::name(), &value);
+    let parsed = serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.inner().to_string();
         let mut field = e.path().to_string();
         // Name the missing field itself, not its parent.
@@ -146,13 +152,30 @@ pub fn parse_json<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Res
         } else {
             format!("`{field}`: {inner}")
         };
-        let err = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message);
-        if field.is_empty() {
-            err
-        } else {
-            err.with_field(field)
+        invalid_field(field, message)
+    })?;
+    // serde's message is the clearer one; the schema catches what serde
+    // lets through.
+    match shape {
+        Some((field, problem)) => {
+            let message = if field.is_empty() {
+                problem
+            } else {
+                format!("`{field}`: {problem}")
+            };
+            Err(invalid_field(field, message))
         }
-    })
+        None => Ok(parsed),
+    }
+}
+
+fn invalid_field(field: String, message: String) -> ApiError {
+    let err = ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_field", message);
+    if field.is_empty() {
+        err
+    } else {
+        err.with_field(field)
+    }
 }
 
 /// The bearer token of the `Authorization` header.
