@@ -11,6 +11,7 @@ mod builtins;
 mod chat;
 mod connections;
 mod console;
+mod contract;
 mod conversation;
 mod errors;
 mod goals;
