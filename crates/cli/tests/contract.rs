@@ -26,10 +26,12 @@ fn examples() -> String {
     std::env::var("RTC_FUZZ_EXAMPLES").unwrap_or_else(|_| "6".to_owned())
 }
 
-/// Run one tool; its output is printed on failure.
-async fn run_tool(program: &Path, args: &[&str]) -> anyhow::Result<(bool, String)> {
+/// Run one tool in `cwd` (schemathesis keeps its example database there);
+/// its output is printed on failure.
+async fn run_tool(program: &Path, args: &[&str], cwd: &Path) -> anyhow::Result<(bool, String)> {
     let out = tokio::process::Command::new(program)
         .args(args)
+        .current_dir(cwd)
         .env("NO_COLOR", "1")
         .output()
         .await?;
@@ -57,6 +59,7 @@ on_both!(the_document_is_valid_openapi, |srv| {
     let (ok, text) = run_tool(
         &tools.join("openapi-spec-validator"),
         &[doc_file.to_str().unwrap_or_default()],
+        srv.data_dir.path(),
     )
     .await?;
     assert!(ok, "the document is valid OpenAPI:\n{}", tail(&text, 40));
@@ -114,7 +117,7 @@ async fn fuzz(
     ];
     args.extend_from_slice(headers);
     let started = Instant::now();
-    let (ok, text) = run_tool(&tools.join("st"), &args).await?;
+    let (ok, text) = run_tool(&tools.join("st"), &args, srv.data_dir.path()).await?;
     eprintln!(
         "schemathesis with the {who}: {:.1} s\n{}",
         started.elapsed().as_secs_f64(),
