@@ -1,10 +1,10 @@
 //! The canary secret (issue 12's campaign): a random value stored as a
 //! workspace secret and injected into an HTTP tool's and an MCP server's
 //! headers, echoed back by both (as written, base64- and URL-encoded), in
-//! results, failures and tool descriptions, while the server logs at debug
+//! results, failures and tool descriptions, while the server logs at trace
 //! level; a second one is a (write-only) `env` value of a stdio MCP
-//! server whose `get-env` tool prints its environment. Afterwards the canary, in every form the scrubber promises to
-//! catch, is looked for in every event (SSE and WebSocket), the history,
+//! server whose `get-env` tool prints its environment. Afterwards the
+//! canary, in every form the scrubber promises to catch, is looked for in every event (SSE and WebSocket), the history,
 //! the state, every response body the test received (errors included),
 //! the tool results, every request the model got, the configuration as
 //! read back, and the server's whole output: 0 hits.
@@ -155,8 +155,10 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
         ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-        // The binary reads its log filter from RUST_LOG (README, config.rs).
-        ("RUST_LOG".to_owned(), "debug".to_owned()),
+        // The binary reads its log filter from RUST_LOG (README, config.rs):
+        // everything at trace, so debug is covered too; `rmcp=trace` asks
+        // explicitly for the MCP library's message dumps.
+        ("RUST_LOG".to_owned(), "trace,rmcp=trace".to_owned()),
     ]);
     let Some(srv) = start(engine, env).await? else {
         return Ok(());
@@ -418,8 +420,8 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
     }
     let log = srv.process.log();
     let output = srv.process.output();
-    assert!(log.contains("DEBUG"), "the server logs at debug level");
-    search.look("server log (stderr, debug)", &log);
+    assert!(log.contains("TRACE"), "the server logs at trace level");
+    search.look("server log (stderr, trace)", &log);
     search.look("server stdout", &output);
     // What the server stored (SQLite: the database file and its WAL): a
     // workspace secret is encrypted at rest (R-SEC-3), so its canary has no
@@ -447,7 +449,7 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
     println!(
         "canary campaign ({engine:?}): {} forms of the canary looked for in {} places, {} bytes \
          ({} events over SSE twice, {} WebSocket frames, {} response bodies of which {error_bodies} errors, \
-         {} tool results, {} model requests, {} bytes of debug log); {} hits; {:.1} s",
+         {} tool results, {} model requests, {} bytes of trace log); {} hits; {:.1} s",
         search.needles.len(),
         search.places,
         search.bytes,
