@@ -327,6 +327,14 @@ impl Settings {
 pub fn init_tracing(settings: &Settings) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    // rmcp traces every JSON-RPC message it receives, before our scrubber
+    // sees the result: an MCP server that repeats its header secrets (or a
+    // stdio server's env) would put them in the log. It logs at debug at
+    // most, whatever `RUST_LOG` says (this directive replaces any `rmcp=…`).
+    let filter = match "rmcp=debug".parse() {
+        Ok(cap) => filter.add_directive(cap),
+        Err(_) => filter,
+    };
     // Colours only on a terminal: a log file or collector gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

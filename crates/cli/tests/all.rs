@@ -17,6 +17,7 @@ mod errors;
 mod goals;
 mod instances;
 mod interaction;
+mod isolation;
 mod loops;
 mod mcp;
 mod memory;

@@ -91,6 +91,10 @@ impl Runtime {
     /// The tools an MCP server offers, listed on its pooled connection (a
     /// stdio server is not started again) at most once per few seconds;
     /// the inner error is safe to show (it never holds a secret value).
+    /// The list is the server's answer to a request that carried the
+    /// header secrets, so it is scrubbed like a tool result: a server that
+    /// repeats its headers in a description or schema shows them to
+    /// nobody (not to the caller, not to the model once a tool pins it).
     pub async fn mcp_server_tools(
         &self,
         workspace: &str,
@@ -116,6 +120,16 @@ impl Runtime {
             .mcp_pool
             .tools(&self.inner.config.mcp, &key, &server.transport, &headers)
             .await
+            .map(|mut tools| {
+                for tool in &mut tools {
+                    tool.name = scrubber.scrub_str(&tool.name);
+                    if let Some(d) = &mut tool.description {
+                        *d = scrubber.scrub_str(d);
+                    }
+                    scrubber.scrub_value(&mut tool.input_schema);
+                }
+                tools
+            })
             .map_err(|e| scrubber.scrub_str(&e.to_string())))
     }
 

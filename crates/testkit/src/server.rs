@@ -74,6 +74,14 @@ impl ServerProcess {
             .unwrap_or_default()
     }
 
+    /// Everything the process printed so far on stdout.
+    pub fn output(&self) -> String {
+        self.stdout_lines
+            .lock()
+            .map(|l| l.join("\n"))
+            .unwrap_or_default()
+    }
+
     fn saw_listening(&self) -> bool {
         self.stdout_lines
             .lock()

@@ -23,6 +23,10 @@ use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
 
+/// The shortest stdio `env` value scrubbed from a server's answers: the
+/// minimum length of a secret (`MIN_SECRET_CHARS` in the server).
+const MIN_SCRUBBED_ENV_CHARS: usize = 8;
+
 /// The MCP pool's key of a server configuration: its workspace, id and
 /// update time, so an edited server gets a new connection.
 pub(crate) fn mcp_pool_key(workspace: &str, server_id: &str, updated_at: Option<&str>) -> String {
@@ -198,15 +202,29 @@ impl Inner {
     }
 
     /// Headers of a streamable-HTTP MCP server with secrets filled in;
-    /// the secret values go to `revealed` too, for scrubbing.
+    /// the secret values go to `revealed` too, for scrubbing. A stdio
+    /// server has no headers, but its `env` values are write-only like
+    /// secrets (the API shows `***`), so they go to `revealed` as well: a
+    /// server that prints its environment (the everything server's
+    /// `get-env`) shows them neither to the model nor in events. Values
+    /// shorter than a secret's minimum are left alone (`1`, `true`, `info`
+    /// are settings, and scrubbing them would mangle ordinary results).
     pub(crate) async fn mcp_headers(
         &self,
         workspace: &str,
         transport: &McpTransport,
         revealed: &mut Vec<String>,
     ) -> Result<Result<ResolvedHeaders, String>, RuntimeError> {
-        let McpTransport::StreamableHttp { headers, .. } = transport else {
-            return Ok(Ok(ResolvedHeaders(BTreeMap::new())));
+        let headers = match transport {
+            McpTransport::StreamableHttp { headers, .. } => headers,
+            McpTransport::Stdio { env, .. } => {
+                revealed.extend(
+                    env.values()
+                        .filter(|v| v.chars().count() >= MIN_SCRUBBED_ENV_CHARS)
+                        .cloned(),
+                );
+                return Ok(Ok(ResolvedHeaders(BTreeMap::new())));
+            }
         };
         let mut out = BTreeMap::new();
         for (name, template) in headers {
