@@ -243,7 +243,7 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
             None,
         )
         .await?;
-    assert!(discovery.status.is_server_error(), "{}", discovery.text);
+    discovery.assert_error(424, "mcp_unavailable", None);
     let refused = [
         (
             Method::POST,
