@@ -14,7 +14,8 @@
 //!   else idle (and a sub-agent reports);
 //! - triggers from outside a turn: [`Inner::kick`] (an inbox item
 //!   arrived), [`Inner::tick_turn`] (a loop tick), [`Inner::sweep_goals`]
-//!   (goals of a dead instance), [`Inner::resume_trees`] (after a restart).
+//!   (goals of a dead instance), [`Inner::recover`] and
+//!   [`Inner::resume_trees`] (after a restart; the scheduler waits for them).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -386,6 +387,36 @@ impl Inner {
                 }
             }
         }
+    }
+
+    /// Recovery after a restart, once (see `Runtime::recover`).
+    pub(crate) async fn recover(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+        self.recovered
+            .get_or_try_init(|| self.recover_now())
+            .await
+            .copied()
+    }
+
+    /// Close the turns a crash cut off, then resume the trees.
+    async fn recover_now(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+        let ids = self.store.sessions_with_running_turn().await?;
+        for id in &ids {
+            let ctx = self.session(id).await?;
+            let event = TurnCompleted {
+                turn_id: None,
+                interrupted: true,
+                reason: Some("the server restarted during the turn".to_owned()),
+            };
+            let update = SessionUpdate {
+                turn_running: Some(false),
+                ..SessionUpdate::default()
+            };
+            ctx.events.emit_with(vec![event.into()], update).await?;
+        }
+        self.resume_trees().await?;
+        // What recovery recorded is durable before the server serves.
+        self.journal.flush().await;
+        Ok(ids.len())
     }
 
     /// After a restart: sub-agents whose run was cut off (their last
