@@ -12,6 +12,7 @@ mod chat;
 mod connections;
 mod console;
 mod conversation;
+mod crash_safety;
 mod errors;
 mod goals;
 mod instances;
