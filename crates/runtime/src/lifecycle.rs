@@ -306,6 +306,10 @@ impl Inner {
             }
             Err(e) => return Err(e),
         };
+        // Looking at the slot, recording the input and starting the turn
+        // happen under the slot's lock, so no other turn (a user message's)
+        // starts in between and runs beside the tick's.
+        let mut slot = ctx.turn.lock().await;
         let (status, waiting) = {
             let s = ctx.state.lock().await;
             (s.status, !s.can_continue())
@@ -317,12 +321,8 @@ impl Inner {
                 status: Some((LoopStatus::Cancelled, "the session ended".into())),
             });
         }
-        let busy = ctx
-            .turn
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(|t| !t.handle.is_finished());
+        let busy = slot.as_ref().is_some_and(|t| !t.handle.is_finished())
+            || ctx.user_turns_pending.load(Ordering::SeqCst) > 0;
         if busy || waiting || status == SessionStatus::Handoff {
             // A loop whose ticks are always skipped expires all the same.
             return Ok(TickOutcome {
@@ -343,7 +343,10 @@ impl Inner {
         );
         self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
             .await?;
-        let turn = self.start_turn(&ctx).await;
+        let running = self.spawn_turn(&ctx);
+        let turn = running.id;
+        *slot = Some(running);
+        drop(slot);
         self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
         if let Ok(mut current) = ctx.current_loop.lock() {
             current.take();
