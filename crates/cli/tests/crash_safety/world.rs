@@ -90,7 +90,11 @@ pub fn model(
                 .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
                 .take(40)
                 .collect();
-            let calls = if mix(n ^ 0xA5A5) % 3 == 0 { 2 } else { 1 };
+            let calls = if mix(n ^ 0xA5A5).is_multiple_of(3) {
+                2
+            } else {
+                1
+            };
             MockReply::ToolCalls(
                 (0..calls)
                     .map(|i| (TOOL.to_owned(), json!({"q": format!("{q}-{i}")})))
