@@ -71,7 +71,8 @@ struct Tally {
     in_tool_call: usize,
     /// Kills while a loop tick was claimed and not yet recorded.
     in_tick: usize,
-    /// ... of which the tick's input was already in the history.
+    /// Ticks cut short (of either loop) whose input was already in the
+    /// history.
     in_tick_after_input: usize,
     /// Kills that found none of the above running.
     idle: usize,
@@ -156,7 +157,7 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
     c.tally.tool_calls = c.tools.calls();
     let t = &c.tally;
     eprintln!(
-        "crash-campaign engine={} trials={} kills_in_turn={} kills_in_tool_call={} kills_in_tick={} kills_in_tick_after_input={} kills_idle={} interrupted_turns={} acked_messages={} unacked_messages={} tool_calls={} failures={} secs={:.1} seed={seed}",
+        "crash-campaign engine={} trials={} kills_in_turn={} kills_in_tool_call={} kills_in_tick={} ticks_cut_after_input={} kills_idle={} interrupted_turns={} acked_messages={} unacked_messages={} tool_calls={} failures={} secs={:.1} seed={seed}",
         match engine {
             Engine::Sqlite => "sqlite",
             Engine::Postgres => "postgres",
