@@ -13,6 +13,7 @@ mod connections;
 mod console;
 mod contract;
 mod conversation;
+mod crash_safety;
 mod errors;
 mod goals;
 mod instances;

@@ -130,6 +130,8 @@ pub(crate) struct Inner {
     pub mcp_pool: McpPool,
     pub sessions: Mutex<HashMap<String, Arc<session::SessionCtx>>>,
     pub tasks: TaskTracker,
+    /// How many turns recovery marked interrupted, once it has run.
+    pub recovered: tokio::sync::OnceCell<usize>,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -166,6 +168,7 @@ impl Runtime {
                 mcp_pool: McpPool::default(),
                 sessions: Mutex::default(),
                 tasks: TaskTracker::new(),
+                recovered: tokio::sync::OnceCell::new(),
             }),
         };
         session::spawn_sweeper(&runtime.inner);
@@ -198,26 +201,17 @@ impl Runtime {
 
     /// After a restart: turns that were running are marked interrupted
     /// (R-RN-4); their sessions stay usable. Sub-agents cut off go on
-    /// working and undelivered inbox items are delivered (R-BX-3).
+    /// working and undelivered inbox items are delivered (R-BX-3). Returns
+    /// how many turns were marked.
+    ///
+    /// Recovery runs once per runtime, and before anything starts a turn by
+    /// itself: the scheduler's loop ticks and goal takeovers wait for it
+    /// (and run it if the embedder has not yet). A tick started first would
+    /// run beside the turn the store still shows as running, and recovery
+    /// would then record that turn's end in the middle of the tick's turn
+    /// (or find nothing left to close).
     pub async fn recover(&self) -> Result<usize, RuntimeError> {
-        let ids = self.inner.store.sessions_with_running_turn().await?;
-        for id in &ids {
-            let ctx = self.inner.session(id).await?;
-            let event = rtc_protocol::TurnCompleted {
-                turn_id: None,
-                interrupted: true,
-                reason: Some("the server restarted during the turn".to_owned()),
-            };
-            let update = rtc_store::SessionUpdate {
-                turn_running: Some(false),
-                ..Default::default()
-            };
-            ctx.events.emit_with(vec![event.into()], update).await?;
-        }
-        self.inner.resume_trees().await?;
-        // What recovery recorded is durable before the server serves.
-        self.inner.journal.flush().await;
-        Ok(ids.len())
+        self.inner.recover().await
     }
 
     /// Graceful shutdown: no new turn starts by itself (loop ticks, goal

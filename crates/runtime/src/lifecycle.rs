@@ -14,7 +14,8 @@
 //!   else idle (and a sub-agent reports);
 //! - triggers from outside a turn: [`Inner::kick`] (an inbox item
 //!   arrived), [`Inner::tick_turn`] (a loop tick), [`Inner::sweep_goals`]
-//!   (goals of a dead instance), [`Inner::resume_trees`] (after a restart).
+//!   (goals of a dead instance), [`Inner::recover`] and
+//!   [`Inner::resume_trees`] (after a restart; the scheduler waits for them).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -305,6 +306,10 @@ impl Inner {
             }
             Err(e) => return Err(e),
         };
+        // Looking at the slot, recording the input and starting the turn
+        // happen under the slot's lock, so no other turn (a user message's)
+        // starts in between and runs beside the tick's.
+        let mut slot = ctx.turn.lock().await;
         let (status, waiting) = {
             let s = ctx.state.lock().await;
             (s.status, !s.can_continue())
@@ -316,12 +321,8 @@ impl Inner {
                 status: Some((LoopStatus::Cancelled, "the session ended".into())),
             });
         }
-        let busy = ctx
-            .turn
-            .lock()
-            .await
-            .as_ref()
-            .is_some_and(|t| !t.handle.is_finished());
+        let busy = slot.as_ref().is_some_and(|t| !t.handle.is_finished())
+            || ctx.user_turns_pending.load(Ordering::SeqCst) > 0;
         if busy || waiting || status == SessionStatus::Handoff {
             // A loop whose ticks are always skipped expires all the same.
             return Ok(TickOutcome {
@@ -342,7 +343,10 @@ impl Inner {
         );
         self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
             .await?;
-        let turn = self.start_turn(&ctx).await;
+        let running = self.spawn_turn(&ctx);
+        let turn = running.id;
+        *slot = Some(running);
+        drop(slot);
         self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
         if let Ok(mut current) = ctx.current_loop.lock() {
             current.take();
@@ -386,6 +390,36 @@ impl Inner {
                 }
             }
         }
+    }
+
+    /// Recovery after a restart, once (see `Runtime::recover`).
+    pub(crate) async fn recover(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+        self.recovered
+            .get_or_try_init(|| self.recover_now())
+            .await
+            .copied()
+    }
+
+    /// Close the turns a crash cut off, then resume the trees.
+    async fn recover_now(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+        let ids = self.store.sessions_with_running_turn().await?;
+        for id in &ids {
+            let ctx = self.session(id).await?;
+            let event = TurnCompleted {
+                turn_id: None,
+                interrupted: true,
+                reason: Some("the server restarted during the turn".to_owned()),
+            };
+            let update = SessionUpdate {
+                turn_running: Some(false),
+                ..SessionUpdate::default()
+            };
+            ctx.events.emit_with(vec![event.into()], update).await?;
+        }
+        self.resume_trees().await?;
+        // What recovery recorded is durable before the server serves.
+        self.journal.flush().await;
+        Ok(ids.len())
     }
 
     /// After a restart: sub-agents whose run was cut off (their last

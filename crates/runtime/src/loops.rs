@@ -292,6 +292,12 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
             if inner.tasks.is_closed() {
                 return;
             }
+            // Nothing starts a turn by itself before recovery has closed
+            // the turns a crash cut off (see `Runtime::recover`).
+            if let Err(e) = inner.recover().await {
+                tracing::warn!(error = %e, "recovering after a restart failed");
+                continue;
+            }
             if goals_swept.elapsed() >= inner.config.loops.lease / 3 {
                 goals_swept = tokio::time::Instant::now();
                 if let Err(e) = inner.sweep_goals().await {

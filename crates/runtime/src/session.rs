@@ -108,6 +108,10 @@ pub(crate) struct SessionCtx {
     /// included (a loop tick waits for its own turn's). Turns of a session
     /// never overlap and ids only grow, so `>= id` means turn `id` ended.
     pub turns_finished: tokio::sync::watch::Sender<u64>,
+    /// User messages recorded whose turn is not in the slot yet: a loop
+    /// tick meanwhile is skipped, as if that turn were running (else the
+    /// tick's turn would start between the message and its own turn).
+    pub user_turns_pending: std::sync::atomic::AtomicUsize,
 }
 
 impl SessionCtx {
@@ -203,6 +207,7 @@ impl Inner {
             turn_tokens: AtomicI64::new(0),
             current_loop: std::sync::Mutex::new(None),
             turns_finished: tokio::sync::watch::Sender::new(0),
+            user_turns_pending: std::sync::atomic::AtomicUsize::new(0),
         });
         let mut map = self
             .sessions

@@ -329,6 +329,7 @@ impl Runtime {
         inner.stop_awaiting(&ctx).await?;
         let m = message(MessageRole::User, text);
         let event = MessageCompleted::of(&m).into();
+        let _pending = UserTurnPending::new(&ctx);
         inner
             .append(&ctx, m.clone(), vec![event], Durability::Committed)
             .await?;
@@ -484,5 +485,25 @@ impl Inner {
             ctx.events.emit(completed.into()).await?;
         }
         Ok(())
+    }
+}
+
+/// Marks a user message whose turn is not started yet (see
+/// `SessionCtx::user_turns_pending`) for as long as it lives.
+struct UserTurnPending<'a>(&'a SessionCtx);
+
+impl<'a> UserTurnPending<'a> {
+    fn new(ctx: &'a SessionCtx) -> Self {
+        ctx.user_turns_pending
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Self(ctx)
+    }
+}
+
+impl Drop for UserTurnPending<'_> {
+    fn drop(&mut self) {
+        self.0
+            .user_turns_pending
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -138,3 +138,90 @@ async fn paused_and_waiting_loops_expire() {
         assert_eq!(v["loop"]["turnsDone"], 0, "no tick ran");
     }
 }
+
+/// After a crash, a loop tick never starts before recovery has closed the
+/// turn the crash cut off in its session, even when the embedder calls
+/// `recover` late (here 300 ms after the runtime started): otherwise the
+/// tick's turn runs beside a turn the store still shows as running, and
+/// recovery then records that turn's end in the middle of the tick's (or
+/// finds nothing left to close).
+#[tokio::test]
+async fn loop_ticks_wait_for_recovery() {
+    let mock = MockLlm::with_recorded_responder(|_| MockReply::text("tick done"))
+        .await
+        .unwrap();
+    let h = Harness::on(mock, |_| {}).await;
+    let a = h
+        .assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+        .await;
+    let s = h.session(&a).await;
+    // The first process dies (nothing of it runs any more), leaving a turn
+    // marked running and a loop of the session that is due.
+    h.rt.shutdown(Duration::ZERO).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.store.set_turn_running(&s, true).await.unwrap();
+    let now = rtc_store::now_millis();
+    let loop_id = rtc_store::new_id("loop");
+    h.store
+        .insert_loop(&rtc_store::LoopRecord {
+            id: loop_id.clone(),
+            session_id: s.clone(),
+            prompt: "tick".into(),
+            interval_ms: 60_000,
+            max_turns: 10,
+            turns_done: 0,
+            skipped_ticks: 0,
+            status: LoopStatus::Active,
+            reason: None,
+            expires_at: now + 3_600_000,
+            next_tick_at: now,
+            created_at: now,
+            updated_at: now,
+        })
+        .await
+        .unwrap();
+    let restarted = rtc_runtime::Runtime::new(h.store.clone(), crate::harness::config(&h.mock));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        restarted.recover().await.unwrap(),
+        1,
+        "the cut-off turn is closed"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !h
+        .store
+        .loop_ticks(&loop_id)
+        .await
+        .unwrap()
+        .iter()
+        .any(|t| t.outcome.as_deref() == Some("ran"))
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the tick never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    restarted.idle(WS, &s).await.unwrap();
+    let kinds: Vec<String> = h
+        .store
+        .events_after(&s, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let v = serde_json::to_value(e).unwrap();
+            match v["reason"].as_str() {
+                Some(r) => format!("{} ({r})", v["type"].as_str().unwrap()),
+                None => v["type"].as_str().unwrap().to_owned(),
+            }
+        })
+        .filter(|k| k.starts_with("turn."))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "turn.completed (the server restarted during the turn)",
+            "turn.started",
+            "turn.completed"
+        ],
+        "the crashed turn is closed before the tick's turn starts"
+    );
+}
