@@ -74,11 +74,16 @@ impl Reference {
 }
 
 /// A resource type stored as a document.
-pub trait Document: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
+pub trait Document: Clone + Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
     const KIND: ResourceKind;
     fn name(&self) -> &str;
     /// What this resource depends on.
     fn references(&self) -> Vec<Reference>;
+    /// Values kept encrypted at rest, like secrets: sealed with the master
+    /// key when stored, opened when read (a stdio MCP server's `env`).
+    fn sealed_values(&mut self) -> Vec<&mut String> {
+        Vec::new()
+    }
     /// Set the read-only fields (`None` clears them before storage).
     fn set_meta(
         &mut self,
@@ -132,6 +137,12 @@ impl Document for McpServer {
             .map(|s| Reference::new(ResourceKind::Secret, s))
             .collect()
     }
+    fn sealed_values(&mut self) -> Vec<&mut String> {
+        match &mut self.transport {
+            rtc_protocol::McpTransport::Stdio { env, .. } => env.values_mut().collect(),
+            rtc_protocol::McpTransport::StreamableHttp { .. } => Vec::new(),
+        }
+    }
     meta!();
 }
 
@@ -164,6 +175,16 @@ impl Document for RealtimeInterface {
     meta!();
 }
 
+/// Marks a value sealed by [`Store::seal_values`]; a value without it was
+/// stored before sealing existed and is read as written (and sealed on the
+/// next write).
+const SEALED_PREFIX: &str = "sealed:v1:";
+
+/// What a sealed value is bound to: it opens only in its own resource.
+fn sealed_aad(workspace: &str, kind: ResourceKind, id: &str) -> String {
+    format!("{workspace}/{}/{id}", kind.as_str())
+}
+
 fn encode<D: Document>(doc: &D) -> Result<String, StoreError> {
     let mut value = serde_json::to_value(doc).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     if let Some(map) = value.as_object_mut() {
@@ -172,6 +193,39 @@ fn encode<D: Document>(doc: &D) -> Result<String, StoreError> {
         }
     }
     Ok(value.to_string())
+}
+
+impl Store {
+    /// The document as stored: its sealed values encrypted.
+    fn seal_values<D: Document>(
+        &self,
+        workspace: &str,
+        id: &str,
+        doc: &D,
+    ) -> Result<String, StoreError> {
+        let mut stored = doc.clone();
+        let aad = sealed_aad(workspace, D::KIND, id);
+        for value in stored.sealed_values() {
+            *value = format!("{SEALED_PREFIX}{}", self.secrets.seal(&aad, value)?);
+        }
+        encode(&stored)
+    }
+
+    fn decode<D: Document>(
+        &self,
+        workspace: &str,
+        row: &sqlx::any::AnyRow,
+    ) -> Result<D, StoreError> {
+        let id: String = row.try_get("id")?;
+        let mut doc = decode::<D>(row)?;
+        let aad = sealed_aad(workspace, D::KIND, &id);
+        for value in doc.sealed_values() {
+            if let Some(sealed) = value.strip_prefix(SEALED_PREFIX) {
+                *value = self.secrets.open(&aad, sealed)?;
+            }
+        }
+        Ok(doc)
+    }
 }
 
 fn decode<D: Document>(row: &sqlx::any::AnyRow) -> Result<D, StoreError> {
@@ -198,7 +252,7 @@ impl Store {
         doc: D,
     ) -> Result<D, StoreError> {
         let id = id.unwrap_or_else(|| new_id(D::KIND.id_prefix()));
-        let body = encode(&doc)?;
+        let body = self.seal_values(workspace, &id, &doc)?;
         let now = now_millis();
         let mut tx = self.begin_write().await?;
         let exists = sqlx::query(
@@ -236,7 +290,7 @@ impl Store {
         id: &str,
         doc: D,
     ) -> Result<Option<D>, StoreError> {
-        let body = encode(&doc)?;
+        let body = self.seal_values(workspace, id, &doc)?;
         let now = now_millis();
         let mut tx = self.begin_write().await?;
         let row = sqlx::query(
@@ -280,7 +334,7 @@ impl Store {
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(decode).transpose()
+        row.as_ref().map(|r| self.decode(workspace, r)).transpose()
     }
 
     /// Several documents by id; missing ids are simply absent.
@@ -305,7 +359,7 @@ impl Store {
             .bind(D::KIND.as_str())
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(decode).collect()
+        rows.iter().map(|r| self.decode(workspace, r)).collect()
     }
 
     /// Delete a document unless something references it. `Ok(false)` if absent.

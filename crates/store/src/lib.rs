@@ -6,8 +6,9 @@
 //!
 //! Configuration resources are stored as JSON documents keyed by
 //! (workspace, kind, id), with a reference table so that a resource still
-//! in use cannot be deleted. Secrets are encrypted with AES-256-GCM before
-//! they reach the database.
+//! in use cannot be deleted. Secrets, and the values a document marks
+//! sealed (a stdio MCP server's `env`), are encrypted with AES-256-GCM
+//! before they reach the database.
 
 mod db;
 mod documents;

@@ -424,13 +424,14 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
     search.look("server log (stderr, trace)", &log);
     search.look("server stdout", &output);
     // What the server stored (SQLite: the database file and its WAL): a
-    // workspace secret is encrypted at rest (R-SEC-3), so its canary has no
-    // business there. Only that one: a stdio server's `env` values are
-    // stored as written (write-only in the API, not encrypted at rest).
+    // workspace secret and a stdio server's `env` values are encrypted at
+    // rest (R-SEC-3), so neither canary has any business there.
     if matches!(engine, Engine::Sqlite) {
         let path = srv.db.url.trim_start_matches("sqlite://").to_owned();
+        let mut needles = forms(&secret);
+        needles.extend(forms(&env_secret));
         let mut at_rest = Search {
-            needles: forms(&secret),
+            needles,
             ..Search::default()
         };
         for file in [path.clone(), format!("{path}-wal")] {
