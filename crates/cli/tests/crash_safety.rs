@@ -22,6 +22,7 @@
 //! `crash-campaign …` summary that `scripts/campaign-crash` adds up.
 
 mod checks;
+mod traffic;
 mod world;
 
 use std::collections::{HashMap, HashSet};
@@ -32,10 +33,11 @@ use std::time::{Duration, Instant};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_store::{MasterKey, SecretBox, Store, now_millis};
 use rtc_testkit::{Engine, MockLlm, ServerProcess, TestDatabase};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::harness::{Api, binary};
 use checks::Tracked;
+use traffic::{poll, post_messages, replay};
 use world::{Rng, ToolService};
 
 /// Trials per engine when `RTC_CRASH_TRIALS` is not set.
@@ -591,93 +593,5 @@ impl Campaign {
             }
         }
         Ok(())
-    }
-}
-
-/// Post the planned user messages until `stop`; what became of each.
-async fn post_messages(
-    api: Api,
-    key: String,
-    plan: Vec<(u64, usize, String)>,
-    trial: usize,
-    stop: Arc<AtomicBool>,
-) -> Vec<(usize, String, Posted)> {
-    let mut out = Vec::new();
-    for (n, (pause, idx, sid)) in plan.into_iter().enumerate() {
-        tokio::time::sleep(Duration::from_millis(pause)).await;
-        if stop.load(Ordering::SeqCst) {
-            break;
-        }
-        let text = format!("t{trial}-m{n}");
-        let sent = api
-            .client
-            .post(format!("{}/v1/sessions/{sid}/messages", api.base))
-            .bearer_auth(&key)
-            .json(&json!({"text": text}))
-            .send()
-            .await;
-        let outcome = match sent {
-            Ok(r) if r.status().is_success() => Posted::Acked,
-            Ok(r) => Posted::Refused(format!(
-                "{} {}",
-                r.status(),
-                r.text().await.unwrap_or_default()
-            )),
-            Err(_) => Posted::Unacked,
-        };
-        out.push((idx, text, outcome));
-    }
-    out
-}
-
-/// The session's events over SSE, from the first up to `upto`.
-async fn replay(api: &Api, session: &str, upto: i64) -> anyhow::Result<Vec<Value>> {
-    use futures::StreamExt;
-    let mut out = Vec::new();
-    if upto == 0 {
-        return Ok(out);
-    }
-    let resp = api
-        .client
-        .get(format!("{}/v1/sessions/{session}/events?after=0", api.base))
-        .bearer_auth(api.token.as_deref().unwrap_or_default())
-        .timeout(PATIENCE)
-        .send()
-        .await?;
-    anyhow::ensure!(resp.status().is_success(), "SSE answered {}", resp.status());
-    let mut body = resp.bytes_stream();
-    let mut buf = String::new();
-    while let Some(chunk) = body.next().await {
-        buf.push_str(&String::from_utf8_lossy(&chunk?));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            for line in block.lines() {
-                if let Some(data) = line.strip_prefix("data:") {
-                    let ev: Value = serde_json::from_str(data.trim())?;
-                    let seq = ev["seq"].as_i64().unwrap_or(0);
-                    out.push(ev);
-                    if seq >= upto {
-                        return Ok(out);
-                    }
-                }
-            }
-        }
-    }
-    anyhow::bail!("the event stream of {session} ended before seq {upto}: {out:#?}")
-}
-
-/// Ask `f` until it gives something, for at most [`PATIENCE`].
-async fn poll<T, F, Fut>(what: &str, f: F) -> anyhow::Result<T>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
-{
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Some(v) = f().await? {
-            return Ok(v);
-        }
-        anyhow::ensure!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
