@@ -17,6 +17,12 @@ use crate::harness::on_both;
 fn python_tools() -> Option<PathBuf> {
     let dir = std::env::var_os("RTC_TEST_PYTHON_TOOLS").map(PathBuf::from);
     if dir.is_none() {
+        // CI runs scripts/test, which sets it: a CI run without the tools is
+        // a broken setup, not a skip.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "RTC_TEST_PYTHON_TOOLS must be set on CI (scripts/test sets it)"
+        );
         eprintln!("RTC_TEST_PYTHON_TOOLS is not set: skipping the API contract test");
     }
     dir

@@ -147,6 +147,45 @@ on_both!(bodies_must_be_json_objects, |srv| {
     Ok(())
 });
 
+// A NUL character (which PostgreSQL cannot store as text) is refused where
+// it comes in, naming the field, instead of failing the write with a 500:
+// in a body, a path parameter, a query parameter.
+on_both!(nul_characters_are_refused_where_they_come_in, |srv| {
+    let (_, ws) = srv.workspace("A").await?;
+    let a = ws
+        .create("/v1/assistants", json!({"name": "Support"}))
+        .await?;
+    let aid = a["id"].as_str().unwrap();
+    let s = ws
+        .create("/v1/sessions", json!({"assistantId": aid}))
+        .await?;
+    let sid = s["id"].as_str().unwrap();
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "hi\u{0}there"}),
+    )
+    .await?
+    .assert_error(422, "invalid_field", Some("text"));
+    ws.post(
+        "/v1/sessions",
+        json!({"assistantId": aid, "userId": "u\u{0}"}),
+    )
+    .await?
+    .assert_error(422, "invalid_field", Some("userId"));
+    ws.get("/v1/memories?userId=%00Uq&offset=20")
+        .await?
+        .assert_error(400, "invalid_query", None);
+    ws.get("/v1/tools/a%00b")
+        .await?
+        .assert_error(400, "invalid_path", None);
+    ws.get(&format!("/v1/sessions/{sid}%00"))
+        .await?
+        .assert_error(400, "invalid_path", None);
+    // Still usable afterwards.
+    ws.get("/v1/memories?userId=Uq").await?.assert_status(200);
+    Ok(())
+});
+
 /// R-SEC-6 over HTTP: a workspace's active sessions (here at most 2,
 /// `RTC_MAX_SESSIONS_PER_WORKSPACE`) answer 429 `too_many_sessions`; an end
 /// reason over 1,000 characters and a human agent's text over 100,000

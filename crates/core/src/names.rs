@@ -8,6 +8,10 @@ use crate::error::{Rule, ValidationError};
 pub const SYSTEM_PREFIX: &str = "system__";
 /// Prefix every secret name must carry.
 pub const SECRET_PREFIX: &str = "secret__";
+/// Shortest secret value accepted, in characters: a shorter value could not
+/// be scrubbed from tool results without mangling ordinary text (and stdio
+/// `env` values shorter than this are not scrubbed, for the same reason).
+pub const MIN_SECRET_CHARS: usize = 8;
 /// Prefix of per-binding template inputs in placeholders.
 pub const INPUT_PREFIX: &str = "input__";
 

@@ -204,6 +204,8 @@ impl Runtime {
     /// working and undelivered inbox items are delivered (R-BX-3). Returns
     /// how many turns were marked.
     ///
+    /// An embedder awaits it before serving requests (`serve` does): a
+    /// user turn started earlier could be marked interrupted by it.
     /// Recovery runs once per runtime, and before anything starts a turn by
     /// itself: the scheduler's loop ticks and goal takeovers wait for it
     /// (and run it if the embedder has not yet). A tick started first would

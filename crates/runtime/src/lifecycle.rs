@@ -331,9 +331,6 @@ impl Inner {
                 status: (now >= l.expires_at).then(|| (LoopStatus::Exhausted, EXPIRED.to_owned())),
             });
         }
-        if let Ok(mut current) = ctx.current_loop.lock() {
-            *current = Some(l.id.clone());
-        }
         let text = format!(
             "[Loop {}, turn {} of {}] {}",
             l.id,
@@ -343,6 +340,11 @@ impl Inner {
         );
         self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
             .await?;
+        // Set once nothing can fail before the turn runs (it is cleared
+        // when the turn is over).
+        if let Ok(mut current) = ctx.current_loop.lock() {
+            *current = Some(l.id.clone());
+        }
         let running = self.spawn_turn(&ctx);
         let turn = running.id;
         *slot = Some(running);

@@ -213,7 +213,14 @@ impl Inner {
             .map(|call| {
                 let handler = tools.find(&call.name);
                 async move {
+                    let nul = serde_json::from_str(&call.arguments)
+                        .ok()
+                        .and_then(|v| rtc_core::text::nul_field(&v));
                     let outcome = match handler {
+                        // Nothing a NUL reaches could be stored on PostgreSQL.
+                        Some(_) if let Some(field) = &nul => Ok(CallOutcome::error(format!(
+                            "the argument `{field}` must not contain the NUL character (U+0000)"
+                        ))),
                         Some(h) => {
                             let cx = ToolCx {
                                 rt: self,

@@ -28,26 +28,58 @@ const VALUE_RULES: &[&str] = &[
     "format",
 ];
 
-/// One validator per component schema of the document.
+/// One validator per request body of the document (the schemas its
+/// operations' `requestBody` name), built once; the components they refer
+/// to are shared by all of them.
 static VALIDATORS: LazyLock<HashMap<String, jsonschema::Validator>> = LazyLock::new(|| {
     let doc = crate::openapi::api_json();
-    let mut schemas = doc["components"]["schemas"].clone();
-    strip_value_rules(&mut schemas);
-    let names: Vec<String> = schemas
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
-    let root = json!({"components": {"schemas": schemas}});
-    names
+    let mut components = doc["components"].clone();
+    strip_value_rules(&mut components);
+    let root = json!({"components": components});
+    body_schema_names(&doc)
         .into_iter()
-        .filter_map(|name| {
+        .map(|name| {
             let mut schema = root.clone();
             schema["$ref"] = json!(format!("#/components/schemas/{name}"));
-            let validator = jsonschema::validator_for(&schema).ok()?;
-            Some((name, validator))
+            // The document is generated from our own types: a schema that
+            // does not compile is a bug to see at once, not a check to skip.
+            let validator = jsonschema::validator_for(&schema)
+                .unwrap_or_else(|e| panic!("the schema of request body {name} compiles: {e}"));
+            (name, validator)
         })
         .collect()
 });
+
+/// Build the validators now (at startup) rather than on the first request.
+pub fn prepare() {
+    LazyLock::force(&VALIDATORS);
+}
+
+/// The component names the document's request bodies refer to.
+fn body_schema_names(doc: &Value) -> Vec<String> {
+    let mut names: Vec<String> = doc["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|paths| paths.values())
+        .filter_map(Value::as_object)
+        .flat_map(|item| item.values())
+        .filter_map(|op| op.pointer("/requestBody/content/application~1json/schema"))
+        .filter_map(|schema| {
+            // `Option<T>` bodies are `oneOf [T, null]`.
+            let direct = schema.get("$ref");
+            let optional = schema.pointer("/oneOf/0/$ref");
+            direct
+                .or(optional)?
+                .as_str()?
+                .rsplit('/')
+                .next()
+                .map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
 
 fn strip_value_rules(schema: &mut Value) {
     match schema {
@@ -67,15 +99,27 @@ fn strip_value_rules(schema: &mut Value) {
     }
 }
 
-/// The first way `value` does not have the shape of the named schema: the
-/// path of the offending field (`toolBindings[0].toolId`, empty for the
-/// whole body) and what is wrong. `None` when it conforms, or when the
-/// document has no such schema.
+/// The first way `value` does not have the shape of the named body schema:
+/// the path of the offending field (`toolBindings[0].toolId`, empty for the
+/// whole body) and what is wrong, without the value itself (it may hold a
+/// secret or an `env` value, and a message should not echo a whole body).
+/// `None` when it conforms.
+///
+/// Every `ApiJson<T>` names its `T` as the operation's `request_body`
+/// (the `every_body_type_has_a_validator` test holds the list); a body
+/// type without a validator is logged as the bug it is.
 pub fn shape_problem(schema_name: &str, value: &Value) -> Option<(String, String)> {
-    let validator = VALIDATORS.get(schema_name)?;
+    let Some(validator) = VALIDATORS.get(schema_name) else {
+        tracing::error!(
+            schema_name,
+            "a request body type is not in the OpenAPI document"
+        );
+        debug_assert!(false, "{schema_name} is the request_body of its operation");
+        return None;
+    };
     let error = validator.iter_errors(value).next()?;
     let path = field_path(&error.instance_path().to_string());
-    Some((path, error.to_string()))
+    Some((path, error.masked().to_string()))
 }
 
 /// A JSON pointer (`/toolBindings/0/toolId`) as the API names fields.
@@ -98,6 +142,46 @@ fn field_path(pointer: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every type a handler reads as a body is a request body of the
+    /// document, so none goes unchecked.
+    #[test]
+    fn every_body_type_has_a_validator() {
+        use utoipa::ToSchema;
+        let names = [
+            rtc_protocol::Assistant::name(),
+            rtc_protocol::Tool::name(),
+            rtc_protocol::McpServer::name(),
+            rtc_protocol::RealtimeInterface::name(),
+            rtc_protocol::PutSecretParams::name(),
+            rtc_protocol::CreateWorkspaceParams::name(),
+            rtc_protocol::CreateSessionParams::name(),
+            rtc_protocol::SendMessageParams::name(),
+            crate::routes::sessions::EndParams::name(),
+            rtc_protocol::CleanupParams::name(),
+            rtc_protocol::ResumeGoalParams::name(),
+            rtc_protocol::AnswerParams::name(),
+        ];
+        for name in &names {
+            assert!(VALIDATORS.contains_key(name.as_ref()), "{name}");
+        }
+        assert_eq!(
+            VALIDATORS.len(),
+            names.len(),
+            "{:?}",
+            VALIDATORS.keys().collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn problems_do_not_echo_the_value() {
+        let (_, message) = shape_problem(
+            "McpServer",
+            &json!({"name": "m", "transport": {"type": "stdio", "command": "x", "env": {"K": "hunter2-secret"}, "extra": [1]}, "description": ["hunter3-secret"]}),
+        )
+        .unwrap_or_default();
+        assert!(!message.contains("hunter"), "{message}");
+    }
 
     #[test]
     fn a_struct_is_not_read_from_an_array() {

@@ -47,6 +47,13 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if has_encoded_nul(parts.uri.path()) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                "a path parameter must not contain the NUL character (%00)",
+            ));
+        }
         match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(v)) => Ok(Self(v)),
             Err(e) => Err(ApiError::new(
@@ -66,6 +73,13 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        if has_encoded_nul(parts.uri.query().unwrap_or("")) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_query",
+                "a query parameter must not contain the NUL character (%00)",
+            ));
+        }
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(v)) => Ok(Self(v)),
             Err(e) => Err(ApiError::new(
@@ -130,6 +144,9 @@ pub fn parse_json<T: DeserializeOwned + ToSchema>(
             "the body must be a JSON object",
         ));
     }
+    if let Some(field) = rtc_core::text::nul_field(&value) {
+        return Err(nul_error(field));
+    }
     let shape = crate::body_schema::shape_problem(&T::name(), &value);
     let parsed = serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.inner().to_string();
@@ -167,6 +184,33 @@ pub fn parse_json<T: DeserializeOwned + ToSchema>(
         }
         None => Ok(parsed),
     }
+}
+
+/// A WebSocket frame's text holding a NUL character: the error to answer
+/// (see [`rtc_core::text`]), or `None`.
+pub fn refuse_nul(frame: &str) -> Option<ApiError> {
+    let value: serde_json::Value = serde_json::from_str(frame).ok()?;
+    rtc_core::text::nul_field(&value).map(nul_error)
+}
+
+fn nul_error(field: String) -> ApiError {
+    let what = if field.is_empty() {
+        "the body".to_owned()
+    } else {
+        format!("`{field}`")
+    };
+    invalid_field(
+        field,
+        format!("{what} must not contain the NUL character (U+0000)"),
+    )
+}
+
+/// Whether a URI part holds a percent-encoded NUL (`%00`), which no id,
+/// name or query value may contain (see [`rtc_core::text`]).
+fn has_encoded_nul(part: &str) -> bool {
+    part.as_bytes()
+        .windows(3)
+        .any(|w| w[0] == b'%' && w[1] == b'0' && w[2] == b'0')
 }
 
 fn invalid_field(field: String, message: String) -> ApiError {

@@ -57,6 +57,7 @@ pub struct AppState {
 
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
+    body_schema::prepare();
     let max_body = state.limits.max_body_bytes;
     observe::metrics_handle();
     Router::new()

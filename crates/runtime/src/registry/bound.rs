@@ -24,8 +24,8 @@ use crate::tool::{CallOutcome, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
 
 /// The shortest stdio `env` value scrubbed from a server's answers: the
-/// minimum length of a secret (`MIN_SECRET_CHARS` in the server).
-const MIN_SCRUBBED_ENV_CHARS: usize = 8;
+/// minimum length of a secret.
+use rtc_core::names::MIN_SECRET_CHARS as MIN_SCRUBBED_ENV_CHARS;
 
 /// The MCP pool's key of a server configuration: its workspace, id and
 /// update time, so an edited server gets a new connection.

@@ -13,9 +13,7 @@ use crate::{ApiError, ApiResult, AppState};
 /// Longest secret value accepted, in characters.
 pub const MAX_SECRET_CHARS: usize = 16_384;
 
-/// Shortest secret value accepted, in characters: a shorter value could not
-/// be scrubbed from tool results without mangling ordinary text.
-pub const MIN_SECRET_CHARS: usize = 8;
+pub use rtc_core::names::MIN_SECRET_CHARS;
 
 pub fn router() -> Router<AppState> {
     Router::new()
