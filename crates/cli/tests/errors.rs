@@ -149,7 +149,7 @@ on_both!(bodies_must_be_json_objects, |srv| {
 
 // A NUL character (which PostgreSQL cannot store as text) is refused where
 // it comes in, naming the field, instead of failing the write with a 500:
-// in a body, a path parameter, a query parameter.
+// in a body or a query parameter (422 naming it); no id holds one (404).
 on_both!(nul_characters_are_refused_where_they_come_in, |srv| {
     let (_, ws) = srv.workspace("A").await?;
     let a = ws
@@ -174,13 +174,13 @@ on_both!(nul_characters_are_refused_where_they_come_in, |srv| {
     .assert_error(422, "invalid_field", Some("userId"));
     ws.get("/v1/memories?userId=%00Uq&offset=20")
         .await?
-        .assert_error(400, "invalid_query", None);
+        .assert_error(422, "invalid_field", Some("userId"));
     ws.get("/v1/tools/a%00b")
         .await?
-        .assert_error(400, "invalid_path", None);
+        .assert_error(404, "not_found", None);
     ws.get(&format!("/v1/sessions/{sid}%00"))
         .await?
-        .assert_error(400, "invalid_path", None);
+        .assert_error(404, "not_found", None);
     // Still usable afterwards.
     ws.get("/v1/memories?userId=Uq").await?.assert_status(200);
     Ok(())

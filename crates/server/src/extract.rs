@@ -48,10 +48,12 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         if has_encoded_nul(parts.uri.path()) {
+            // No id or name holds one (they are checked when chosen), so
+            // nothing is there, and the database is not asked.
             return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_path",
-                "a path parameter must not contain the NUL character (%00)",
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no resource has the NUL character (%00) in its id or name",
             ));
         }
         match Path::<T>::from_request_parts(parts, state).await {
@@ -73,11 +75,15 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiQuer
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        if has_encoded_nul(parts.uri.query().unwrap_or("")) {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_query",
-                "a query parameter must not contain the NUL character (%00)",
+        let query = parts.uri.query().unwrap_or("");
+        if has_encoded_nul(query) {
+            let name = url::form_urlencoded::parse(query.as_bytes())
+                .find(|(k, v)| k.contains('\0') || v.contains('\0'))
+                .map(|(k, _)| k.replace('\0', "%00"))
+                .unwrap_or_default();
+            return Err(invalid_field(
+                name.clone(),
+                format!("the query parameter `{name}` must not contain the NUL character (%00)"),
             ));
         }
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {

@@ -159,6 +159,13 @@ fn complete(path: &str, op: &mut Operation) {
             "`not_found`: the resource (or the workspace named by `X-Rtc-Workspace`) does not exist in this workspace.",
         );
     }
+    if has_query && !has_body {
+        add_error(
+            op,
+            "422",
+            "`invalid_field` (a query parameter holds the NUL character) or a validation code; `field` names the parameter.",
+        );
+    }
     if has_body {
         add_error(
             op,
