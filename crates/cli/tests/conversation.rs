@@ -32,12 +32,24 @@ pub async fn events_until(
         "{}/v1/sessions/{session}/events?after={after}&token={token}",
         srv.process.base_url
     );
-    let resp = srv.client.get(url).send().await?;
+    read_events(srv.client.get(url), Duration::from_secs(20), done).await
+}
+
+/// Send an SSE request and read its events until `done` says stop, for at
+/// most `patience`.
+pub async fn read_events(
+    request: reqwest::RequestBuilder,
+    patience: Duration,
+    done: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Vec<Value>> {
+    let deadline = tokio::time::Instant::now() + patience;
+    let resp = tokio::time::timeout_at(deadline, request.send())
+        .await
+        .map_err(|_| anyhow::anyhow!("the event stream did not answer"))??;
     anyhow::ensure!(resp.status().is_success(), "SSE answered {}", resp.status());
     let mut body = resp.bytes_stream();
     let mut buf = String::new();
     let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let chunk = tokio::time::timeout_at(deadline, body.next())
             .await

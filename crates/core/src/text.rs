@@ -25,6 +25,17 @@ pub fn nul_field(value: &Value) -> Option<String> {
     }
 }
 
+/// [`nul_field`] of a JSON text. JSON can only write a NUL as the escape
+/// `\u0000`, so a text without it is not parsed at all (this runs on every
+/// tool call and WebSocket frame).
+pub fn nul_field_in_json(text: &str) -> Option<String> {
+    if !text.contains("\\u0000") {
+        return None;
+    }
+    let value: Value = serde_json::from_str(text).ok()?;
+    nul_field(&value)
+}
+
 fn dotted(rest: &str) -> String {
     if rest.is_empty() || rest.starts_with('[') {
         rest.to_owned()
@@ -50,5 +61,10 @@ mod tests {
             Some("k\\u0000")
         );
         assert_eq!(nul_field(&json!({"a": ["fine"], "n": null})), None);
+        assert_eq!(
+            nul_field_in_json(r#"{"a": "x\u0000"}"#).as_deref(),
+            Some("a")
+        );
+        assert_eq!(nul_field_in_json(r#"{"a": "x"}"#), None);
     }
 }

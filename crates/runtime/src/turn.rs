@@ -213,9 +213,7 @@ impl Inner {
             .map(|call| {
                 let handler = tools.find(&call.name);
                 async move {
-                    let nul = serde_json::from_str(&call.arguments)
-                        .ok()
-                        .and_then(|v| rtc_core::text::nul_field(&v));
+                    let nul = rtc_core::text::nul_field_in_json(&call.arguments);
                     let outcome = match handler {
                         // Nothing a NUL reaches could be stored on PostgreSQL.
                         Some(_) if let Some(field) = &nul => Ok(CallOutcome::error(format!(

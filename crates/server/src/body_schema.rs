@@ -36,7 +36,7 @@ static VALIDATORS: LazyLock<HashMap<String, jsonschema::Validator>> = LazyLock::
     let mut components = doc["components"].clone();
     strip_value_rules(&mut components);
     let root = json!({"components": components});
-    body_schema_names(&doc)
+    body_schema_names(doc)
         .into_iter()
         .map(|name| {
             let mut schema = root.clone();

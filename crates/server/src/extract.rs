@@ -195,8 +195,7 @@ pub fn parse_json<T: DeserializeOwned + ToSchema>(
 /// A WebSocket frame's text holding a NUL character: the error to answer
 /// (see [`rtc_core::text`]), or `None`.
 pub fn refuse_nul(frame: &str) -> Option<ApiError> {
-    let value: serde_json::Value = serde_json::from_str(frame).ok()?;
-    rtc_core::text::nul_field(&value).map(nul_error)
+    rtc_core::text::nul_field_in_json(frame).map(nul_error)
 }
 
 fn nul_error(field: String) -> ApiError {

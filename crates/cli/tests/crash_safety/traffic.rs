@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{PATIENCE, Posted};
+use crate::conversation::read_events;
 use crate::harness::Api;
 
 /// Post the planned user messages until `stop`; what became of each.
@@ -48,38 +49,18 @@ pub(super) async fn post_messages(
 
 /// The session's events over SSE, from the first up to `upto`.
 pub(super) async fn replay(api: &Api, session: &str, upto: i64) -> anyhow::Result<Vec<Value>> {
-    use futures::StreamExt;
-    let mut out = Vec::new();
     if upto == 0 {
-        return Ok(out);
+        return Ok(Vec::new());
     }
-    let resp = api
+    let request = api
         .client
         .get(format!("{}/v1/sessions/{session}/events?after=0", api.base))
-        .bearer_auth(api.token.as_deref().unwrap_or_default())
-        .timeout(PATIENCE)
-        .send()
-        .await?;
-    anyhow::ensure!(resp.status().is_success(), "SSE answered {}", resp.status());
-    let mut body = resp.bytes_stream();
-    let mut buf = String::new();
-    while let Some(chunk) = body.next().await {
-        buf.push_str(&String::from_utf8_lossy(&chunk?));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            for line in block.lines() {
-                if let Some(data) = line.strip_prefix("data:") {
-                    let ev: Value = serde_json::from_str(data.trim())?;
-                    let seq = ev["seq"].as_i64().unwrap_or(0);
-                    out.push(ev);
-                    if seq >= upto {
-                        return Ok(out);
-                    }
-                }
-            }
-        }
-    }
-    anyhow::bail!("the event stream of {session} ended before seq {upto}: {out:#?}")
+        .bearer_auth(api.token.as_deref().unwrap_or_default());
+    read_events(request, PATIENCE, |ev| {
+        ev["seq"].as_i64().unwrap_or(0) >= upto
+    })
+    .await
+    .map_err(|e| e.context(format!("the event stream of {session} up to seq {upto}")))
 }
 
 /// Ask `f` until it gives something, for at most [`PATIENCE`].

@@ -39,16 +39,19 @@ use crate::routes::{
 struct ApiDoc;
 
 /// The OpenAPI document of the REST API, as served.
-pub fn api_json() -> serde_json::Value {
-    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
-    contract::describe_event_streams(&mut doc);
-    doc
+pub fn api_json() -> &'static serde_json::Value {
+    static DOC: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
+        let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
+        contract::describe_event_streams(&mut doc);
+        doc
+    });
+    &DOC
 }
 
 /// `/openapi.json` and Swagger UI at `/docs`.
 pub fn docs_router() -> Router {
     SwaggerUi::new("/docs")
-        .external_url_unchecked("/openapi.json", api_json())
+        .external_url_unchecked("/openapi.json", api_json().clone())
         .into()
 }
 
@@ -73,7 +76,7 @@ mod tests {
     #[test]
     fn every_operation_is_fully_described() {
         let doc = api_json();
-        let ops = operations(&doc);
+        let ops = operations(doc);
         assert!(ops.len() >= 55, "{} operations", ops.len());
         let mut ids = std::collections::BTreeSet::new();
         for (path, method, op) in &ops {
@@ -122,7 +125,7 @@ mod tests {
         let schemes = &doc["components"]["securitySchemes"];
         assert_eq!(schemes["sessionToken"]["in"], "query");
         assert_eq!(schemes["sessionToken"]["name"], "token");
-        for (path, method, op) in operations(&doc) {
+        for (path, method, op) in operations(doc) {
             let security = op["security"].to_string();
             if path.starts_with("/v1/workspaces") {
                 assert!(security.contains("adminToken"), "{method} {path}");

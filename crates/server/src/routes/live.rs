@@ -152,7 +152,7 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
                     _ => continue,
                 };
                 let reply = match serde_json::from_str::<ClientFrame>(&text) {
-                    Ok(_) if text.contains("\\u0000") && let Some(e) = crate::extract::refuse_nul(&text) => Some(error_frame(e)),
+                    Ok(_) if let Some(e) = crate::extract::refuse_nul(&text) => Some(error_frame(e)),
                     Ok(f) => handle_frame(&s, &access, &conn, f, &mut events).await.err().map(error_frame),
                     Err(e) => Some(frame_error(&text, &e)),
                 };
