@@ -91,6 +91,10 @@ event_kinds! {
     MemoryUpdated(MemoryUpdated) = "memory.updated",
     HandoffRequested(HandoffRequested) = "handoff.requested",
     HandoffReleased(HandoffReleased) = "handoff.released",
+    /// A workflow session entered a node.
+    WorkflowNodeEntered(WorkflowNodeEntered) = "workflow.node_entered",
+    /// A workflow node's edges were walked after a turn (or a release).
+    WorkflowEvaluated(WorkflowEvaluated) = "workflow.evaluated",
     /// Something failed; the session stays usable.
     Error(ErrorEvent) = "error",
 }
@@ -188,6 +192,9 @@ pub struct ToolCalled {
     /// A startup action, run before the first turn.
     #[serde(default, skip_serializing_if = "is_false")]
     pub startup: bool,
+    /// `workflow` for a workflow's action node (not the model's call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -210,6 +217,9 @@ pub struct ToolCompleted {
     /// string (the model read all of it).
     #[serde(default, skip_serializing_if = "is_false")]
     pub truncated: bool,
+    /// `workflow` for a workflow's action node (not the model's call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 impl ToolCompleted {
@@ -223,6 +233,7 @@ impl ToolCompleted {
             cancelled: false,
             startup: false,
             truncated: false,
+            origin: None,
         }
     }
 
@@ -254,6 +265,7 @@ impl ToolCompleted {
             cancelled: true,
             startup: false,
             truncated: false,
+            origin: None,
         }
     }
 }
@@ -369,6 +381,32 @@ pub struct HandoffRequested {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HandoffReleased {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowNodeEntered {
+    pub node_id: String,
+    /// The node's type (`agent`, `action`, `updateState`, `transfer`, `end`).
+    #[serde(rename = "type")]
+    pub node_type: String,
+    /// The edge taken; `null` for the start node.
+    #[serde(default)]
+    pub edge_id: Option<String>,
+    /// Which entry of this node in the session this is (from 1).
+    pub visit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowEvaluated {
+    pub node_id: String,
+    /// The edge taken; `null` when none held (the session stays).
+    #[serde(default)]
+    pub taken: Option<String>,
+    /// The judge's verdict per `llm` edge; `null` when no judge was asked.
+    #[serde(default)]
+    pub llm: Option<std::collections::BTreeMap<String, bool>>,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ErrorEvent {

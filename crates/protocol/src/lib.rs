@@ -19,6 +19,7 @@ pub mod secret;
 pub mod session;
 pub mod subagent;
 pub mod tool;
+pub mod workflow;
 pub mod workspace;
 
 pub use assistant::*;
@@ -34,6 +35,7 @@ pub use secret::*;
 pub use session::*;
 pub use subagent::*;
 pub use tool::*;
+pub use workflow::*;
 pub use workspace::*;
 
 use serde::{Deserialize, Serialize};

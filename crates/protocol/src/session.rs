@@ -64,7 +64,15 @@ impl SessionStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Session {
     pub id: String,
+    /// The assistant the session runs; for a workflow session, the
+    /// workflow's id (see `workflowId`).
     pub assistant_id: String,
+    /// Set for a workflow session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// A workflow session's position: current node, visits, path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<crate::WorkflowPosition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
     pub status: SessionStatus,

@@ -232,6 +232,7 @@ impl Runtime {
                 variables: &vars,
                 config: &config_json,
                 client_token: &client_token,
+                workflow_id: None,
             })
             .await?;
         let ctx = inner.session(&id).await?;
@@ -466,6 +467,7 @@ impl Inner {
                 name: name.clone(),
                 arguments: "{}".to_owned(),
                 startup: true,
+                origin: None,
             };
             ctx.events.emit(called.into()).await?;
             let outcome = self.run_binding(ctx, binding, &call_id, "{}").await?;

@@ -172,6 +172,7 @@ impl Inner {
                     variables: &vars,
                     config: &config,
                     client_token: &new_token("rtc_ct"),
+                    workflow_id: None,
                 },
                 &record,
                 &first,

@@ -23,6 +23,7 @@ pub(crate) async fn store_with_session(dir: &tempfile::TempDir) -> Store {
             variables: &Map::new(),
             config: &json!({}),
             client_token: "t",
+            workflow_id: None,
         })
         .await
         .unwrap();

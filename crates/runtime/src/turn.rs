@@ -193,6 +193,7 @@ impl Inner {
                 name: c.name.clone(),
                 arguments: c.arguments.clone(),
                 startup: false,
+                origin: None,
             };
             events.push(called.into());
         }

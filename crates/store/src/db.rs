@@ -69,6 +69,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "goal_leases",
         include_str!("../migrations/sqlite/0008_goal_leases.sql"),
     ),
+    (
+        9,
+        "workflow_sessions",
+        include_str!("../migrations/sqlite/0009_workflow_sessions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -110,6 +115,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         8,
         "goal_leases",
         include_str!("../migrations/postgres/0008_goal_leases.sql"),
+    ),
+    (
+        9,
+        "workflow_sessions",
+        include_str!("../migrations/postgres/0009_workflow_sessions.sql"),
     ),
 ];
 

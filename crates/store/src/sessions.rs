@@ -1,7 +1,9 @@
 //! Sessions, their message history and their event log.
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Message, PendingQuestion, SessionEvent, SessionStatus, TodoItem};
+use rtc_protocol::{
+    Message, PendingQuestion, SessionEvent, SessionStatus, TodoItem, WorkflowPosition,
+};
 use serde_json::{Map, Value};
 use sqlx::Row;
 
@@ -20,6 +22,8 @@ pub struct NewSession<'a> {
     /// The configuration the session runs with (snapshot at start).
     pub config: &'a Value,
     pub client_token: &'a str,
+    /// Set for a workflow session (`assistant_id` holds the same id).
+    pub workflow_id: Option<&'a str>,
 }
 
 /// A message (if any), the events recorded with it and changes of the
@@ -44,6 +48,8 @@ pub struct SessionUpdate {
     pub todos: Option<Vec<TodoItem>>,
     /// The question the session waits on; `Some(None)` clears it.
     pub pending_question: Option<Option<PendingQuestion>>,
+    /// A workflow session's new position.
+    pub workflow: Option<WorkflowPosition>,
 }
 
 impl SessionUpdate {
@@ -52,6 +58,7 @@ impl SessionUpdate {
             && self.turn_running.is_none()
             && self.todos.is_none()
             && self.pending_question.is_none()
+            && self.workflow.is_none()
     }
 }
 
@@ -75,9 +82,11 @@ pub struct SessionRecord {
     pub pending_question: Option<PendingQuestion>,
     pub created_at: i64,
     pub updated_at: i64,
+    pub workflow_id: Option<String>,
+    pub workflow: Option<WorkflowPosition>,
 }
 
-pub(crate) const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, todos, pending_question, created_at, updated_at";
+pub(crate) const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, todos, pending_question, created_at, updated_at, workflow_id, workflow";
 
 fn json_text<T: serde::de::DeserializeOwned>(
     row: &sqlx::any::AnyRow,
@@ -113,6 +122,12 @@ pub(crate) fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreErro
             .map_err(|e| StoreError::Corrupt(format!("pending_question: {e}")))?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        workflow_id: row.try_get("workflow_id")?,
+        workflow: row
+            .try_get::<Option<String>, _>("workflow")?
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("workflow: {e}")))?,
     })
 }
 
@@ -122,7 +137,7 @@ pub(crate) async fn insert_session<'e>(
     s: &NewSession<'_>,
 ) -> Result<(), StoreError> {
     let sql = format!(
-        "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $12)"
+        "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $13, NULL, $12)"
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(s.id)
@@ -137,6 +152,7 @@ pub(crate) async fn insert_session<'e>(
         .bind(s.config.to_string())
         .bind(now_millis())
         .bind(hash_token(s.client_token))
+        .bind(s.workflow_id)
         .execute(executor)
         .await?;
     Ok(())
@@ -479,6 +495,9 @@ async fn update_session(
     }
     if let Some(q) = &update.pending_question {
         sets.push(("pending_question", q.as_ref().map(json).transpose()?));
+    }
+    if let Some(w) = &update.workflow {
+        sets.push(("workflow", Some(json(w)?)));
     }
     let mut sql = String::from("UPDATE sessions SET updated_at = $1");
     for (n, (column, _)) in sets.iter().enumerate() {

@@ -228,6 +228,7 @@ on_both!(sessions_messages_and_events, |store| {
             variables: &vars,
             config: &config,
             client_token: "ct-1",
+            workflow_id: None,
         })
         .await?;
     assert_eq!(s.status, SessionStatus::Active);
@@ -435,6 +436,7 @@ async fn bare_session(store: &Store, workspace: &str, id: &str) -> anyhow::Resul
             variables: &serde_json::Map::new(),
             config: &json!({}),
             client_token: "t",
+            workflow_id: None,
         })
         .await?;
     Ok(())
@@ -694,6 +696,7 @@ on_both!(sub_agents_and_their_inboxes, |store| {
         variables: &no_vars,
         config: &no_config,
         client_token: "t",
+        workflow_id: None,
     };
     store
         .create_sub_agent(

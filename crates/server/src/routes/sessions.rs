@@ -33,6 +33,8 @@ pub(crate) fn view(r: SessionRecord) -> Session {
     Session {
         id: r.id,
         assistant_id: r.assistant_id,
+        workflow_id: r.workflow_id,
+        workflow: r.workflow,
         user_id: r.user_id,
         status: r.status,
         parent_session_id: r.parent_id,
