@@ -433,7 +433,9 @@ pub enum EdgeCondition {
         condition: String,
     },
     /// Whether the action before succeeded.
-    Result { success: bool },
+    Result {
+        success: bool,
+    },
 }
 
 impl EdgeCondition {

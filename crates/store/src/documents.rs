@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Assistant, McpServer, RealtimeInterface, Tool};
+use rtc_protocol::{Assistant, McpServer, RealtimeInterface, Tool, Workflow};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
@@ -20,6 +20,7 @@ pub enum ResourceKind {
     Assistant,
     RealtimeInterface,
     Secret,
+    Workflow,
 }
 
 impl ResourceKind {
@@ -30,6 +31,7 @@ impl ResourceKind {
             Self::Assistant => "assistant",
             Self::RealtimeInterface => "realtime_interface",
             Self::Secret => "secret",
+            Self::Workflow => "workflow",
         }
     }
 
@@ -40,6 +42,7 @@ impl ResourceKind {
             Self::Assistant,
             Self::RealtimeInterface,
             Self::Secret,
+            Self::Workflow,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -53,6 +56,7 @@ impl ResourceKind {
             Self::Assistant => "asst",
             Self::RealtimeInterface => "rti",
             Self::Secret => "secret",
+            Self::Workflow => "wf",
         }
     }
 }
@@ -156,6 +160,30 @@ impl Document for Assistant {
             .into_iter()
             .map(|id| Reference::new(ResourceKind::Tool, id))
             .collect();
+        if let Some(id) = &self.realtime_interface_id {
+            refs.push(Reference::new(ResourceKind::RealtimeInterface, id));
+        }
+        refs
+    }
+    meta!();
+}
+
+impl Document for Workflow {
+    const KIND: ResourceKind = ResourceKind::Workflow;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        use rtc_core::workflow_stage::{referenced_assistants, referenced_tools};
+        let mut refs: Vec<Reference> = referenced_tools(self)
+            .into_iter()
+            .map(|id| Reference::new(ResourceKind::Tool, id))
+            .collect();
+        refs.extend(
+            referenced_assistants(self)
+                .into_iter()
+                .map(|id| Reference::new(ResourceKind::Assistant, id)),
+        );
         if let Some(id) = &self.realtime_interface_id {
             refs.push(Reference::new(ResourceKind::RealtimeInterface, id));
         }

@@ -46,6 +46,7 @@ fn noun(kind: ResourceKind) -> &'static str {
         ResourceKind::Assistant => "assistant",
         ResourceKind::RealtimeInterface => "realtime interface",
         ResourceKind::Secret => "secret",
+        ResourceKind::Workflow => "workflow",
     }
 }
 
