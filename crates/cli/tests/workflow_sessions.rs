@@ -48,27 +48,26 @@ impl Model {
         let replies: Arc<Mutex<VecDeque<MockReply>>> = Arc::default();
         let truth = Arc::new(AtomicBool::new(false));
         let (r, t) = (replies.clone(), truth.clone());
-        let mock = MockLlm::with_recorded_responder(move |req| match req
-            .pointer("/response_format/type")
-            .and_then(Value::as_str)
-        {
-            Some("json_schema") => {
-                let keys = req
-                    .pointer("/response_format/json_schema/schema/properties")
-                    .and_then(Value::as_object);
-                let verdicts: serde_json::Map<String, Value> = keys
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, _)| (k.clone(), json!(t.load(Ordering::SeqCst))))
-                    .collect();
-                MockReply::Text(Value::Object(verdicts).to_string())
+        let mock = MockLlm::with_recorded_responder(move |req| {
+            match req.pointer("/response_format/type").and_then(Value::as_str) {
+                Some("json_schema") => {
+                    let keys = req
+                        .pointer("/response_format/json_schema/schema/properties")
+                        .and_then(Value::as_object);
+                    let verdicts: serde_json::Map<String, Value> = keys
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, _)| (k.clone(), json!(t.load(Ordering::SeqCst))))
+                        .collect();
+                    MockReply::Text(Value::Object(verdicts).to_string())
+                }
+                Some(_) => MockReply::Text(json!({ "value": leaf }).to_string()),
+                None => r
+                    .lock()
+                    .unwrap()
+                    .pop_front()
+                    .unwrap_or_else(|| MockReply::text("ok")),
             }
-            Some(_) => MockReply::Text(json!({ "value": leaf }).to_string()),
-            None => r
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or_else(|| MockReply::text("ok")),
         })
         .await?;
         Ok(Self {
@@ -204,7 +203,10 @@ async fn deterministic_chain(engine: Engine) -> anyhow::Result<()> {
     .await?
     .assert_status(202);
     let events = events_until(&srv, &token, &s, 0, ended).await?;
-    assert_eq!(entered(&events), ["greet", "lookup_order", "assess", "wrap_up"]);
+    assert_eq!(
+        entered(&events),
+        ["greet", "lookup_order", "assess", "wrap_up"]
+    );
     let state = of(&events, "state.updated")
         .into_iter()
         .find(|e| e["changes"]["order_status"] == "shipped");
@@ -252,8 +254,7 @@ async fn failure_route(engine: Engine) -> anyhow::Result<()> {
     ws.post(&format!("/v1/sessions/{s}/messages"), json!({"text": "hi"}))
         .await?
         .assert_status(202);
-    let events =
-        events_until(&srv, &token, &s, 0, |e| e["type"] == "handoff.requested").await?;
+    let events = events_until(&srv, &token, &s, 0, |e| e["type"] == "handoff.requested").await?;
     assert_eq!(entered(&events), ["greet", "lookup_order", "to_human"]);
     let session = ws.get(&format!("/v1/sessions/{s}")).await?;
     let session = session.assert_status(200);
@@ -280,8 +281,7 @@ async fn llm_edge(engine: Engine) -> anyhow::Result<()> {
     ws.post(&format!("/v1/sessions/{s}/messages"), json!({"text": "hi"}))
         .await?
         .assert_status(202);
-    let events =
-        events_until(&srv, &token, &s, 0, |e| e["type"] == "workflow.evaluated").await?;
+    let events = events_until(&srv, &token, &s, 0, |e| e["type"] == "workflow.evaluated").await?;
     let evaluated = events.last().unwrap();
     assert_eq!(evaluated["taken"], Value::Null);
     assert_eq!(evaluated["llm"], json!({"wants_human": false}));
@@ -290,7 +290,10 @@ async fn llm_edge(engine: Engine) -> anyhow::Result<()> {
     assert_eq!(judged[0]["model"], "judge-x");
     assert!(judged[0].get("tools").is_none());
     let schema = &judged[0]["response_format"]["json_schema"]["schema"];
-    assert!(schema["properties"].get("wants_human").is_some(), "{schema}");
+    assert!(
+        schema["properties"].get("wants_human").is_some(),
+        "{schema}"
+    );
     let session = ws.get(&format!("/v1/sessions/{s}")).await?;
     assert_eq!(
         session.assert_status(200)["workflow"]["currentNodeId"],
@@ -464,7 +467,10 @@ async fn crash_during_action(engine: Engine) -> anyhow::Result<()> {
         .assert_status(202);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while t.requests().is_empty() {
-        anyhow::ensure!(tokio::time::Instant::now() < deadline, "the action never ran");
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the action never ran"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let before = events_until(&srv, &token, &s, 0, |e| {
@@ -481,7 +487,11 @@ async fn crash_during_action(engine: Engine) -> anyhow::Result<()> {
         e["type"] == "handoff.requested"
     })
     .await?;
-    assert_eq!(after[0]["seq"].as_i64().unwrap(), last_seq + 1, "seq continues");
+    assert_eq!(
+        after[0]["seq"].as_i64().unwrap(),
+        last_seq + 1,
+        "seq continues"
+    );
     let completed = of(&after, "tool.completed");
     assert_eq!(completed.len(), 1);
     assert_eq!(completed[0]["isError"], true);

@@ -265,3 +265,91 @@ async fn the_loop_guard_ends_a_cycle() {
     assert_eq!(record.variables["n"], json!(3));
     assert!(h.mock.requests().len() <= 3, "{}", h.mock.requests().len());
 }
+
+#[tokio::test]
+async fn a_transfer_gives_an_assistant_the_rest_of_the_session() {
+    let (mock, m) = model().await;
+    let h = setup(
+        mock,
+        "http://127.0.0.1:9",
+        json!({"specVersion": 4, "name": "front desk", "startNodeId": "desk",
+            "systemPrompt": "Front desk persona.",
+            "nodes": [
+                {"id": "desk", "type": "agent", "prompt": "Greet.", "entryBehavior": "wait"},
+                {"id": "to_sales", "type": "transfer", "message": "Passing you to sales.",
+                 "target": {"type": "assistant", "assistantId": "sales", "history": "none"}}],
+            "edges": [{"id": "go", "from": "*", "to": "to_sales", "condition": {"type": "llm", "condition": "The user wants to buy"}}]}),
+    )
+    .await;
+    h.assistant(
+        "sales",
+        json!({"name": "Sales", "systemPrompt": "Sales persona.", "firstMessage": "Sales here."}),
+    )
+    .await;
+    let s = start(&h, json!({})).await;
+    let mut events = h.events(&s).await;
+    m.truth.store(true, Ordering::SeqCst);
+    m.replies
+        .lock()
+        .unwrap()
+        .push_back(MockReply::text("One moment."));
+    h.rt.send_user_message(WS, &s, "I want to buy")
+        .await
+        .unwrap();
+    events
+        .until("message.completed", |e| e["content"] == "Sales here.")
+        .await;
+    h.rt.idle(WS, &s).await.unwrap();
+    m.replies
+        .lock()
+        .unwrap()
+        .push_back(MockReply::text("Which plan?"));
+    h.rt.send_user_message(WS, &s, "the big one").await.unwrap();
+    events
+        .until("message.completed", |e| e["content"] == "Which plan?")
+        .await;
+    let last = h.mock.requests().last().cloned().unwrap();
+    let messages = last["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["content"], "Sales persona.");
+    let contents: Vec<&str> = messages[1..]
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(contents, ["Sales here.", "the big one"], "history: none");
+    let record = h.rt.session(WS, &s).await.unwrap();
+    assert_eq!(
+        record.workflow.unwrap().transferred_to.as_deref(),
+        Some("sales")
+    );
+}
+
+#[tokio::test]
+async fn a_limit_routes_to_the_error_node() {
+    let (mock, _m) = model().await;
+    let h = setup(
+        mock,
+        "http://127.0.0.1:9",
+        json!({"specVersion": 4, "name": "guarded", "startNodeId": "a", "onErrorNodeId": "sorry",
+            "limits": {"maxHopsPerTurn": 4},
+            "nodes": [
+                {"id": "a", "type": "agent", "prompt": "Talk.", "entryBehavior": "respond"},
+                {"id": "router", "type": "updateState", "rules": []},
+                {"id": "sorry", "type": "end", "message": "Something went wrong.", "reason": "guarded"}],
+            "edges": [
+                {"id": "on", "from": "a", "to": "router", "condition": {"type": "always"}},
+                {"id": "back", "from": "router", "to": "a", "condition": {"type": "always"}}]}),
+    )
+    .await;
+    let s = start(&h, json!({})).await;
+    let mut events = h.events(&s).await;
+    events
+        .until("error", |e| e["code"] == "workflow_loop_limit")
+        .await;
+    events
+        .until("message.completed", |e| {
+            e["content"] == "Something went wrong."
+        })
+        .await;
+    let ended = events.next_of("session.ended").await;
+    assert_eq!(serde_json::to_value(&ended).unwrap()["reason"], "guarded");
+}
