@@ -263,7 +263,7 @@ async fn failure_route(engine: Engine) -> anyhow::Result<()> {
     let after = events.last().unwrap()["seq"].as_i64().unwrap();
     ws.post(&format!("/v1/sessions/{s}/handoff/release"), json!({}))
         .await?
-        .assert_status(200);
+        .assert_status(204);
     let rest = events_until(&srv, &token, &s, after, ended).await?;
     assert_eq!(rest.last().unwrap()["reason"], "handoff_completed");
     Ok(())
