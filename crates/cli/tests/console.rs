@@ -6,8 +6,10 @@
 //! answered with chips. `live`: a client tool answered by hand, the
 //! sub-agent and goal panels, a reconnect that resumes from the last event,
 //! a handoff. `mcp`: a secret, an MCP server with discovery against the
-//! real everything server, an MCP tool. Screenshots land in
-//! `target/test-output/console/`.
+//! real everything server, an MCP tool. `workflows`: the design's §5
+//! workflow drawn as a graph, a stage edited and a node dragged, validation
+//! errors at the edge and node they name, a workflow made through the
+//! forms. Screenshots land in `target/test-output/console/`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -272,6 +274,54 @@ async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
         "Bearer {{secret__mcp_token}}"
     );
     mcp.stop().await;
+    Ok(())
+}
+
+/// A fixture of `tests/fixtures/workflows/`, `{{base_url}}` replaced.
+fn workflow_fixture(name: &str, base_url: &str) -> anyhow::Result<Value> {
+    let path = rtc_testkit::repo_root().join("crates/cli/tests/fixtures/workflows").join(name);
+    let text = std::fs::read_to_string(path)?.replace("{{base_url}}", base_url);
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The order service `tool_query_order` calls: every order has shipped.
+async fn order_target() -> anyhow::Result<String> {
+    let app = axum::Router::new().route(
+        "/orders/{id}",
+        axum::routing::get(|| async { axum::Json(json!({"status": "shipped"})) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(format!("http://{addr}"))
+}
+
+#[tokio::test]
+async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::start(vec![]).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Flows").await?;
+    let base = order_target().await?;
+    ws.create("/v1/tools", workflow_fixture("tool_query_order.json", &base)?)
+        .await?;
+    run_scenario("workflows.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+    // What the editor saved: §5 with the new prompt and one position (the
+    // small workflow made in the scenario was deleted there).
+    let list = ws.get("/v1/workflows").await?;
+    let list = list.assert_status(200)["data"].as_array().unwrap().clone();
+    assert_eq!(list.len(), 1, "{list:?}");
+    let fixture = workflow_fixture("order_support_v4.json", &base)?;
+    let saved = &list[0];
+    assert_eq!(saved["nodes"][0]["prompt"], "Ask for the order number, politely.");
+    assert_eq!(saved["nodes"][1], fixture["nodes"][1], "the action is untouched");
+    assert_eq!(saved["edges"], fixture["edges"]);
+    assert!(saved["nodes"][3]["position"]["x"].is_number());
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 // realtime interface — and the compatibility report with explicit cleanup.
 
 import { get, list, post } from "../api.js";
-import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, toast, stillOn, saveResource, removeResource } from "../ui.js";
+import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast, stillOn, saveResource, removeResource } from "../ui.js";
 import { bindingList } from "../binding.js";
 import { variableRows, readVariables } from "../variables.js";
 import { builtInsSection } from "../builtins.js";

@@ -6,7 +6,7 @@
 // the graph, and the error sits next to its field.
 
 import { get, list, post, put } from "../api.js";
-import { h, page, select, showError, clearErrors, toast, stillOn, removeResource } from "../ui.js";
+import { h, page, field, area, select, showError, clearErrors, toast, stillOn, removeResource, parseJson } from "../ui.js";
 import { graphView } from "./workflows/graph.js";
 import { nodeForm } from "./workflows/nodes.js";
 import { edgeForm } from "./workflows/edges.js";
@@ -21,8 +21,8 @@ export async function workflowsPage() {
       h("tbody", {}, items.map((w) => h("tr", {},
         h("td", {}, h("a", { href: `#/workflows/${encodeURIComponent(w.id)}` }, w.name)),
         h("td", {}, w.startNodeId || ""),
-        h("td", {}, String(w.nodes.length)),
-        h("td", {}, String(w.edges.length)),
+        h("td", {}, String((w.nodes || []).length)),
+        h("td", {}, String((w.edges || []).length)),
         h("td", {}, h("a", { href: `#/playground?workflow=${encodeURIComponent(w.id)}` }, "Try in playground"))))))
       : h("p", { class: "muted" }, "No workflows yet. A workflow joins agent stages, tool actions, state updates, transfers and ends with edges."));
 }
@@ -52,7 +52,7 @@ export async function workflowEditor(id) {
 
   /** Write the open form into the document (throws a field error). */
   function apply() {
-    if (!form || !form.dirty) return;
+    if (!form || !form.dirty || selection?.kind === "json") return;
     if (selection?.kind === "node") {
       const n = form.read();
       const at = doc.nodes[selection.index];
@@ -85,9 +85,35 @@ export async function workflowEditor(id) {
     };
   }
 
+  /** The whole document as JSON, to read, paste or edit by hand. */
+  function jsonForm() {
+    const textBox = area(JSON.stringify(body(doc), null, 2), { rows: 24, spellcheck: "false" });
+    const f = h("form", { class: "wf-form", "aria-label": "Workflow JSON" }, h("h2", {}, "Workflow JSON"),
+      field("Document (specVersion 4)", "", textBox, "Apply replaces the document being edited; Save sends it."),
+      h("div", { class: "actions" }, h("button", { type: "submit", class: "ghost" }, "Apply JSON")));
+    f.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      try {
+        const next = parseJson(textBox.value, "", null);
+        if (!next || !Array.isArray(next.nodes)) throw Object.assign(new Error("a workflow document has a nodes array"), { code: "invalid_json" });
+        if (!Array.isArray(next.edges)) next.edges = [];
+        doc = { ...next, ...(isNew ? {} : { id }) };
+        f.dirty = false;
+        touch();
+        selection = null;
+        invalid = null;
+        open();
+        toast("JSON applied");
+      } catch (e) { showError(side, e); }
+    });
+    return f;
+  }
+
   function open() {
     clearErrors(side);
-    if (selection?.kind === "node" && doc.nodes[selection.index]) {
+    if (selection?.kind === "json") {
+      form = jsonForm();
+    } else if (selection?.kind === "node" && doc.nodes[selection.index]) {
       form = nodeForm(structuredClone(doc.nodes[selection.index]), selection.index, nodeCtx(selection.index));
     } else if (selection?.kind === "edge" && doc.edges[selection.index]) {
       const index = selection.index;
@@ -109,6 +135,7 @@ export async function workflowEditor(id) {
     }
     // Edits reach the document (and the drawing) as they are made.
     const changed = () => {
+      if (selection?.kind === "json") return;
       form.dirty = true;
       touch();
       try { apply(); drawGraph(); } catch { /* shown on save or when leaving the form */ }
@@ -178,6 +205,7 @@ export async function workflowEditor(id) {
     type, h("button", { type: "button", class: "ghost", onclick: addNode }, "Add node"),
     h("button", { type: "button", class: "ghost", onclick: () => { if (tryApply()) addEdge(selection?.kind === "node" ? doc.nodes[selection.index].id : undefined); } }, "Add edge"),
     h("button", { type: "button", class: "ghost", onclick: () => choose(null) }, "Workflow settings"),
+    h("button", { type: "button", class: "ghost", onclick: () => choose({ kind: "json" }) }, "JSON"),
     isNew ? null : h("a", { href: `#/playground?workflow=${encodeURIComponent(id)}` }, "Open in playground"),
     isNew ? null : h("button", { type: "button", class: "danger", onclick: () => removeResource({ form: side, collection: "/v1/workflows", route: "workflows", id, what: "workflow" }) }, "Delete"),
     unsaved);

@@ -104,6 +104,10 @@ export function graphView({ onSelect, onMove, draggable, label = "Workflow graph
   let marks = {};
   let pos = new Map();
   let edgeLayer = null;
+  // While a node is held, redraws wait (a form's change event on blur
+  // must not replace the element being dragged).
+  let holding = false;
+  let deferred = null;
 
   const centre = (id) => {
     if (id === "*") return [anyPos.x + 60, anyPos.y + 16, 60, 16];
@@ -219,6 +223,7 @@ export function graphView({ onSelect, onMove, draggable, label = "Workflow graph
       const sx = ev.clientX; const sy = ev.clientY;
       const scale = svg.getScreenCTM()?.a || 1;
       let moved = false;
+      holding = true;
       g.setPointerCapture(ev.pointerId);
       const move = (m) => {
         const dx = (m.clientX - sx) / scale; const dy = (m.clientY - sy) / scale;
@@ -234,6 +239,10 @@ export function graphView({ onSelect, onMove, draggable, label = "Workflow graph
         g.removeEventListener("pointermove", move);
         g.removeEventListener("pointerup", up);
         g.removeEventListener("pointercancel", up);
+        holding = false;
+        const waiting = deferred;
+        deferred = null;
+        if (waiting && !moved) draw(...waiting); // a move redraws through onMove
         if (moved) onMove?.(i, pos.get(n.id));
         else onSelect?.("node", i);
       };
@@ -244,6 +253,7 @@ export function graphView({ onSelect, onMove, draggable, label = "Workflow graph
   }
 
   function draw(nextDoc, nextMarks = {}) {
+    if (holding) { deferred = [nextDoc, nextMarks]; return; }
     doc = nextDoc;
     marks = nextMarks;
     pos = layout(doc);
