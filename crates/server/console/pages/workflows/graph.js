@@ -11,7 +11,7 @@ import { print } from "../../expr.js";
 const NS = "http://www.w3.org/2000/svg";
 export const NODE_W = 156;
 export const NODE_H = 60;
-const COL = 236;
+const COL = 270;
 const ROW = 110;
 const MARGIN = 40;
 
