@@ -279,7 +279,9 @@ async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
 
 /// A fixture of `tests/fixtures/workflows/`, `{{base_url}}` replaced.
 fn workflow_fixture(name: &str, base_url: &str) -> anyhow::Result<Value> {
-    let path = rtc_testkit::repo_root().join("crates/cli/tests/fixtures/workflows").join(name);
+    let path = rtc_testkit::repo_root()
+        .join("crates/cli/tests/fixtures/workflows")
+        .join(name);
     let text = std::fs::read_to_string(path)?.replace("{{base_url}}", base_url);
     Ok(serde_json::from_str(&text)?)
 }
@@ -308,8 +310,11 @@ async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
     };
     let (_, ws) = srv.workspace("Flows").await?;
     let base = order_target().await?;
-    ws.create("/v1/tools", workflow_fixture("tool_query_order.json", &base)?)
-        .await?;
+    ws.create(
+        "/v1/tools",
+        workflow_fixture("tool_query_order.json", &base)?,
+    )
+    .await?;
     run_scenario("workflows.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
     // What the editor saved: §5 with the new prompt and one position (the
     // small workflow made in the scenario was deleted there).
@@ -318,8 +323,14 @@ async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
     assert_eq!(list.len(), 1, "{list:?}");
     let fixture = workflow_fixture("order_support_v4.json", &base)?;
     let saved = &list[0];
-    assert_eq!(saved["nodes"][0]["prompt"], "Ask for the order number, politely.");
-    assert_eq!(saved["nodes"][1], fixture["nodes"][1], "the action is untouched");
+    assert_eq!(
+        saved["nodes"][0]["prompt"],
+        "Ask for the order number, politely."
+    );
+    assert_eq!(
+        saved["nodes"][1], fixture["nodes"][1],
+        "the action is untouched"
+    );
     assert_eq!(saved["edges"], fixture["edges"]);
     assert!(saved["nodes"][3]["position"]["x"].is_number());
     Ok(())
