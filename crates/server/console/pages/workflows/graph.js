@@ -263,7 +263,7 @@ export function graphView({ onSelect, onMove, draggable, label = "Workflow graph
     const minY = Math.min(MARGIN + 70, ...ys) - MARGIN - 70;
     const maxX = Math.max(MARGIN + NODE_W, ...xs.map((x) => x + NODE_W)) + MARGIN + 60;
     const maxY = Math.max(MARGIN + NODE_H, ...ys.map((y) => y + NODE_H)) + MARGIN;
-    anyPos = { x: minX + MARGIN, y: minY + 10 };
+    anyPos = { x: Math.round((Math.min(...xs, MARGIN) + Math.max(...xs.map((x) => x + NODE_W), MARGIN + NODE_W)) / 2 - 60), y: minY + 10 };
     svg.setAttribute("viewBox", `${minX} ${minY} ${maxX - minX} ${maxY - minY}`);
     svg.setAttribute("width", maxX - minX);
     svg.setAttribute("height", maxY - minY);
