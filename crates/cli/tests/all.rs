@@ -28,3 +28,4 @@ mod shutdown;
 mod subagents;
 mod tools;
 mod web;
+mod workflow_sessions;

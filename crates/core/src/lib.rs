@@ -21,6 +21,9 @@ pub mod system_vars;
 pub mod text;
 pub mod time;
 pub mod tool_rules;
+mod workflow_edge_rules;
+pub mod workflow_parse;
+pub mod workflow_rules;
 pub mod workflow_stage;
 
 pub use error::ValidationError;
