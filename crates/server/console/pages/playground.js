@@ -7,7 +7,7 @@
 import { get, list, post, wsUrl } from "../api.js";
 import { h, page, field, text, area, select, showError, clearErrors, toast } from "../ui.js";
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
-import { workflowPanel, normalizeEvent } from "./workflows/live.js";
+import { workflowPanel } from "./workflows/live.js";
 
 const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
 
@@ -242,8 +242,7 @@ function liveSession(sid) {
     pending.splice(0).forEach((e) => flow.onEvent(e));
   }).catch((e) => line(`workflow graph unavailable: ${e.message}`, "sysline bad"));
 
-  function onEvent(raw) {
-    const e = normalizeEvent(raw);
+  function onEvent(e) {
     if (e.seq !== undefined) {
       if (e.seq <= lastSeq) return;
       lastSeq = e.seq;

@@ -2,7 +2,6 @@
 
 import { get, list, key } from "../api.js";
 import { h, page, formatTime } from "../ui.js";
-import { normalizeEvent } from "./workflows/live.js";
 
 export async function sessionsPage() {
   const sessions = await list("/v1/sessions");
@@ -41,7 +40,7 @@ async function storedEvents(id) {
         const block = buf.slice(0, end);
         buf = buf.slice(end + 2);
         const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
-        if (data) out.push(normalizeEvent(JSON.parse(data)));
+        if (data) out.push(JSON.parse(data));
       }
       clearTimeout(quiet);
       quiet = setTimeout(() => abort.abort(), 400);

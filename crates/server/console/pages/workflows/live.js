@@ -17,18 +17,6 @@ function edgesOfPath(doc, path) {
   return out;
 }
 
-/**
- * A `workflow.node_entered` event's own `type` field (the node's type)
- * shares its name with the event's `type`; when the node's wins in the
- * JSON, the event is recognised by its fields and named again.
- */
-export function normalizeEvent(e) {
-  if (e && typeof e.type === "string" && !e.type.includes(".") && "nodeId" in e && "visit" in e) {
-    return { ...e, type: "workflow.node_entered", nodeType: e.type };
-  }
-  return e;
-}
-
 /** The panel of a workflow session `s` (from GET /v1/sessions/{id}). */
 export async function workflowPanel(s) {
   const doc = await get(`/v1/workflows/${encodeURIComponent(s.workflowId)}`);
