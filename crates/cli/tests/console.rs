@@ -336,6 +336,67 @@ async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The §5 workflow's models: the greet stage records the order number
+/// with updateState when the user gives it (its llm leaf is answered by the
+/// small model), then acknowledges.
+fn workflow_script(req: &Value) -> MockReply {
+    match req["response_format"]["type"].as_str() {
+        // The llm leaf of greet's updateState rule.
+        Some("json_object") => return MockReply::text(r#"{"value": "A-1"}"#),
+        // The judge (not asked here: got_id holds before wants_human).
+        Some(_) => return MockReply::text(r#"{"wants_human": false}"#),
+        None => {}
+    }
+    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+    match msgs.last() {
+        Some(m) if m["role"] == "tool" => MockReply::text("Thanks, let me look that up."),
+        Some(m) if m["content"].as_str() == Some("My order is A-1") => {
+            MockReply::call("updateState", json!({}))
+        }
+        _ => MockReply::text("How can I help?"),
+    }
+}
+
+#[tokio::test]
+async fn console_workflow_playground_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::with_recorded_responder(workflow_script).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Live flows").await?;
+    let base = order_target().await?;
+    ws.create(
+        "/v1/tools",
+        workflow_fixture("tool_query_order.json", &base)?,
+    )
+    .await?;
+    ws.create(
+        "/v1/workflows",
+        workflow_fixture("order_support_v4.json", &base)?,
+    )
+    .await?;
+    run_scenario("workflow_live.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+    // The position the graph showed is the session's.
+    let sessions = ws.get("/v1/sessions").await?;
+    let sid = sessions.assert_status(200)["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let session = ws.get(&format!("/v1/sessions/{sid}")).await?;
+    let session = session.assert_status(200);
+    assert_eq!(session["workflow"]["currentNodeId"], "wrap_up");
+    assert_eq!(
+        session["workflow"]["path"],
+        json!(["greet", "lookup_order", "assess", "wrap_up"])
+    );
+    assert_eq!(session["variables"]["order_id"], "A-1");
+    Ok(())
+}
+
 /// Browsers put the key in the URL of the WebSocket and SSE (`?token=`);
 /// even a debug log never holds it.
 #[tokio::test]
