@@ -4,10 +4,11 @@
 //! completed turn, the walk after a human agent releases a transfer, and
 //! recovery of actions a crash cut off.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use rtc_core::ValidationError;
+use rtc_core::workflow_rules::{WorkflowContext, validate_workflow};
 use rtc_core::workflow_stage::{base_assistant, referenced_assistants, referenced_tools};
 use rtc_protocol::{
     Assistant, SessionStatus, Tool, ToolCompleted, TransferTarget, Workflow, WorkflowNode,
@@ -16,7 +17,7 @@ use serde_json::json;
 
 use super::{Next, ORIGIN, Step, action_call_id, graph, tool_name};
 use crate::session::{SessionConfig, SessionCtx, WorkflowConfig};
-use crate::start::assistant_context;
+use crate::start::{assistant_context, find_interface};
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Reason of a session whose human transfer was released with no edge to
@@ -43,6 +44,7 @@ impl Runtime {
         let mut tools: BTreeMap<String, Tool> = store
             .get_many(workspace, referenced_tools(&workflow))
             .await?;
+        self.check_workflow(workspace, &workflow, &tools).await?;
         let mut assistants = BTreeMap::new();
         for assistant_id in referenced_assistants(&workflow) {
             let assistant: Assistant =
@@ -65,6 +67,46 @@ impl Runtime {
                 workflow,
                 assistants,
             }),
+        })
+    }
+}
+
+impl Runtime {
+    /// Check a stored workflow again before a session runs it (its tools
+    /// may have changed, a provider may have gone). Workflows are never
+    /// held to a realtime interface's tool capabilities (R-RT-6).
+    async fn check_workflow(
+        &self,
+        workspace: &str,
+        workflow: &Workflow,
+        tools: &BTreeMap<String, Tool>,
+    ) -> Result<(), RuntimeError> {
+        let store = &self.inner.store;
+        let assistants: BTreeSet<String> = store
+            .get_many::<Assistant>(workspace, referenced_assistants(workflow))
+            .await?
+            .into_keys()
+            .collect();
+        let iface = match &workflow.realtime_interface_id {
+            Some(id) => find_interface(store, workspace, id).await?,
+            None => None,
+        };
+        let providers = self.provider_names();
+        let ctx = WorkflowContext {
+            tools,
+            assistants: &assistants,
+            realtime_interface: iface.as_ref(),
+            providers: &providers,
+        };
+        validate_workflow(workflow, &ctx).map_err(|e| {
+            RuntimeError::Invalid(ValidationError::new(
+                e.code,
+                "workflowId",
+                format!(
+                    "the workflow is no longer valid at `{}`: {}",
+                    e.field, e.message
+                ),
+            ))
         })
     }
 }
