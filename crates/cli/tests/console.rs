@@ -6,8 +6,10 @@
 //! answered with chips. `live`: a client tool answered by hand, the
 //! sub-agent and goal panels, a reconnect that resumes from the last event,
 //! a handoff. `mcp`: a secret, an MCP server with discovery against the
-//! real everything server, an MCP tool. Screenshots land in
-//! `target/test-output/console/`.
+//! real everything server, an MCP tool. `workflows`: the design's §5
+//! workflow drawn as a graph, a stage edited and a node dragged, validation
+//! errors at the edge and node they name, a workflow made through the
+//! forms. Screenshots land in `target/test-output/console/`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -272,6 +274,126 @@ async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
         "Bearer {{secret__mcp_token}}"
     );
     mcp.stop().await;
+    Ok(())
+}
+
+/// A fixture of `tests/fixtures/workflows/`, `{{base_url}}` replaced.
+fn workflow_fixture(name: &str, base_url: &str) -> anyhow::Result<Value> {
+    let path = rtc_testkit::repo_root()
+        .join("crates/cli/tests/fixtures/workflows")
+        .join(name);
+    let text = std::fs::read_to_string(path)?.replace("{{base_url}}", base_url);
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// The order service `tool_query_order` calls: every order has shipped.
+async fn order_target() -> anyhow::Result<String> {
+    let app = axum::Router::new().route(
+        "/orders/{id}",
+        axum::routing::get(|| async { axum::Json(json!({"status": "shipped"})) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(format!("http://{addr}"))
+}
+
+#[tokio::test]
+async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::start(vec![]).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Flows").await?;
+    let base = order_target().await?;
+    ws.create(
+        "/v1/tools",
+        workflow_fixture("tool_query_order.json", &base)?,
+    )
+    .await?;
+    run_scenario("workflows.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+    // What the editor saved: §5 with the new prompt and one position (the
+    // small workflow made in the scenario was deleted there).
+    let list = ws.get("/v1/workflows").await?;
+    let list = list.assert_status(200)["data"].as_array().unwrap().clone();
+    assert_eq!(list.len(), 1, "{list:?}");
+    let fixture = workflow_fixture("order_support_v4.json", &base)?;
+    let saved = &list[0];
+    assert_eq!(
+        saved["nodes"][0]["prompt"],
+        "Ask for the order number, politely."
+    );
+    assert_eq!(
+        saved["nodes"][1], fixture["nodes"][1],
+        "the action is untouched"
+    );
+    assert_eq!(saved["edges"], fixture["edges"]);
+    assert!(saved["nodes"][3]["position"]["x"].is_number());
+    Ok(())
+}
+
+/// The §5 workflow's models: the greet stage records the order number
+/// with updateState when the user gives it (its llm leaf is answered by the
+/// small model), then acknowledges.
+fn workflow_script(req: &Value) -> MockReply {
+    match req["response_format"]["type"].as_str() {
+        // The llm leaf of greet's updateState rule.
+        Some("json_object") => return MockReply::text(r#"{"value": "A-1"}"#),
+        // The judge (not asked here: got_id holds before wants_human).
+        Some(_) => return MockReply::text(r#"{"wants_human": false}"#),
+        None => {}
+    }
+    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+    match msgs.last() {
+        Some(m) if m["role"] == "tool" => MockReply::text("Thanks, let me look that up."),
+        Some(m) if m["content"].as_str() == Some("My order is A-1") => {
+            MockReply::call("updateState", json!({}))
+        }
+        _ => MockReply::text("How can I help?"),
+    }
+}
+
+#[tokio::test]
+async fn console_workflow_playground_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::with_recorded_responder(workflow_script).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Live flows").await?;
+    let base = order_target().await?;
+    ws.create(
+        "/v1/tools",
+        workflow_fixture("tool_query_order.json", &base)?,
+    )
+    .await?;
+    ws.create(
+        "/v1/workflows",
+        workflow_fixture("order_support_v4.json", &base)?,
+    )
+    .await?;
+    run_scenario("workflow_live.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+    // The position the graph showed is the session's.
+    let sessions = ws.get("/v1/sessions").await?;
+    let sid = sessions.assert_status(200)["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let session = ws.get(&format!("/v1/sessions/{sid}")).await?;
+    let session = session.assert_status(200);
+    assert_eq!(session["workflow"]["currentNodeId"], "wrap_up");
+    assert_eq!(
+        session["workflow"]["path"],
+        json!(["greet", "lookup_order", "assess", "wrap_up"])
+    );
+    assert_eq!(session["variables"]["order_id"], "A-1");
     Ok(())
 }
 

@@ -10,10 +10,13 @@ import { assistantsPage, assistantEditor } from "./pages/assistants.js";
 import { realtimePage, realtimeEditor } from "./pages/realtime.js";
 import { sessionsPage, sessionDetail } from "./pages/sessions.js";
 import { playgroundPage } from "./pages/playground.js";
+import { workflowsPage, workflowEditor } from "./pages/workflows.js";
 
 const routes = [
   [/^\/assistants$/, assistantsPage],
   [/^\/assistants\/(.+)$/, assistantEditor],
+  [/^\/workflows$/, workflowsPage],
+  [/^\/workflows\/(.+)$/, workflowEditor],
   [/^\/tools$/, toolsPage],
   [/^\/tools\/(.+)$/, toolEditor],
   [/^\/mcp$/, mcpPage],

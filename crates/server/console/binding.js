@@ -43,9 +43,10 @@ function sourcePicker(name, source, { allowModel, variables, path }) {
 /**
  * A binding card. `tools` are the workspace's tools, `variables` the
  * assistant's declared variable names (a function: they change while
- * editing). Returns an element with `read()`.
+ * editing); `results` shows the result assignments (default: with
+ * `allowModel`, on for workflow actions). Returns an element with `read()`.
  */
-export function bindingEditor(binding, { tools, variables, path, allowModel, title }) {
+export function bindingEditor(binding, { tools, variables, path, allowModel, title, results = allowModel }) {
   const card = h("div", { class: "binding", dataset: { path } });
   const tool = select([["", "— choose a tool —"], ...tools.map((t) => [t.id, `${t.name} (${t.type})`])], binding.toolId || "");
   const body = h("div");
@@ -72,8 +73,8 @@ export function bindingEditor(binding, { tools, variables, path, allowModel, tit
     body.replaceChildren(...[
       h("h3", {}, "Arguments"), pickers.length ? pickers.map(([, el]) => el) : h("p", { class: "muted small" }, "This tool takes no arguments."),
       inputs.length ? h("h3", {}, "Template inputs") : null, inputs.map(([, el]) => el),
-      allowModel ? h("h3", {}, "Result") : null,
-      allowModel ? h("div", { class: "field", dataset: { field: `${path}.resultAssignments` } }, h("span", { class: "label" }, "Copy into variables"), assignments, h("p", { class: "error" })) : null,
+      results ? h("h3", {}, "Result") : null,
+      results ? h("div", { class: "field", dataset: { field: `${path}.resultAssignments` } }, h("span", { class: "label" }, "Copy into variables"), assignments, h("p", { class: "error" })) : null,
       allowModel ? field("Fields the model may see", `${path}.modelResultFilter`, filter, "Comma-separated paths; empty shows the whole result.") : null,
     ].flat().filter(Boolean));
   };
@@ -86,7 +87,7 @@ export function bindingEditor(binding, { tools, variables, path, allowModel, tit
     if (Object.keys(args).length) out.argumentBindings = args;
     const tpl = Object.fromEntries(inputs.map(([n, el]) => [n, el.read()]));
     if (Object.keys(tpl).length) out.templateBindings = tpl;
-    if (allowModel) {
+    if (results) {
       const ra = {};
       for (const r of assignments.rows()) {
         const v = r.querySelector(".var").value;
@@ -94,10 +95,29 @@ export function bindingEditor(binding, { tools, variables, path, allowModel, tit
         if (v && p) ra[v] = p;
       }
       if (Object.keys(ra).length) out.resultAssignments = ra;
+    }
+    if (allowModel) {
       const f = filter.value.split(",").map((s) => s.trim()).filter(Boolean);
       if (f.length) out.modelResultFilter = f;
     }
     return out;
   };
   return card;
+}
+
+/** A list of binding cards with add/remove. */
+export function bindingList(items, opts) {
+  const box = h("div");
+  const list = h("div");
+  const renumber = () => [...list.children].forEach((card, i) => { card.dataset.path = `${opts.prefix}[${i}]`; });
+  const add = (b) => {
+    const i = list.children.length;
+    const card = bindingEditor(b, { ...opts, path: `${opts.prefix}[${i}]` });
+    card.append(h("div", { class: "actions" }, h("button", { type: "button", class: "link", onclick: () => { card.remove(); renumber(); } }, "Remove")));
+    list.append(card);
+  };
+  items.forEach(add);
+  box.append(list, h("button", { type: "button", class: "ghost", onclick: () => add({}) }, opts.addLabel));
+  box.read = () => [...list.children].map((c) => c.read());
+  return box;
 }

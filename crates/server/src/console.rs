@@ -17,6 +17,9 @@ const FILES: &[(&str, &str)] = &[
     ("api.js", include_str!("../console/api.js")),
     ("ui.js", include_str!("../console/ui.js")),
     ("binding.js", include_str!("../console/binding.js")),
+    ("builtins.js", include_str!("../console/builtins.js")),
+    ("expr.js", include_str!("../console/expr.js")),
+    ("variables.js", include_str!("../console/variables.js")),
     (
         "pages/secrets.js",
         include_str!("../console/pages/secrets.js"),
@@ -42,6 +45,34 @@ const FILES: &[(&str, &str)] = &[
     (
         "pages/panels.js",
         include_str!("../console/pages/panels.js"),
+    ),
+    (
+        "pages/workflows.js",
+        include_str!("../console/pages/workflows.js"),
+    ),
+    (
+        "pages/workflows/graph.js",
+        include_str!("../console/pages/workflows/graph.js"),
+    ),
+    (
+        "pages/workflows/model.js",
+        include_str!("../console/pages/workflows/model.js"),
+    ),
+    (
+        "pages/workflows/nodes.js",
+        include_str!("../console/pages/workflows/nodes.js"),
+    ),
+    (
+        "pages/workflows/edges.js",
+        include_str!("../console/pages/workflows/edges.js"),
+    ),
+    (
+        "pages/workflows/globals.js",
+        include_str!("../console/pages/workflows/globals.js"),
+    ),
+    (
+        "pages/workflows/live.js",
+        include_str!("../console/pages/workflows/live.js"),
     ),
 ];
 

@@ -3,8 +3,10 @@
 // realtime interface — and the compatibility report with explicit cleanup.
 
 import { get, list, post } from "../api.js";
-import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, toast, parseJson, stillOn, saveResource, removeResource } from "../ui.js";
-import { bindingEditor } from "../binding.js";
+import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast, stillOn, saveResource, removeResource } from "../ui.js";
+import { bindingList } from "../binding.js";
+import { variableRows, readVariables } from "../variables.js";
+import { builtInsSection } from "../builtins.js";
 
 const FEATURES = [
   ["subAgents", "Sub-agents"], ["askUser", "Ask the user (askUser)"], ["todo", "Todo list (todoWrite)"],
@@ -22,88 +24,6 @@ export async function assistantsPage() {
         h("td", {}, String(a.toolBindings.length)),
         h("td", {}, h("a", { href: `#/playground?assistant=${encodeURIComponent(a.id)}` }, "Try in playground"))))))
       : h("p", { class: "muted" }, "No assistants yet. Create tools first if the assistant should call any."));
-}
-
-function variableRows(vars) {
-  return rows({
-    items: vars,
-    blank: () => ({ name: "", type: "string", description: "" }),
-    addLabel: "Add variable",
-    render: (v, i) => h("div", { class: "listrow" },
-      field("Name", `dynamicVariables[${i}].name`, text(v.name, { class: "n", placeholder: "customer_name" })),
-      field("Type", `dynamicVariables[${i}].type`, select(["string", "number", "boolean", "json"], v.type, { class: "t" })),
-      field("Default", `dynamicVariables[${i}].default`, text(v.default === undefined ? "" : JSON.stringify(v.default), { class: "dv", placeholder: "none (required at start)" })),
-      field("Description", `dynamicVariables[${i}].description`, text(v.description || "", { class: "ds" }))),
-  });
-}
-
-function readVariables(box) {
-  return box.rows().map((r) => {
-    const v = { name: r.querySelector(".n").value.trim(), type: r.querySelector(".t").value };
-    const description = r.querySelector(".ds").value.trim();
-    if (description) v.description = description;
-    const d = r.querySelector(".dv").value.trim();
-    if (d) {
-      try { v.default = JSON.parse(d); } catch { v.default = d; }
-    }
-    return v;
-  });
-}
-
-/** The platform built-ins section; `read()` gives `builtInTools`. */
-function builtIns(b) {
-  const end = b.endConversation;
-  const [endLabel, endOn] = checkbox("endConversation: the model may end the conversation", !!end);
-  const messageType = select([["generated", "the model says goodbye"], ["custom", "say a fixed message"], ["none", "end silently"]], end?.messageType || "generated");
-  const customMessage = text(end?.customMessage || "");
-  const [reasonLabel, reason] = checkbox("Ask the model for a reason", !!end?.captureReason);
-  const [interLabel, inter] = checkbox("The user may interrupt the goodbye", end?.allowEndInterruption !== false);
-  const [skipLabel, skipOn] = checkbox("skipTurn: the model may stay silent", !!b.skipTurn);
-  const [handLabel, handOn] = checkbox("requestHumanHandoff: hand over to a human agent", !!b.requestHumanHandoff);
-  const handMessage = text(b.requestHumanHandoff?.message || "", { placeholder: "Connecting you to a colleague…" });
-  const [updLabel, updOn] = checkbox("updateState: the model may update variables by rules", !!b.updateState);
-  const rules = area(b.updateState ? JSON.stringify(b.updateState.rules, null, 2) : "[]", { rows: 4 });
-  // Options show only while their tool is on.
-  const options = (box, ...children) => {
-    const el = h("div", { class: "options" }, ...children);
-    const sync = () => { el.hidden = !box.checked; };
-    box.addEventListener("change", sync);
-    sync();
-    return el;
-  };
-  const section = h("fieldset", { class: "card" }, h("legend", {}, "Platform built-in tools"),
-    h("div", { dataset: { path: "builtInTools.endConversation" } }, endLabel,
-      options(endOn, h("div", { class: "row" }, field("Goodbye", "builtInTools.endConversation.messageType", messageType), field("Fixed message", "builtInTools.endConversation.customMessage", customMessage)),
-        reasonLabel, interLabel)),
-    h("div", { dataset: { path: "builtInTools.skipTurn" } }, skipLabel),
-    h("div", { dataset: { path: "builtInTools.requestHumanHandoff" } }, handLabel, options(handOn, field("Message while handing over", "builtInTools.requestHumanHandoff.message", handMessage))),
-    h("div", { dataset: { path: "builtInTools.updateState" } }, updLabel, options(updOn, field("Rules (JSON: [{variable, expression}])", "builtInTools.updateState.rules", rules))));
-  section.read = () => {
-    const out = {};
-    if (endOn.checked) out.endConversation = { messageType: messageType.value, customMessage: customMessage.value, captureReason: reason.checked, allowEndInterruption: inter.checked };
-    if (skipOn.checked) out.skipTurn = {};
-    if (handOn.checked) out.requestHumanHandoff = handMessage.value ? { message: handMessage.value } : {};
-    if (updOn.checked) out.updateState = { rules: parseJson(rules.value, "builtInTools.updateState.rules", []) };
-    return out;
-  };
-  return section;
-}
-
-/** A list of binding cards with add/remove. */
-function bindingList(items, opts) {
-  const box = h("div");
-  const list = h("div");
-  const renumber = () => [...list.children].forEach((card, i) => { card.dataset.path = `${opts.prefix}[${i}]`; });
-  const add = (b) => {
-    const i = list.children.length;
-    const card = bindingEditor(b, { ...opts, path: `${opts.prefix}[${i}]` });
-    card.append(h("div", { class: "actions" }, h("button", { type: "button", class: "link", onclick: () => { card.remove(); renumber(); } }, "Remove")));
-    list.append(card);
-  };
-  items.forEach(add);
-  box.append(list, h("button", { type: "button", class: "ghost", onclick: () => add({}) }, opts.addLabel));
-  box.read = () => [...list.children].map((c) => c.read());
-  return box;
 }
 
 /** Mark the items of a compatibility report in place. */
@@ -136,7 +56,7 @@ export async function assistantEditor(id) {
   const iface = select([["", "— none —"], ...ifaces.map((i) => [i.id, i.name])], a.realtimeInterfaceId || "");
   const vars = variableRows(a.dynamicVariables || []);
   const variables = () => readVariables(vars).map((v) => v.name).filter(Boolean);
-  const built = builtIns(a.builtInTools || {});
+  const built = builtInsSection(a.builtInTools || {}, { variables: () => readVariables(vars).filter((v) => v.name) });
   const features = FEATURES.map(([k, label]) => [k, checkbox(label, a.features?.[k] !== false)]);
   const bindings = bindingList(a.toolBindings || [], { tools, variables, allowModel: true, prefix: "toolBindings", title: "Tool", addLabel: "Bind a tool" });
   const startup = bindingList(a.startupActions || [], { tools, variables, allowModel: false, prefix: "startupActions", title: "Startup tool", addLabel: "Add startup action" });

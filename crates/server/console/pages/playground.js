@@ -7,6 +7,7 @@
 import { get, list, post, wsUrl } from "../api.js";
 import { h, page, field, text, area, select, showError, clearErrors, toast } from "../ui.js";
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
+import { workflowPanel } from "./workflows/live.js";
 
 const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
 
@@ -14,24 +15,34 @@ export async function playgroundPage(sessionId) {
   return sessionId ? liveSession(sessionId) : startForm();
 }
 
-/** The assistant's client tools, for the playground to declare. */
-async function clientTools(assistant) {
+/** The client tools an assistant or a workflow binds, for the playground to declare. */
+async function clientTools(target) {
   const tools = await list("/v1/tools");
-  const ids = new Set(assistant.toolBindings.map((b) => b.toolId));
+  const bindings = [...(target.toolBindings || []), ...(target.nodes || []).flatMap((n) => n.toolBindings || [])];
+  const ids = new Set(bindings.map((b) => b.toolId));
   return tools.filter((t) => t.type === "client" && ids.has(t.id));
 }
 
 async function startForm() {
-  const assistants = await list("/v1/assistants");
-  const wanted = new URLSearchParams(location.hash.split("?")[1] || "").get("assistant");
+  const [assistants, workflows] = await Promise.all([list("/v1/assistants"), list("/v1/workflows").catch(() => [])]);
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const wanted = params.get("assistant");
+  const wantedWorkflow = params.get("workflow");
+  const runs = select([["assistant", "an assistant"], ["workflow", "a workflow"]], wantedWorkflow ? "workflow" : "assistant", { "aria-label": "Start the session on" });
   const choice = select([["", "— choose an assistant —"], ...assistants.map((a) => [a.id, a.name])], wanted || assistants[0]?.id || "");
+  const flow = select([["", "— choose a workflow —"], ...workflows.map((w) => [w.id, w.name])], wantedWorkflow || workflows[0]?.id || "");
+  const choiceField = field("Assistant", "assistantId", choice);
+  const flowField = field("Workflow", "workflowId", flow);
+  const onWorkflow = () => runs.value === "workflow";
   const userId = text("", { placeholder: "optional end-user id (memories)" });
   const varsBox = h("div");
   const clientBox = h("div");
   let varInputs = [];
   let clientModes = [];
   const load = async () => {
-    const a = assistants.find((x) => x.id === choice.value);
+    choiceField.hidden = onWorkflow();
+    flowField.hidden = !onWorkflow();
+    const a = onWorkflow() ? workflows.find((x) => x.id === flow.value) : assistants.find((x) => x.id === choice.value);
     varInputs = (a?.dynamicVariables || []).map((v) => [v, text(v.default === undefined ? "" : (typeof v.default === "string" ? v.default : JSON.stringify(v.default)), { placeholder: v.default === undefined ? "required" : "" })]);
     varsBox.replaceChildren(...(varInputs.length ? [h("h2", {}, "Variables")] : []),
       ...varInputs.map(([v, input]) => field(`${v.name} (${v.type})`, `dynamicVariables.${v.name}`, input)));
@@ -45,8 +56,10 @@ async function startForm() {
       ...clientModes.map(([fn, mode, reply]) => h("div", { class: "source" }, h("span", { class: "name" }, fn), mode, reply)));
   };
   choice.addEventListener("change", load);
+  flow.addEventListener("change", load);
+  runs.addEventListener("change", load);
   const form = h("form", { class: "card", "aria-label": "Start a session" },
-    h("div", { class: "row" }, field("Assistant", "assistantId", choice), field("User id", "userId", userId)),
+    h("div", { class: "row" }, field("Start on", "", runs), choiceField, flowField, field("User id", "userId", userId)),
     varsBox, clientBox,
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Start session")));
   form.addEventListener("submit", async (ev) => {
@@ -58,7 +71,7 @@ async function startForm() {
       if (v.type === "string") dynamicVariables[v.name] = input.value;
       else { try { dynamicVariables[v.name] = JSON.parse(input.value); } catch { dynamicVariables[v.name] = input.value; } }
     }
-    const body = { assistantId: choice.value, dynamicVariables };
+    const body = onWorkflow() ? { workflowId: flow.value, dynamicVariables } : { assistantId: choice.value, dynamicVariables };
     if (userId.value.trim()) body.userId = userId.value.trim();
     try {
       const s = await post("/v1/sessions", body);
@@ -84,8 +97,10 @@ function liveSession(sid) {
   const [goalCard, goalBody] = panel("Goals");
   const [loopCard, loopBody] = panel("Loops");
   const [treeCard, treeBody] = panel("Sub-agents");
+  const flowSlot = h("div");
   page("Playground",
     h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status),
+    flowSlot,
     h("div", { class: "play" },
       h("div", { class: "chat" }, log, handoff, composer),
       h("div", { class: "panels" }, todoCard, varCard, goalCard, loopCard, treeCard)));
@@ -217,6 +232,16 @@ function liveSession(sid) {
         } }, "Hand back to the model")));
   }
 
+  // A workflow session shows its graph with the current node above the chat.
+  let flow = null;
+  const pending = [];
+  get(`/v1/sessions/${encodeURIComponent(sid)}`).then(async (s) => {
+    if (!s.workflowId || closed) return;
+    flow = await workflowPanel(s);
+    flowSlot.replaceChildren(flow.card);
+    pending.splice(0).forEach((e) => flow.onEvent(e));
+  }).catch((e) => line(`workflow graph unavailable: ${e.message}`, "sysline bad"));
+
   function onEvent(e) {
     if (e.seq !== undefined) {
       if (e.seq <= lastSeq) return;
@@ -260,6 +285,12 @@ function liveSession(sid) {
         input.disabled = true; send.disabled = true;
         break;
       case "error": line(`error ${e.code}: ${e.message}`, "sysline bad"); break;
+      case "workflow.node_entered": case "workflow.evaluated": {
+        if (!flow) { pending.push(e); break; }
+        const said = flow.onEvent(e);
+        if (said) line(said);
+        break;
+      }
       default: break;
     }
   }

@@ -56,9 +56,10 @@ export async function sessionDetail(id) {
   const log = h("div", { class: "card" }, h("p", { class: "muted" }, "Loading events…"));
   page(`Session ${s.title || s.id}`,
     h("p", {}, h("span", { class: `pill ${s.status === "ended" ? "bad" : "ok"}` }, s.status), " ",
-      `assistant ${s.assistantId}`, s.userId ? ` · user ${s.userId}` : "", s.endReason ? ` · ended: ${s.endReason}` : "",
+      s.workflowId ? h("span", {}, "workflow ", h("a", { href: `#/workflows/${encodeURIComponent(s.workflowId)}` }, s.workflowId)) : `assistant ${s.assistantId}`, s.userId ? ` · user ${s.userId}` : "", s.endReason ? ` · ended: ${s.endReason}` : "",
       s.parentSessionId ? h("span", {}, " · sub-agent of ", h("a", { href: `#/sessions/${encodeURIComponent(s.parentSessionId)}` }, s.parentSessionId)) : null,
       s.status === "ended" ? null : h("span", {}, " · ", h("a", { href: `#/playground/${encodeURIComponent(id)}` }, "open live"))),
+    s.workflow ? h("p", { class: "small", "aria-label": "Workflow position" }, `at node ${s.workflow.currentNodeId} · path ${s.workflow.path.join(" → ")}`) : null,
     h("h2", {}, "Transcript"),
     h("div", { class: "card log", style: null }, messages.length ? messages.map((m) => m.role === "tool"
       ? h("div", { class: "toolcard" }, h("strong", {}, `${m.name || "tool"} result`), h("pre", {}, m.content))
