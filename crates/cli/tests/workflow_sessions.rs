@@ -220,6 +220,8 @@ async fn deterministic_chain(engine: Engine) -> anyhow::Result<()> {
     let called = of(&events, "tool.called");
     assert_eq!(called.len(), 1);
     assert_eq!(called[0]["origin"], "workflow");
+    let arguments: Value = serde_json::from_str(called[0]["arguments"].as_str().unwrap())?;
+    assert_eq!(arguments, json!({"order_id": "A-1", "tenant": "acme"}));
     assert_eq!(t.requests(), ["A-1?tenant=acme"]);
     for request in model.stage_requests() {
         let names: Vec<&str> = request["tools"]

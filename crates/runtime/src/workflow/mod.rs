@@ -17,7 +17,9 @@ mod walk;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rtc_core::model_tools::{missing_result_paths, model_view, render_variables};
+use rtc_core::model_tools::{
+    complete_arguments, missing_result_paths, model_view, render_variables,
+};
 use rtc_expr::{NoLlm, evaluate};
 use rtc_protocol::{
     ActionNode, EdgeCondition, EndNode, EventBody, HandoffRequested, SessionEnded, SessionStatus,
@@ -310,10 +312,20 @@ impl Inner {
             position.running_action = Some(action.id.clone());
             position.clone()
         };
+        // The arguments as the binding fills them (variables, literals,
+        // templates: never a secret, which only headers carry).
+        let arguments = {
+            let vars = ctx.state.lock().await.variables.clone();
+            ctx.config
+                .tools
+                .get(&binding.tool_id)
+                .and_then(|tool| complete_arguments(tool, binding, "{}", &vars).ok())
+                .map_or_else(|| "{}".to_owned(), |args| Value::Object(args).to_string())
+        };
         let called = ToolCalled {
             call_id: call_id.clone(),
             name: name.clone(),
-            arguments: "{}".to_owned(),
+            arguments,
             startup: false,
             origin: Some(ORIGIN.to_owned()),
         };
