@@ -4,12 +4,12 @@
 //! and a crash during an action — each on SQLite and PostgreSQL, with
 //! the scripted model and a local HTTP target.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 use std::time::Duration;
 
-use rtc_testkit::{Engine, MockLlm, MockReply};
+use rtc_testkit::{
+    Engine, MockLlm, MockReply, OrderService, StageScript, judge_requests, stage_requests,
+};
 use serde_json::{Value, json};
 
 use crate::conversation::{events_until, open};
@@ -35,112 +35,34 @@ macro_rules! both {
     };
 }
 
-/// The scripted model: stage turns from a queue ("ok" when empty), the
-/// edge judge answering every edge with `truth`, `llm` leaves with `leaf`.
+/// The mock model and its script.
 struct Model {
     mock: MockLlm,
-    replies: Arc<Mutex<VecDeque<MockReply>>>,
-    truth: Arc<AtomicBool>,
+    script: StageScript,
 }
 
 impl Model {
     async fn start(leaf: &'static str) -> anyhow::Result<Self> {
-        let replies: Arc<Mutex<VecDeque<MockReply>>> = Arc::default();
-        let truth = Arc::new(AtomicBool::new(false));
-        let (r, t) = (replies.clone(), truth.clone());
-        let mock = MockLlm::with_recorded_responder(move |req| {
-            match req.pointer("/response_format/type").and_then(Value::as_str) {
-                Some("json_schema") => {
-                    let keys = req
-                        .pointer("/response_format/json_schema/schema/properties")
-                        .and_then(Value::as_object);
-                    let verdicts: serde_json::Map<String, Value> = keys
-                        .into_iter()
-                        .flatten()
-                        .map(|(k, _)| (k.clone(), json!(t.load(Ordering::SeqCst))))
-                        .collect();
-                    MockReply::Text(Value::Object(verdicts).to_string())
-                }
-                Some(_) => MockReply::Text(json!({ "value": leaf }).to_string()),
-                None => r
-                    .lock()
-                    .unwrap()
-                    .pop_front()
-                    .unwrap_or_else(|| MockReply::text("ok")),
-            }
-        })
-        .await?;
-        Ok(Self {
-            mock,
-            replies,
-            truth,
-        })
+        let (mock, script) = StageScript::start(leaf).await?;
+        Ok(Self { mock, script })
     }
 
     fn then(&self, reply: MockReply) {
-        self.replies.lock().unwrap().push_back(reply);
+        self.script.then(reply);
     }
 
-    /// The requests of stage turns (not the judge's or a leaf's).
     fn stage_requests(&self) -> Vec<Value> {
-        self.mock
-            .requests()
-            .into_iter()
-            .filter(|r| r.get("response_format").is_none())
-            .collect()
+        stage_requests(&self.mock)
     }
 
     fn judge_requests(&self) -> Vec<Value> {
-        self.mock
-            .requests()
-            .into_iter()
-            .filter(|r| r.pointer("/response_format/type") == Some(&json!("json_schema")))
-            .collect()
+        judge_requests(&self.mock)
     }
 }
 
-/// The order target: `status` after `delay`, or the error code; counts
-/// requests (path and query).
-#[derive(Clone, Default)]
-struct Target {
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-async fn target(answer: Result<&'static str, u16>, delay: Duration) -> (String, Target) {
-    let t = Target::default();
-    let seen = t.seen.clone();
-    let app = axum::Router::new().route(
-        "/orders/{id}",
-        axum::routing::get(
-            move |axum::extract::Path(id): axum::extract::Path<String>,
-                  q: axum::extract::RawQuery| async move {
-                seen.lock()
-                    .unwrap()
-                    .push(format!("{id}?{}", q.0.unwrap_or_default()));
-                tokio::time::sleep(delay).await;
-                match answer {
-                    Ok(status) => (
-                        axum::http::StatusCode::OK,
-                        axum::Json(json!({"status": status})),
-                    ),
-                    Err(code) => (
-                        axum::http::StatusCode::from_u16(code).unwrap(),
-                        axum::Json(json!({"error": "boom"})),
-                    ),
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}"), t)
-}
-
-impl Target {
-    fn requests(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
-    }
+async fn target(answer: Result<&'static str, u16>, delay: Duration) -> (String, OrderService) {
+    let service = OrderService::start(answer, delay).await.unwrap();
+    (service.base_url.clone(), service)
 }
 
 fn env(model: &Model, extra: &[(&str, &str)]) -> HashMap<String, String> {
@@ -302,7 +224,7 @@ async fn llm_edge(engine: Engine) -> anyhow::Result<()> {
         "greet"
     );
 
-    model.truth.store(true, Ordering::SeqCst);
+    model.script.set_truth(true);
     let after = evaluated["seq"].as_i64().unwrap();
     ws.post(
         &format!("/v1/sessions/{s}/messages"),

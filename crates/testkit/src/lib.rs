@@ -1,7 +1,7 @@
 //! Test support shared by the crates' integration tests: throwaway
 //! databases on both engines, the real `rtc-agent` binary started as a
 //! child process, the real MCP "everything" server from npm, and a scripted
-//! OpenAI-compatible mock LLM.
+//! OpenAI-compatible mock LLM, and the stand-ins workflow tests share.
 //!
 //! PostgreSQL tests need `RTC_TEST_POSTGRES_URL` (an admin URL of a running
 //! cluster; `scripts/test` starts one). Each test gets its own database.
@@ -13,12 +13,14 @@ mod mcp;
 mod mock_llm;
 mod processes;
 mod server;
+mod workflow_stand_ins;
 
 pub use db::{Engine, TestDatabase};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
 pub use mock_llm::{MockLlm, MockReply};
 pub use processes::processes_with;
 pub use server::{ServerProcess, free_port};
+pub use workflow_stand_ins::{OrderService, StageScript, judge_requests, stage_requests};
 
 /// Install the TLS crypto provider reqwest needs (ring). Idempotent.
 pub fn init_tls() {

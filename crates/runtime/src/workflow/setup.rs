@@ -129,16 +129,10 @@ impl Inner {
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
     ) -> Result<Next, RuntimeError> {
-        let Some(wf) = graph(ctx) else {
+        let Some((wf, WorkflowNode::Agent(node))) = current(ctx).await else {
             return Ok(Next::Idle);
         };
-        let Some(node) = self.current_node(ctx).await else {
-            return Ok(Next::Idle);
-        };
-        if !matches!(wf.node(&node), Some(WorkflowNode::Agent(_))) {
-            return Ok(Next::Idle);
-        }
-        match self.walk_agent(ctx, wf, &node).await? {
+        match self.walk_agent(ctx, wf, &node.id).await? {
             Some((to, edge)) => self.enter_chain(ctx, to, Some(edge)).await,
             None => Ok(Next::Idle),
         }
@@ -152,40 +146,24 @@ impl Inner {
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
     ) -> Result<Next, RuntimeError> {
-        let Some(wf) = graph(ctx) else {
-            return Ok(Next::Idle);
-        };
-        let Some(node) = self.current_node(ctx).await else {
-            return Ok(Next::Idle);
-        };
-        let Some(WorkflowNode::Transfer(t)) = wf.node(&node) else {
+        let Some((wf, WorkflowNode::Transfer(t))) = current(ctx).await else {
             return Ok(Next::Idle);
         };
         if t.target != TransferTarget::Human {
             return Ok(Next::Idle);
         }
+        let node = &t.id;
         // A new stretch of the conversation: hops count afresh.
         if let Some(p) = ctx.state.lock().await.workflow.as_mut() {
             p.hops = 0;
         }
-        match self.first_edge(ctx, wf, &node, None).await? {
+        match self.first_edge(ctx, wf, node, None).await? {
             Some((to, edge)) => self.enter_chain(ctx, to, Some(edge)).await,
             None => {
                 self.end_by_workflow(ctx, HANDOFF_COMPLETED).await?;
                 Ok(Next::Ended)
             }
         }
-    }
-
-    /// The node a workflow session is at, while it is active and runs
-    /// the workflow (not an assistant it was transferred to).
-    async fn current_node(&self, ctx: &SessionCtx) -> Option<String> {
-        let state = ctx.state.lock().await;
-        let position = state.workflow.as_ref()?;
-        (state.status == SessionStatus::Active
-            && position.transferred_to.is_none()
-            && position.running_action.is_none())
-        .then(|| position.current_node_id.clone())
     }
 
     /// After a restart: an action the server stopped during is not run
@@ -246,4 +224,18 @@ impl Inner {
             }
         }
     }
+}
+
+/// The workflow and the node a session is at, while it is active and runs
+/// the workflow (not an assistant it was transferred to) with no action
+/// in flight.
+async fn current(ctx: &SessionCtx) -> Option<(&Workflow, &WorkflowNode)> {
+    let wf = graph(ctx)?;
+    let state = ctx.state.lock().await;
+    let position = state.workflow.as_ref()?;
+    let free = state.status == SessionStatus::Active
+        && position.transferred_to.is_none()
+        && position.running_action.is_none();
+    let node = wf.node(&position.current_node_id)?;
+    free.then_some((wf, node))
 }

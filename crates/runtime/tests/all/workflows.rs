@@ -2,12 +2,8 @@
 //! an end, the failure route to a human and its release, the `llm` edge
 //! judge, the loop guard and the stage's own tools.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-
 use rtc_protocol::{CreateSessionParams, Workflow};
-use rtc_testkit::{MockLlm, MockReply};
+use rtc_testkit::{MockLlm, MockReply, OrderService, StageScript};
 use serde_json::{Value, json};
 
 use crate::harness::{Harness, WS};
@@ -15,71 +11,27 @@ use crate::harness::{Harness, WS};
 const EXAMPLE: &str = include_str!("../../../cli/tests/fixtures/workflows/order_support_v4.json");
 const TOOL: &str = include_str!("../../../cli/tests/fixtures/workflows/tool_query_order.json");
 
-/// A scripted stage model plus a judge answering every edge with `truth`.
+/// The mock model and its script.
 struct Model {
-    replies: Arc<Mutex<VecDeque<MockReply>>>,
-    truth: Arc<AtomicBool>,
+    script: StageScript,
+}
+
+impl Model {
+    fn then(&self, reply: MockReply) {
+        self.script.then(reply);
+    }
 }
 
 async fn model() -> (MockLlm, Model) {
-    let replies: Arc<Mutex<VecDeque<MockReply>>> = Arc::default();
-    let truth = Arc::new(AtomicBool::new(false));
-    let (r, t) = (replies.clone(), truth.clone());
-    let mock = MockLlm::with_recorded_responder(move |req| {
-        if let Some(schema) = req.pointer("/response_format/json_schema/schema/properties") {
-            let verdicts: serde_json::Map<String, Value> = schema
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, _)| (k.clone(), json!(t.load(Ordering::SeqCst))))
-                .collect();
-            return MockReply::Text(Value::Object(verdicts).to_string());
-        }
-        r.lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| MockReply::text("ok"))
-    })
-    .await
-    .unwrap();
-    (mock, Model { replies, truth })
+    let (mock, script) = StageScript::start("unused").await.unwrap();
+    (mock, Model { script })
 }
 
-/// The order target: answers `status`, or the `error` status code;
-/// records each request's query.
-#[derive(Clone, Default)]
-struct Target {
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-async fn target(answer: Result<&'static str, u16>) -> (String, Target) {
-    let t = Target::default();
-    let seen = t.seen.clone();
-    let app = axum::Router::new().route(
-        "/orders/{id}",
-        axum::routing::get(
-            move |axum::extract::Path(id): axum::extract::Path<String>,
-                  q: axum::extract::RawQuery| async move {
-                seen.lock()
-                    .unwrap()
-                    .push(format!("{id}?{}", q.0.unwrap_or_default()));
-                match answer {
-                    Ok(status) => (
-                        axum::http::StatusCode::OK,
-                        axum::Json(json!({"status": status})),
-                    ),
-                    Err(code) => (
-                        axum::http::StatusCode::from_u16(code).unwrap(),
-                        axum::Json(json!({"error": "boom"})),
-                    ),
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (format!("http://{addr}"), t)
+async fn target(answer: Result<&'static str, u16>) -> (String, OrderService) {
+    let service = OrderService::start(answer, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    (service.base_url.clone(), service)
 }
 
 /// A harness with the order tool at `base` and `workflow` stored as `wf`.
@@ -121,10 +73,7 @@ async fn a_deterministic_chain_runs_to_its_end() {
             e["content"] == "Hi, Acme support. Your order number?"
         })
         .await;
-    m.replies
-        .lock()
-        .unwrap()
-        .push_back(MockReply::text("hello"));
+    m.then(MockReply::text("hello"));
     h.rt.send_user_message(WS, &s, "hi").await.unwrap();
     for node in ["lookup_order", "assess", "wrap_up"] {
         events
@@ -141,7 +90,7 @@ async fn a_deterministic_chain_runs_to_its_end() {
         serde_json::to_value(&ended).unwrap()["reason"],
         "workflow_end"
     );
-    assert_eq!(*t.seen.lock().unwrap(), ["A-1?tenant=acme"]);
+    assert_eq!(t.requests(), ["A-1?tenant=acme"]);
     let offered = h.offered_tools(0);
     assert_eq!(offered, ["endConversation", "updateState", "skipTurn"]);
     let record = h.rt.session(WS, &s).await.unwrap();
@@ -161,10 +110,7 @@ async fn a_failed_action_hands_off_and_the_release_ends_the_session() {
     let h = setup(mock, &base, example()).await;
     let s = start(&h, json!({"order_id": "A-1"})).await;
     let mut events = h.events(&s).await;
-    m.replies
-        .lock()
-        .unwrap()
-        .push_back(MockReply::text("hello"));
+    m.then(MockReply::text("hello"));
     h.rt.send_user_message(WS, &s, "hi").await.unwrap();
     let completed = events
         .until("tool.completed", |e| e["origin"] == "workflow")
@@ -189,10 +135,7 @@ async fn llm_edges_are_decided_by_one_judge_call() {
     let h = setup(mock, &base, example()).await;
     let s = start(&h, json!({})).await;
     let mut events = h.events(&s).await;
-    m.replies
-        .lock()
-        .unwrap()
-        .push_back(MockReply::text("hello"));
+    m.then(MockReply::text("hello"));
     h.rt.send_user_message(WS, &s, "hi").await.unwrap();
     let evaluated = events.next_of("workflow.evaluated").await;
     let evaluated = serde_json::to_value(&evaluated).unwrap();
@@ -212,8 +155,8 @@ async fn llm_edges_are_decided_by_one_judge_call() {
         json!(["wants_human"])
     );
 
-    m.truth.store(true, Ordering::SeqCst);
-    m.replies.lock().unwrap().push_back(MockReply::text("sure"));
+    m.script.set_truth(true);
+    m.then(MockReply::text("sure"));
     h.rt.send_user_message(WS, &s, "a human please")
         .await
         .unwrap();
@@ -288,11 +231,8 @@ async fn a_transfer_gives_an_assistant_the_rest_of_the_session() {
     .await;
     let s = start(&h, json!({})).await;
     let mut events = h.events(&s).await;
-    m.truth.store(true, Ordering::SeqCst);
-    m.replies
-        .lock()
-        .unwrap()
-        .push_back(MockReply::text("One moment."));
+    m.script.set_truth(true);
+    m.then(MockReply::text("One moment."));
     h.rt.send_user_message(WS, &s, "I want to buy")
         .await
         .unwrap();
@@ -300,10 +240,7 @@ async fn a_transfer_gives_an_assistant_the_rest_of_the_session() {
         .until("message.completed", |e| e["content"] == "Sales here.")
         .await;
     h.rt.idle(WS, &s).await.unwrap();
-    m.replies
-        .lock()
-        .unwrap()
-        .push_back(MockReply::text("Which plan?"));
+    m.then(MockReply::text("Which plan?"));
     h.rt.send_user_message(WS, &s, "the big one").await.unwrap();
     events
         .until("message.completed", |e| e["content"] == "Which plan?")
