@@ -21,6 +21,7 @@ pub mod system_vars;
 pub mod text;
 pub mod time;
 pub mod tool_rules;
+pub mod v3_mapping;
 pub mod workflow_stage;
 
 pub use error::ValidationError;
