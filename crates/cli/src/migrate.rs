@@ -14,8 +14,7 @@ use rtc_core::assistant_rules::{AssistantContext, validate_assistant};
 use rtc_core::realtime::shipped_interfaces;
 use rtc_core::tool_rules::{ToolContext, validate_tool};
 use rtc_core::v3_mapping::{Migrated, V3Export, migrate_export};
-// TEMP until main has the validator
-// use rtc_core::workflow_rules::{WorkflowContext, validate_workflow};
+use rtc_core::workflow_rules::{WorkflowContext, validate_workflow};
 use rtc_protocol::{
     Assistant, McpToolInfo, RealtimeInterface, Tool, ToolKind, Workflow,
 };
@@ -278,8 +277,13 @@ async fn validate(
         }
     }
     for w in &migrated.workflows {
-        let _ = (&assistant_ids, interface(w.realtime_interface_id.as_ref()));
-        if let Err(e) = Ok::<(), rtc_core::ValidationError>(()) /* TEMP validate_workflow(w, &ctx) */ {
+        let ctx = WorkflowContext {
+            tools: &tools,
+            assistants: &assistant_ids,
+            realtime_interface: interface(w.realtime_interface_id.as_ref()),
+            providers,
+        };
+        if let Err(e) = validate_workflow(w, &ctx) {
             blockers.push(Blocker::new(ws, &format!("workflow/{}", w.id()), &e.field, e.code, e.message));
         }
     }

@@ -29,3 +29,4 @@ mod shutdown;
 mod subagents;
 mod tools;
 mod web;
+mod workflow_sessions;

@@ -183,6 +183,25 @@ impl Server {
         }
     }
 
+    /// `kill -9` the server, then start it again on the same database and
+    /// data folder (it listens on a new port).
+    pub async fn kill_and_restart(self, env: &HashMap<String, String>) -> anyhow::Result<Self> {
+        let Self {
+            process,
+            db,
+            data_dir,
+            client,
+        } = self;
+        process.kill().await;
+        let process = ServerProcess::start(&binary(), &db.url, data_dir.path(), env).await?;
+        Ok(Self {
+            process,
+            db,
+            data_dir,
+            client,
+        })
+    }
+
     /// A new workspace and a client holding its key.
     pub async fn workspace(&self, name: &str) -> anyhow::Result<(String, Api)> {
         let ws = self

@@ -4,7 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rtc_expr::{LlmLeaves, check_assignment, value_fits};
-use rtc_protocol::{Assistant, EndMessageType, RealtimeInterface, RunMode, Tool, ValueType};
+use rtc_protocol::{
+    Assistant, BuiltInTools, DynamicVariable, EndMessageType, LlmConfig, RealtimeInterface,
+    RunMode, Tool, ToolBinding, ValueType,
+};
 
 use crate::binding_rules::{BindingUse, VariableScope, check_variable_template, validate_binding};
 use crate::error::{Rule, ValidationError};
@@ -19,7 +22,7 @@ use crate::system_vars::SYSTEM_VARIABLES;
 pub const MAX_VARIABLES: usize = 256;
 /// Most tool bindings (and startup actions) one assistant may have.
 pub const MAX_BINDINGS: usize = 128;
-const MAX_PROMPT: usize = 200_000;
+pub(crate) const MAX_PROMPT: usize = 200_000;
 /// Largest `llm.maxTokens` accepted.
 const MAX_TOKENS_LIMIT: u32 = 1_000_000;
 
@@ -35,11 +38,17 @@ pub struct AssistantContext<'a> {
 
 /// The declared variables plus the `system__` ones, with their types.
 pub fn variable_types(assistant: &Assistant) -> BTreeMap<String, ValueType> {
+    declared_variable_types(&assistant.dynamic_variables)
+}
+
+/// `declared` plus the `system__` variables, with their types (an
+/// assistant's or a workflow's).
+pub fn declared_variable_types(declared: &[DynamicVariable]) -> BTreeMap<String, ValueType> {
     let mut all: BTreeMap<String, ValueType> = SYSTEM_VARIABLES
         .iter()
         .map(|(n, t)| ((*n).to_owned(), *t))
         .collect();
-    for v in &assistant.dynamic_variables {
+    for v in declared {
         all.insert(v.name.clone(), v.value_type);
     }
     all
@@ -50,7 +59,7 @@ pub fn variable_types(assistant: &Assistant) -> BTreeMap<String, ValueType> {
 pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
     check_display_name(&assistant.name, "name", 200)?;
     check_max_chars(&assistant.description, "description", 4_096)?;
-    check_variables(assistant)?;
+    check_variables(&assistant.dynamic_variables)?;
     let vars = variable_types(assistant);
     check_max_chars(&assistant.system_prompt, "systemPrompt", MAX_PROMPT)?;
     check_variable_template(&assistant.system_prompt, "systemPrompt", &vars)?;
@@ -58,8 +67,13 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
         check_max_chars(first, "firstMessage", MAX_PROMPT)?;
         check_variable_template(first, "firstMessage", &vars)?;
     }
-    check_llm(assistant, ctx)?;
-    check_built_ins(assistant, &vars)?;
+    check_llm(&assistant.llm, "llm", ctx.providers)?;
+    check_built_ins(
+        &assistant.built_in_tools,
+        "builtInTools",
+        &assistant.dynamic_variables,
+        &vars,
+    )?;
     let scope = VariableScope { all: &vars };
     if assistant.tool_bindings.len() > MAX_BINDINGS {
         return Err(ValidationError::new(
@@ -75,24 +89,17 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
             format!("at most {MAX_BINDINGS} startup actions"),
         ));
     }
-    let mut names = BTreeMap::new();
-    for (i, b) in assistant.tool_bindings.iter().enumerate() {
-        let field = format!("toolBindings[{i}]");
-        let tool = ctx.tools.get(&b.tool_id);
-        validate_binding(b, &field, tool, &scope, BindingUse::ModelTool)?;
-        if let Some(tool) = tool
-            && let Some(prev) = names.insert(tool.name.clone(), i)
-        {
-            return Err(ValidationError::new(
-                "duplicate_tool_name",
-                format!("{field}.toolId"),
-                format!(
-                    "the model would see two tools named `{}` (toolBindings[{prev}] and {field})",
-                    tool.name
-                ),
-            ));
-        }
-    }
+    let fields: Vec<String> = (0..assistant.tool_bindings.len())
+        .map(|i| format!("toolBindings[{i}]"))
+        .collect();
+    check_model_bindings(
+        fields
+            .iter()
+            .map(String::as_str)
+            .zip(&assistant.tool_bindings),
+        ctx.tools,
+        &scope,
+    )?;
     for (i, b) in assistant.startup_actions.iter().enumerate() {
         let field = format!("startupActions[{i}]");
         validate_binding(
@@ -114,8 +121,37 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
     Ok(())
 }
 
-fn check_variables(assistant: &Assistant) -> Rule {
-    if assistant.dynamic_variables.len() > MAX_VARIABLES {
+/// The bindings the model calls, each at its field: valid against its tool,
+/// and no two tools of the same name (the model tells them apart by name).
+pub(crate) fn check_model_bindings<'b>(
+    bindings: impl IntoIterator<Item = (&'b str, &'b ToolBinding)>,
+    tools: &BTreeMap<String, Tool>,
+    scope: &VariableScope<'_>,
+) -> Rule {
+    let mut names: BTreeMap<&str, &str> = BTreeMap::new();
+    for (field, b) in bindings {
+        let tool = tools.get(&b.tool_id);
+        validate_binding(b, field, tool, scope, BindingUse::ModelTool)?;
+        if let Some(tool) = tool
+            && let Some(prev) = names.insert(tool.name.as_str(), field)
+        {
+            return Err(ValidationError::new(
+                "duplicate_tool_name",
+                format!("{field}.toolId"),
+                format!(
+                    "the model would see two tools named `{}` ({prev} and {field})",
+                    tool.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Declared dynamic variables: identifiers, not reserved, once each, a
+/// default of their type.
+pub(crate) fn check_variables(declared: &[DynamicVariable]) -> Rule {
+    if declared.len() > MAX_VARIABLES {
         return Err(ValidationError::new(
             "too_many",
             "dynamicVariables",
@@ -123,7 +159,7 @@ fn check_variables(assistant: &Assistant) -> Rule {
         ));
     }
     let mut seen = BTreeSet::new();
-    for (i, v) in assistant.dynamic_variables.iter().enumerate() {
+    for (i, v) in declared.iter().enumerate() {
         let field = format!("dynamicVariables[{i}].name");
         check_identifier(&v.name, &field)?;
         if [SYSTEM_PREFIX, SECRET_PREFIX, INPUT_PREFIX]
@@ -164,19 +200,19 @@ fn check_variables(assistant: &Assistant) -> Rule {
     Ok(())
 }
 
-fn check_llm(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
-    let llm = &assistant.llm;
+/// Model settings at `field` (`llm`, `nodes[0].llm`).
+pub(crate) fn check_llm(llm: &LlmConfig, field: &str, providers: &BTreeSet<String>) -> Rule {
     if let Some(t) = llm.temperature
         && !(0.0..=2.0).contains(&t)
     {
         return Err(ValidationError::new(
             "out_of_range",
-            "llm.temperature",
-            "`llm.temperature` must be between 0 and 2",
+            format!("{field}.temperature"),
+            format!("`{field}.temperature` must be between 0 and 2"),
         ));
     }
     if let Some(model) = &llm.model {
-        check_display_name(model, "llm.model", 200)?;
+        check_display_name(model, &format!("{field}.model"), 200)?;
     }
     if llm
         .max_tokens
@@ -184,34 +220,41 @@ fn check_llm(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
     {
         return Err(ValidationError::new(
             "out_of_range",
-            "llm.maxTokens",
-            format!("`llm.maxTokens` must be 1 to {MAX_TOKENS_LIMIT}"),
+            format!("{field}.maxTokens"),
+            format!("`{field}.maxTokens` must be 1 to {MAX_TOKENS_LIMIT}"),
         ));
     }
     if let Some(p) = &llm.provider
-        && !ctx.providers.contains(p)
+        && !providers.contains(p)
     {
         return Err(ValidationError::new(
             "unknown_provider",
-            "llm.provider",
+            format!("{field}.provider"),
             format!("no LLM provider named `{p}` is configured"),
         ));
     }
     Ok(())
 }
 
-fn check_built_ins(assistant: &Assistant, vars: &BTreeMap<String, ValueType>) -> Rule {
-    let b = &assistant.built_in_tools;
+/// The platform built-ins at `field` (`builtInTools`,
+/// `nodes[0].builtInTools`): `updateState` rules assign declared variables
+/// (`llm` leaves allowed: the model's turn is there to answer them).
+pub(crate) fn check_built_ins(
+    b: &BuiltInTools,
+    field: &str,
+    declared: &[DynamicVariable],
+    vars: &BTreeMap<String, ValueType>,
+) -> Rule {
     if let Some(end) = &b.end_conversation {
         check_max_chars(
             &end.description,
-            "builtInTools.endConversation.description",
+            &format!("{field}.endConversation.description"),
             4_096,
         )?;
         if end.message_type == EndMessageType::Custom && end.custom_message.trim().is_empty() {
             return Err(ValidationError::new(
                 "missing_field",
-                "builtInTools.endConversation.customMessage",
+                format!("{field}.endConversation.customMessage"),
                 "`messageType: custom` needs a non-empty `customMessage`",
             ));
         }
@@ -220,16 +263,13 @@ fn check_built_ins(assistant: &Assistant, vars: &BTreeMap<String, ValueType>) ->
         if update.rules.is_empty() {
             return Err(ValidationError::new(
                 "missing_field",
-                "builtInTools.updateState.rules",
+                format!("{field}.updateState.rules"),
                 "`updateState` needs at least one rule",
             ));
         }
         for (i, rule) in update.rules.iter().enumerate() {
-            let field = format!("builtInTools.updateState.rules[{i}]");
-            let declared = assistant
-                .dynamic_variables
-                .iter()
-                .find(|v| v.name == rule.variable);
+            let field = format!("{field}.updateState.rules[{i}]");
+            let declared = declared.iter().find(|v| v.name == rule.variable);
             let Some(declared) = declared else {
                 return Err(ValidationError::new(
                     "unknown_variable",
@@ -254,22 +294,37 @@ fn check_built_ins(assistant: &Assistant, vars: &BTreeMap<String, ValueType>) ->
     Ok(())
 }
 
-fn check_run_mode(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
-    if let Some(id) = &assistant.realtime_interface_id {
-        if ctx.realtime_interface.is_none() {
+/// The realtime run mode needs an interface, and a named interface must
+/// exist (`realtime` is what `realtimeInterfaceId` was looked up to).
+pub(crate) fn check_realtime_interface(
+    run_mode: RunMode,
+    id: Option<&str>,
+    realtime: Option<&RealtimeInterface>,
+) -> Rule {
+    if let Some(id) = id {
+        if realtime.is_none() {
             return Err(ValidationError::new(
                 "unknown_realtime_interface",
                 "realtimeInterfaceId",
                 format!("realtime interface `{id}` does not exist"),
             ));
         }
-    } else if assistant.run_mode == RunMode::Realtime {
+    } else if run_mode == RunMode::Realtime {
         return Err(ValidationError::new(
             "missing_field",
             "realtimeInterfaceId",
             "the realtime run mode needs `realtimeInterfaceId`",
         ));
     }
+    Ok(())
+}
+
+fn check_run_mode(assistant: &Assistant, ctx: &AssistantContext<'_>) -> Rule {
+    check_realtime_interface(
+        assistant.run_mode,
+        assistant.realtime_interface_id.as_deref(),
+        ctx.realtime_interface,
+    )?;
     let issues = compatibility(assistant, ctx.tools, ctx.realtime_interface);
     if let Some(first) = issues.first() {
         let all: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();

@@ -22,6 +22,9 @@ pub mod text;
 pub mod time;
 pub mod tool_rules;
 pub mod v3_mapping;
+mod workflow_edge_rules;
+pub mod workflow_parse;
+pub mod workflow_rules;
 pub mod workflow_stage;
 
 pub use error::ValidationError;

@@ -55,8 +55,19 @@ pub struct ChatRequest {
     pub tools: Vec<ToolSpec>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
-    /// Ask for a JSON object answer (structured extraction).
-    pub json_output: bool,
+    /// What shape the answer must have.
+    pub output: OutputFormat,
+}
+
+/// The shape of a completion's answer (`response_format`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    /// Any JSON object (structured extraction).
+    JsonObject,
+    /// A JSON object matching `schema` (strict structured output).
+    JsonSchema { name: String, schema: Value },
 }
 
 /// Token counts reported by the provider.

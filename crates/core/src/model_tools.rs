@@ -255,6 +255,22 @@ pub fn result_assignments(binding: &ToolBinding, result: &Value) -> Vec<(String,
         .collect()
 }
 
+/// The result assignments whose path holds no value in `result`, as
+/// readable problems (the variable keeps its value).
+pub fn missing_result_paths(binding: &ToolBinding, result: &Value) -> Vec<String> {
+    binding
+        .result_assignments
+        .iter()
+        .filter(|(_, path)| {
+            ResultPath::parse(path)
+                .ok()
+                .and_then(|p| p.get(result).cloned())
+                .is_none()
+        })
+        .map(|(var, path)| format!("`{var}` unchanged: the result has no value at `{path}`"))
+        .collect()
+}
+
 /// What the model may see of a result (R-BX-6).
 pub fn model_view(binding: &ToolBinding, result: &Value) -> Value {
     match &binding.model_result_filter {

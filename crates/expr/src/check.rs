@@ -113,7 +113,7 @@ impl Checker<'_> {
                 if self.llm == LlmLeaves::Rejected {
                     return Err(CheckError::new(
                         path,
-                        "llm_not_allowed",
+                        "llm_leaf_not_allowed",
                         "`llm` leaves are not allowed in a deterministic expression",
                     ));
                 }

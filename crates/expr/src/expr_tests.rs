@@ -303,7 +303,10 @@ fn deterministic_context_rejects_llm_leaves_anywhere() {
         json!({"type": "not", "arg": {"type": "llm", "prompt": "Happy?", "outputType": "boolean"}}),
     );
     let err = check(&e, &types(), LlmLeaves::Rejected).unwrap_err();
-    assert_eq!((err.code, err.path.as_str()), ("llm_not_allowed", ".arg"));
+    assert_eq!(
+        (err.code, err.path.as_str()),
+        ("llm_leaf_not_allowed", ".arg")
+    );
     assert!(e.contains_llm());
 }
 

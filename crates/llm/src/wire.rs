@@ -1,6 +1,6 @@
 //! The OpenAI chat-completions request body.
 
-use rtc_core::llm::{ChatMessage, ChatRequest};
+use rtc_core::llm::{ChatMessage, ChatRequest, OutputFormat};
 use serde_json::{Value, json};
 
 /// The JSON body of a `/chat/completions` request.
@@ -25,8 +25,12 @@ pub fn request_body(req: &ChatRequest) -> Value {
     if let Some(m) = req.max_tokens {
         body["max_tokens"] = json!(m);
     }
-    if req.json_output {
-        body["response_format"] = json!({"type": "json_object"});
+    match &req.output {
+        OutputFormat::Text => {}
+        OutputFormat::JsonObject => body["response_format"] = json!({"type": "json_object"}),
+        OutputFormat::JsonSchema { name, schema } => {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": name, "strict": true, "schema": schema}});
+        }
     }
     body
 }
@@ -95,7 +99,7 @@ mod tests {
             }],
             temperature: Some(0.2),
             max_tokens: None,
-            json_output: false,
+            output: OutputFormat::Text,
         };
         let body = request_body(&req);
         assert_eq!(body["messages"][2]["content"], Value::Null);

@@ -220,6 +220,10 @@ pub struct ToolCompleted {
     /// `workflow` for a workflow's action node (not the model's call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// Result assignments that found no value at their path (the
+    /// variable kept its value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assignment_errors: Vec<String>,
 }
 
 impl ToolCompleted {
@@ -234,6 +238,7 @@ impl ToolCompleted {
             startup: false,
             truncated: false,
             origin: None,
+            assignment_errors: Vec::new(),
         }
     }
 
@@ -266,6 +271,7 @@ impl ToolCompleted {
             startup: false,
             truncated: false,
             origin: None,
+            assignment_errors: Vec::new(),
         }
     }
 }
@@ -386,8 +392,8 @@ pub struct HandoffReleased {}
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowNodeEntered {
     pub node_id: String,
-    /// The node's type (`agent`, `action`, `updateState`, `transfer`, `end`).
-    #[serde(rename = "type")]
+    /// The node's type (`agent`, `action`, `updateState`, `transfer`,
+    /// `end`); named `nodeType` because `type` is the event's own.
     pub node_type: String,
     /// The edge taken; `null` for the start node.
     #[serde(default)]

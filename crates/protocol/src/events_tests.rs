@@ -107,6 +107,14 @@ fn every_kind_has_one_shape_on_the_wire() {
         ),
         ("handoff.requested", json!({"reason": null})),
         ("handoff.released", json!({})),
+        (
+            "workflow.node_entered",
+            json!({"nodeId": "greet", "nodeType": "agent", "edgeId": null, "visit": 1}),
+        ),
+        (
+            "workflow.evaluated",
+            json!({"nodeId": "greet", "taken": null, "llm": {"wants_human": false}}),
+        ),
         ("error", json!({"code": "llm_failed", "message": "m"})),
     ];
     let mut seen = std::collections::BTreeSet::new();

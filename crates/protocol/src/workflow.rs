@@ -127,6 +127,10 @@ pub struct NodePosition {
 /// One node, by `type`. Ids match `^[a-z][a-z0-9_]{0,63}$`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a configuration document of at most 200 nodes, read far more than built"
+)]
 pub enum WorkflowNode {
     /// A conversation stage: the model talks with the user.
     Agent(AgentNode),

@@ -33,6 +33,7 @@ mod tree;
 mod turn;
 mod variables;
 mod web;
+mod workflow;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -167,6 +167,36 @@ impl Inner {
             *slot = None;
             return;
         }
+        if ctx.config.workflow.is_some() {
+            // The walk runs under the slot's lock: a user message waits
+            // for the deterministic nodes it leads through.
+            match self.workflow_after_turn(ctx).await {
+                Ok(super::workflow::Next::Turn) => {
+                    *slot = Some(self.spawn_turn(ctx));
+                    return;
+                }
+                Ok(super::workflow::Next::Ended) => {
+                    *slot = None;
+                    drop(slot);
+                    self.forget(&ctx.id);
+                    if let Err(e) = self.after_end(ctx).await {
+                        tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
+                    }
+                    return;
+                }
+                Ok(super::workflow::Next::Idle) => {}
+                Err(e) => {
+                    tracing::error!(session = %ctx.id, error = %e, "walking the workflow failed");
+                    let _ = ctx
+                        .events
+                        .emit(EventBody::error(
+                            "workflow_failed",
+                            "walking the workflow failed; see the server log",
+                        ))
+                        .await;
+                }
+            }
+        }
         let started = async {
             if self.deliver_inbox(ctx).await? {
                 *slot = Some(self.spawn_turn(ctx));
@@ -419,6 +449,7 @@ impl Inner {
             ctx.events.emit_with(vec![event.into()], update).await?;
         }
         self.resume_trees().await?;
+        self.recover_actions().await?;
         // What recovery recorded is durable before the server serves.
         self.journal.flush().await;
         Ok(ids.len())

@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rtc_protocol::{Assistant, PendingQuestion, SessionStatus, TodoItem, Tool};
+use rtc_protocol::{
+    Assistant, PendingQuestion, SessionStatus, TodoItem, Tool, Workflow, WorkflowNode,
+    WorkflowPosition,
+};
 use rtc_store::now_millis;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,8 +24,75 @@ use crate::{Inner, RuntimeError};
 /// assistant or its tools apply to new sessions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionConfig {
+    /// The assistant; for a workflow session, the workflow's globals
+    /// (`rtc_core::workflow_stage::base_assistant`).
     pub assistant: Assistant,
+    /// Every tool the session may call, by id.
     pub tools: BTreeMap<String, Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<WorkflowConfig>,
+}
+
+/// A workflow session's graph, and the assistants its transfers hand
+/// the session to (their tools are in [`SessionConfig::tools`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkflowConfig {
+    pub workflow: Workflow,
+    #[serde(default)]
+    pub assistants: BTreeMap<String, Assistant>,
+}
+
+impl SessionConfig {
+    /// The assistant of every turn of a plain session, or of each stage
+    /// and transfer target of a workflow session, built once.
+    fn turn_assistants(&self) -> TurnAssistants {
+        let base = Arc::new(self.assistant.clone());
+        let mut stages = BTreeMap::new();
+        let mut transfers = BTreeMap::new();
+        if let Some(wf) = &self.workflow {
+            for node in &wf.workflow.nodes {
+                if let WorkflowNode::Agent(agent) = node {
+                    let stage = rtc_core::workflow_stage::stage_assistant(&wf.workflow, agent);
+                    stages.insert(agent.id.clone(), Arc::new(stage));
+                }
+            }
+            for (id, a) in &wf.assistants {
+                transfers.insert(id.clone(), Arc::new(a.clone()));
+            }
+        }
+        TurnAssistants {
+            base,
+            stages,
+            transfers,
+        }
+    }
+}
+
+/// See [`SessionConfig::turn_assistants`].
+pub(crate) struct TurnAssistants {
+    base: Arc<Assistant>,
+    stages: BTreeMap<String, Arc<Assistant>>,
+    transfers: BTreeMap<String, Arc<Assistant>>,
+}
+
+impl TurnAssistants {
+    /// Who runs a turn at `position` (none: a plain session).
+    pub fn at(&self, position: Option<&WorkflowPosition>) -> Arc<Assistant> {
+        let Some(p) = position else {
+            return self.base.clone();
+        };
+        if let Some(a) = p
+            .transferred_to
+            .as_ref()
+            .and_then(|id| self.transfers.get(id))
+        {
+            return a.clone();
+        }
+        self.stages
+            .get(&p.current_node_id)
+            .unwrap_or(&self.base)
+            .clone()
+    }
 }
 
 /// Mutable state of a session.
@@ -38,6 +108,8 @@ pub(crate) struct SessionState {
     pub pending_question: Option<PendingQuestion>,
     /// subAgent calls in `sync` mode waiting for their sub-agent's report.
     pub awaited: BTreeSet<String>,
+    /// A workflow session's position.
+    pub workflow: Option<WorkflowPosition>,
 }
 
 impl SessionState {
@@ -91,6 +163,8 @@ pub(crate) struct SessionCtx {
     /// The end user (`userId` at start), who owns memories (R-MM).
     pub user_id: Option<String>,
     pub config: SessionConfig,
+    /// The assistant each turn runs (a workflow's stages).
+    pub assistants: TurnAssistants,
     pub state: tokio::sync::Mutex<SessionState>,
     pub events: EventLog,
     pub broker: Broker,
@@ -115,6 +189,24 @@ pub(crate) struct SessionCtx {
 }
 
 impl SessionCtx {
+    /// The assistant a turn starting now runs: the session's, or a
+    /// workflow's current stage (or the assistant it was transferred to).
+    pub async fn turn_assistant(&self) -> Arc<Assistant> {
+        let state = self.state.lock().await;
+        self.assistants.at(state.workflow.as_ref())
+    }
+
+    /// Where the history the model sees starts: after a transfer to an
+    /// assistant with `history: none`, at the transfer.
+    pub async fn history_from(&self) -> usize {
+        let state = self.state.lock().await;
+        state
+            .workflow
+            .as_ref()
+            .and_then(|p| p.history_from)
+            .unwrap_or(0)
+    }
+
     /// Cancel the running turn, if any, and wait until it has recorded its
     /// consistent end; whether a turn was still running.
     pub async fn cancel_turn(&self) -> bool {
@@ -190,6 +282,7 @@ impl Inner {
             // Items left from before a restart are found at the first boundary.
             inbox_hint: AtomicBool::new(true),
             user_id: record.user_id.clone(),
+            assistants: config.turn_assistants(),
             config,
             state: tokio::sync::Mutex::new(SessionState {
                 variables: record.variables.clone(),
@@ -198,6 +291,7 @@ impl Inner {
                 todos: record.todos.clone(),
                 pending_question: record.pending_question.clone(),
                 awaited,
+                workflow: record.workflow.clone(),
             }),
             events: EventLog::new(id, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),
@@ -264,6 +358,7 @@ impl Inner {
             state.todos = record.todos;
             state.pending_question = record.pending_question;
             state.status = record.status;
+            state.workflow = record.workflow;
         }
         Ok(())
     }

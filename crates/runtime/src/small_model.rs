@@ -1,6 +1,7 @@
 //! The small model: one service for every one-shot call the platform
 //! makes on its own behalf — `llm` expression leaves (R-EX-1), the goal
-//! judge (R-GL-2) and webFetch's reading of long pages (R-WFF-2).
+//! judge (R-GL-2), the workflow edge judge (design §3.3) and webFetch's
+//! reading of long pages (R-WFF-2).
 //!
 //! One provider rule: the call goes to the assistant's provider when that
 //! provider names a small model (`small_model` of a named provider), else
@@ -8,7 +9,7 @@
 //! default model when none is set).
 
 use futures::StreamExt;
-use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent};
+use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, OutputFormat};
 use rtc_expr::{LlmLeafEvaluator, LlmOutputType};
 use rtc_protocol::Assistant;
 use serde_json::Value;
@@ -45,15 +46,30 @@ impl<'a> SmallModel<'a> {
     /// The whole answer to a system instruction and a user text, at
     /// temperature 0; `json` asks for a JSON object.
     pub async fn ask(&self, system: &str, user: String, json: bool) -> Result<String, String> {
+        let messages = vec![
+            ChatMessage::System {
+                content: system.to_owned(),
+            },
+            ChatMessage::User { content: user },
+        ];
+        let output = if json {
+            OutputFormat::JsonObject
+        } else {
+            OutputFormat::Text
+        };
+        self.complete(messages, output).await
+    }
+
+    /// The whole answer to `messages` at temperature 0, in `output`'s shape.
+    pub async fn complete(
+        &self,
+        messages: Vec<ChatMessage>,
+        output: OutputFormat,
+    ) -> Result<String, String> {
         let request = ChatRequest {
             model: self.model.to_owned(),
-            messages: vec![
-                ChatMessage::System {
-                    content: system.to_owned(),
-                },
-                ChatMessage::User { content: user },
-            ],
-            json_output: json,
+            messages,
+            output,
             temperature: Some(0.0),
             ..ChatRequest::default()
         };

@@ -59,7 +59,7 @@ pub async fn assistant_context(
 }
 
 impl Runtime {
-    fn check_assistant(
+    pub(crate) fn check_assistant(
         &self,
         assistant: &Assistant,
         tools: &BTreeMap<String, Tool>,
@@ -150,14 +150,6 @@ impl Runtime {
         params: &CreateSessionParams,
     ) -> Result<(String, Assistant, BTreeMap<String, Tool>), RuntimeError> {
         let inner = &self.inner;
-        if params.workflow_id.is_some() {
-            return Err(rtc_core::ValidationError::new(
-                "unsupported",
-                "workflowId",
-                "workflow sessions are not available yet",
-            )
-            .into());
-        }
         let Some(assistant_id) = params.assistant_id.as_deref() else {
             return Err(rtc_core::ValidationError::new(
                 "missing_field",
@@ -180,10 +172,38 @@ impl Runtime {
                 })?;
         let (tools, iface) = assistant_context(&inner.store, workspace, &assistant, None).await?;
         self.check_assistant(&assistant, &tools, iface.as_ref())?;
+        Ok((assistant_id.to_owned(), assistant, tools))
+    }
+
+    /// What a new session runs: an assistant, or a workflow; with the id
+    /// the session records as its `assistantId`.
+    async fn session_config(
+        &self,
+        workspace: &str,
+        params: &CreateSessionParams,
+    ) -> Result<(String, SessionConfig), RuntimeError> {
         if let Some(user) = &params.user_id {
             rtc_core::names::check_max_chars(user, "userId", 256)?;
         }
-        Ok((assistant_id.to_owned(), assistant, tools))
+        let Some(workflow_id) = params.workflow_id.as_deref() else {
+            let (id, assistant, tools) = self.session_assistant(workspace, params).await?;
+            let config = SessionConfig {
+                assistant,
+                tools,
+                workflow: None,
+            };
+            return Ok((id, config));
+        };
+        if params.assistant_id.is_some() {
+            return Err(rtc_core::ValidationError::new(
+                "invalid_field",
+                "workflowId",
+                "give `assistantId` or `workflowId`, not both",
+            )
+            .into());
+        }
+        let config = self.workflow_session_config(workspace, workflow_id).await?;
+        Ok((workflow_id.to_owned(), config))
     }
 
     /// Open a session on an assistant: validate again (R-RT-5), set the
@@ -194,7 +214,7 @@ impl Runtime {
         params: CreateSessionParams,
     ) -> Result<CreateSessionResponse, RuntimeError> {
         let inner = &self.inner;
-        let (assistant_id, assistant, tools) = self.session_assistant(workspace, &params).await?;
+        let (assistant_id, config) = self.session_config(workspace, &params).await?;
         let max = inner.config.limits.max_active_sessions;
         if inner.store.active_session_count(workspace).await? >= max {
             return Err(RuntimeError::TooMany {
@@ -212,10 +232,10 @@ impl Runtime {
             parent_id: None,
             assistant_id,
             user_id: params.user_id.as_deref(),
-            run_mode: assistant.run_mode,
+            run_mode: config.assistant.run_mode,
         };
-        let vars = initial_variables(&assistant, &params.dynamic_variables, &sys)?;
-        let config = SessionConfig { assistant, tools };
+        let vars = initial_variables(&config.assistant, &params.dynamic_variables, &sys)?;
+        let workflow_id = config.workflow.as_ref().map(|_| assistant_id);
         let config_json =
             serde_json::to_value(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let client_token = new_token("rtc_ct");
@@ -232,7 +252,7 @@ impl Runtime {
                 variables: &vars,
                 config: &config_json,
                 client_token: &client_token,
-                workflow_id: None,
+                workflow_id,
             })
             .await?;
         let ctx = inner.session(&id).await?;
@@ -248,12 +268,21 @@ impl Runtime {
             let vars = ctx.state.lock().await.variables.clone();
             inner.say(&ctx, &render_variables(first, &vars)).await?;
         }
+        let next = if ctx.config.workflow.is_some() {
+            Some(inner.workflow_begin(&ctx).await?)
+        } else {
+            None
+        };
         // What creation did is durable before it is acknowledged.
         inner.journal.flush().await;
+        let status = ctx.state.lock().await.status;
+        if let Some(next) = next {
+            inner.follow(&ctx, next).await?;
+        }
         Ok(CreateSessionResponse {
             id: id.clone(),
             client_token,
-            status: SessionStatus::Active,
+            status,
             root_session_id: id,
         })
     }
@@ -315,6 +344,10 @@ impl Runtime {
                 // allowEndInterruption: the user speaking during the
                 // goodbye calls the end off; the new message is answered.
                 s.ending = None;
+            }
+            if let Some(position) = s.workflow.as_mut() {
+                // maxHopsPerTurn counts the hops between user messages.
+                position.hops = 0;
             }
             (s.status, keep)
         };
@@ -412,7 +445,8 @@ impl Runtime {
             .set_session_status(id, SessionStatus::Active, None, None)
             .await?;
         ctx.events.emit(HandoffReleased {}.into()).await?;
-        Ok(())
+        let next = self.inner.workflow_after_release(&ctx).await?;
+        self.inner.follow(&ctx, next).await
     }
 
     /// Events after `after`, then live (R-API-6, R-RN-5).

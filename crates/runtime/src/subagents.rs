@@ -137,8 +137,16 @@ impl Inner {
         }
         let id = new_id("sess");
         let vars = child_variables(ctx, &id).await;
-        let config =
-            serde_json::to_value(&ctx.config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        // A sub-agent runs the assistant of the turn that started it (a
+        // workflow's stage runs no sub-agents, but the assistant a
+        // workflow transferred to may), never the workflow itself.
+        let child_config = crate::session::SessionConfig {
+            assistant: ctx.turn_assistant().await.as_ref().clone(),
+            tools: ctx.config.tools.clone(),
+            workflow: None,
+        };
+        let config = serde_json::to_value(&child_config)
+            .map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let now = now_millis();
         let record = SubAgentRecord {
             session_id: id.clone(),

@@ -26,11 +26,13 @@ macro_rules! parsed {
 }
 pub(crate) use parsed;
 
-/// What a call runs with: the runtime, the calling session and the call.
+/// What a call runs with: the runtime, the calling session, the
+/// assistant whose turn made the call (a workflow's stage) and the call.
 #[derive(Clone, Copy)]
 pub(crate) struct ToolCx<'a> {
     pub rt: &'a Arc<Inner>,
     pub session: &'a Arc<SessionCtx>,
+    pub assistant: &'a Assistant,
     pub call: &'a ToolCall,
 }
 

@@ -86,14 +86,16 @@ impl Inner {
         turn_id: &str,
     ) -> Result<(), RuntimeError> {
         self.begin(ctx, turn_id).await?;
-        let assistant = &ctx.config.assistant;
+        let assistant = ctx.turn_assistant().await;
+        let assistant = assistant.as_ref();
+        let history_from = ctx.history_from().await;
         let provider = self.provider_for(assistant);
         let model = assistant
             .llm
             .model
             .clone()
             .unwrap_or_else(|| provider.default_model.clone());
-        let tools = SessionTools::for_session(&self.config, &ctx.config);
+        let tools = SessionTools::for_session(&self.config, assistant, &ctx.config.tools);
         let specs = tools.specs();
         for _step in 0..self.config.max_steps_per_turn {
             if cancel.is_cancelled() {
@@ -103,11 +105,15 @@ impl Inner {
             let system = render_variables(&assistant.system_prompt, &vars);
             let request = ChatRequest {
                 model: model.clone(),
-                messages: self.with_history(ctx, |h| chat_history(system, h)).await?,
+                messages: self
+                    .with_history(ctx, |h| {
+                        chat_history(system, h.get(history_from..).unwrap_or_default())
+                    })
+                    .await?,
                 tools: specs.clone(),
                 temperature: assistant.llm.temperature,
                 max_tokens: assistant.llm.max_tokens,
-                json_output: false,
+                output: rtc_core::llm::OutputFormat::Text,
             };
             let message_id = new_id("msg");
             let Some(response) = stream_answer(provider, request, ctx, cancel, &message_id).await?
@@ -119,7 +125,7 @@ impl Inner {
                 return Ok(());
             }
             if let Some(interrupt) = self
-                .run_calls(ctx, cancel, &response.tool_calls, &tools)
+                .run_calls(ctx, assistant, cancel, &response.tool_calls, &tools)
                 .await?
             {
                 if interrupt == Interrupt::Skip {
@@ -205,6 +211,7 @@ impl Inner {
     async fn run_calls(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
+        assistant: &rtc_protocol::Assistant,
         cancel: &CancellationToken,
         calls: &[ToolCall],
         tools: &SessionTools,
@@ -224,6 +231,7 @@ impl Inner {
                             let cx = ToolCx {
                                 rt: self,
                                 session: ctx,
+                                assistant,
                                 call,
                             };
                             h.call(cx).await

@@ -270,6 +270,17 @@ impl Store {
         rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
     }
 
+    /// Workflow sessions, not ended, whose position marks an action as
+    /// running: the server stopped during it (it is not run again).
+    pub async fn sessions_with_running_action(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id FROM sessions WHERE status <> 'ended' AND workflow LIKE '%\"runningAction\"%'",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+    }
+
     /// Append a message to a session's history; returns its position.
     /// For tests and data seeding only: the runtime writes messages with
     /// their events through the journal (`append_batch`).

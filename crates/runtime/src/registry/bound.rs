@@ -55,7 +55,7 @@ impl ToolHandler for BoundTool {
 
     fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {
         Box::pin(async move {
-            let Some(binding) = cx.session.config.assistant.tool_bindings.get(self.index) else {
+            let Some(binding) = cx.assistant.tool_bindings.get(self.index) else {
                 return Ok(CallOutcome::error("the binding is gone"));
             };
             Ok(

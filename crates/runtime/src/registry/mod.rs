@@ -11,15 +11,14 @@ pub(crate) mod platform;
 
 pub(crate) use bound::{mcp_pool_key, mcp_pool_key_prefix};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, LazyLock};
 
 use rtc_core::llm::ToolSpec;
 use rtc_core::model_tools::{ToolTarget, model_tools};
-use rtc_protocol::BuiltInToolName;
+use rtc_protocol::{Assistant, BuiltInToolName, Tool};
 
 use crate::RuntimeConfig;
-use crate::session::SessionConfig;
 use crate::tool::{Offer, ToolHandler};
 
 /// Names no tool resource may take: every built-in's, and those of the
@@ -56,12 +55,16 @@ pub(crate) struct SessionTools {
 
 impl SessionTools {
     /// The assistant's platform built-ins and bindings (see
-    /// `rtc_core::model_tools`), then the LLM built-ins it offers.
-    pub fn for_session(config: &RuntimeConfig, session: &SessionConfig) -> Self {
-        let assistant = &session.assistant;
+    /// `rtc_core::model_tools`) over the session's tools, then the LLM
+    /// built-ins it offers.
+    pub fn for_session(
+        config: &RuntimeConfig,
+        assistant: &Assistant,
+        session_tools: &BTreeMap<String, Tool>,
+    ) -> Self {
         let offer = Offer { assistant, config };
         let mut tools: Vec<(ToolSpec, Arc<dyn ToolHandler>)> = Vec::new();
-        for (spec, target) in model_tools(assistant, &session.tools) {
+        for (spec, target) in model_tools(assistant, session_tools) {
             let handler: Arc<dyn ToolHandler> = match target {
                 ToolTarget::BuiltIn(name) => Arc::new(platform::PlatformTool {
                     name,

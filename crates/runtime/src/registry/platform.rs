@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use futures::future::BoxFuture;
 use rtc_core::llm::{ToolCall, ToolSpec};
 use rtc_expr::evaluate;
-use rtc_protocol::{BuiltInToolName, EndMessageType, EventBody, HandoffRequested, SessionStatus};
+use rtc_protocol::{
+    Assistant, BuiltInToolName, EndMessageType, EventBody, HandoffRequested, SessionStatus,
+};
 use serde_json::{Map, Value, json};
 
 use crate::session::SessionCtx;
@@ -28,7 +30,10 @@ impl ToolHandler for PlatformTool {
     }
 
     fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {
-        Box::pin(cx.rt.platform_tool(cx.session, cx.call, self.name))
+        Box::pin(
+            cx.rt
+                .platform_tool(cx.session, cx.assistant, cx.call, self.name),
+        )
     }
 }
 
@@ -36,6 +41,7 @@ impl Inner {
     async fn platform_tool(
         &self,
         ctx: &SessionCtx,
+        assistant: &Assistant,
         call: &ToolCall,
         name: BuiltInToolName,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -49,7 +55,7 @@ impl Inner {
             .get("reason")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        let built_ins = &ctx.config.assistant.built_in_tools;
+        let built_ins = &assistant.built_in_tools;
         match name {
             BuiltInToolName::EndConversation => {
                 let Some(cfg) = &built_ins.end_conversation else {
@@ -74,7 +80,7 @@ impl Inner {
                     }
                 }
             }
-            BuiltInToolName::UpdateState => Ok(self.update_state(ctx).await?),
+            BuiltInToolName::UpdateState => Ok(self.update_state(ctx, assistant).await?),
             BuiltInToolName::SkipTurn => {
                 Ok(CallOutcome::ok(json!({"skipped": true})).interrupt(Interrupt::Skip))
             }
@@ -100,12 +106,16 @@ impl Inner {
     }
 
     /// Evaluate the `updateState` rules in order (R-BI-3).
-    async fn update_state(&self, ctx: &SessionCtx) -> Result<CallOutcome, RuntimeError> {
-        let Some(cfg) = &ctx.config.assistant.built_in_tools.update_state else {
+    async fn update_state(
+        &self,
+        ctx: &SessionCtx,
+        assistant: &Assistant,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let Some(cfg) = &assistant.built_in_tools.update_state else {
             return Ok(CallOutcome::error("updateState is not enabled"));
         };
-        let leaf = SmallModel::for_assistant(&self.config, &ctx.config.assistant)
-            .leaves(self.transcript(ctx).await?);
+        let leaf =
+            SmallModel::for_assistant(&self.config, assistant).leaves(self.transcript(ctx).await?);
         let mut vars: BTreeMap<String, Value> = ctx
             .state
             .lock()

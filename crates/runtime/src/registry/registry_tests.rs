@@ -35,12 +35,9 @@ fn a_binding_cannot_shadow_a_built_in() {
     let assistant: Assistant = serde_json::from_value(json!({"name": "a",
         "toolBindings": [{"toolId": "t1"}]}))
     .unwrap();
-    let session = SessionConfig {
-        assistant,
-        tools: BTreeMap::from([("t1".to_owned(), tool)]),
-    };
+    let session_tools = BTreeMap::from([("t1".to_owned(), tool)]);
     let config = crate::test_support::config();
-    let tools = SessionTools::for_session(&config, &session);
+    let tools = SessionTools::for_session(&config, &assistant, &session_tools);
     let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
     assert_eq!(
         names.iter().filter(|n| *n == "askUser").count(),

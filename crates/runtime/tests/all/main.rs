@@ -21,3 +21,4 @@ mod secrets;
 mod shutdown;
 mod small_model;
 mod web;
+mod workflows;

@@ -1,0 +1,249 @@
+//! Opening workflow sessions and the hooks the lifecycle calls: the
+//! configuration a session on a workflow runs with (the workflow, its
+//! tools, the assistants it transfers to), the start, the walk after a
+//! completed turn, the walk after a human agent releases a transfer, and
+//! recovery of actions a crash cut off.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use rtc_core::ValidationError;
+use rtc_core::workflow_rules::{WorkflowContext, validate_workflow};
+use rtc_core::workflow_stage::{base_assistant, referenced_assistants, referenced_tools};
+use rtc_protocol::{
+    Assistant, SessionStatus, Tool, ToolCompleted, TransferTarget, Workflow, WorkflowNode,
+};
+use serde_json::json;
+
+use super::{Next, ORIGIN, Step, action_call_id, graph, tool_name};
+use crate::session::{SessionConfig, SessionCtx, WorkflowConfig};
+use crate::start::{assistant_context, find_interface};
+use crate::{Inner, Runtime, RuntimeError};
+
+/// Reason of a session whose human transfer was released with no edge to
+/// go on over.
+const HANDOFF_COMPLETED: &str = "handoff_completed";
+
+impl Runtime {
+    /// What a session on workflow `id` runs with, fixed at its start: the
+    /// workflow, every tool it binds and the assistants it transfers to
+    /// (checked again, with their tools).
+    pub(crate) async fn workflow_session_config(
+        &self,
+        workspace: &str,
+        id: &str,
+    ) -> Result<SessionConfig, RuntimeError> {
+        let store = &self.inner.store;
+        let workflow: Workflow = store.get(workspace, id).await?.ok_or_else(|| {
+            RuntimeError::Invalid(ValidationError::new(
+                "unknown_workflow",
+                "workflowId",
+                format!("workflow `{id}` does not exist"),
+            ))
+        })?;
+        let mut tools: BTreeMap<String, Tool> = store
+            .get_many(workspace, referenced_tools(&workflow))
+            .await?;
+        self.check_workflow(workspace, &workflow, &tools).await?;
+        let mut assistants = BTreeMap::new();
+        for assistant_id in referenced_assistants(&workflow) {
+            let assistant: Assistant =
+                store.get(workspace, &assistant_id).await?.ok_or_else(|| {
+                    RuntimeError::Invalid(ValidationError::new(
+                        "unknown_assistant",
+                        "workflowId",
+                        format!("the workflow transfers to assistant `{assistant_id}`, which does not exist"),
+                    ))
+                })?;
+            let (own_tools, iface) = assistant_context(store, workspace, &assistant, None).await?;
+            self.check_assistant(&assistant, &own_tools, iface.as_ref())?;
+            tools.extend(own_tools);
+            assistants.insert(assistant_id, assistant);
+        }
+        Ok(SessionConfig {
+            assistant: base_assistant(&workflow),
+            tools,
+            workflow: Some(WorkflowConfig {
+                workflow,
+                assistants,
+            }),
+        })
+    }
+}
+
+impl Runtime {
+    /// Check a stored workflow again before a session runs it (its tools
+    /// may have changed, a provider may have gone). Workflows are never
+    /// held to a realtime interface's tool capabilities (R-RT-6).
+    async fn check_workflow(
+        &self,
+        workspace: &str,
+        workflow: &Workflow,
+        tools: &BTreeMap<String, Tool>,
+    ) -> Result<(), RuntimeError> {
+        let store = &self.inner.store;
+        let assistants: BTreeSet<String> = store
+            .get_many::<Assistant>(workspace, referenced_assistants(workflow))
+            .await?
+            .into_keys()
+            .collect();
+        let iface = match &workflow.realtime_interface_id {
+            Some(id) => find_interface(store, workspace, id).await?,
+            None => None,
+        };
+        let providers = self.provider_names();
+        let ctx = WorkflowContext {
+            tools,
+            assistants: &assistants,
+            realtime_interface: iface.as_ref(),
+            providers: &providers,
+        };
+        validate_workflow(workflow, &ctx).map_err(|e| {
+            RuntimeError::Invalid(ValidationError::new(
+                e.code,
+                "workflowId",
+                format!(
+                    "the workflow is no longer valid at `{}`: {}",
+                    e.field, e.message
+                ),
+            ))
+        })
+    }
+}
+
+impl Inner {
+    /// A new workflow session enters its start node.
+    pub(crate) async fn workflow_begin(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+    ) -> Result<Next, RuntimeError> {
+        let Some(start) = graph(ctx).and_then(|w| w.start_node_id.clone()) else {
+            return Ok(Next::Idle);
+        };
+        self.enter_chain(ctx, start, None).await
+    }
+
+    /// After a completed turn (not interrupted, not ended) at an agent
+    /// stage: walk its edges and go where they lead.
+    pub(crate) async fn workflow_after_turn(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+    ) -> Result<Next, RuntimeError> {
+        let Some(wf) = graph(ctx) else {
+            return Ok(Next::Idle);
+        };
+        let Some(node) = self.current_node(ctx).await else {
+            return Ok(Next::Idle);
+        };
+        if !matches!(wf.node(&node), Some(WorkflowNode::Agent(_))) {
+            return Ok(Next::Idle);
+        }
+        match self.walk_agent(ctx, wf, &node).await? {
+            Some((to, edge)) => self.enter_chain(ctx, to, Some(edge)).await,
+            None => Ok(Next::Idle),
+        }
+    }
+
+    /// A human agent released the session: at a transfer node its
+    /// deterministic edges are walked, and with none holding the session
+    /// ends (`handoff_completed`); at an agent stage (`requestHumanHandoff`)
+    /// it resumes there.
+    pub(crate) async fn workflow_after_release(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+    ) -> Result<Next, RuntimeError> {
+        let Some(wf) = graph(ctx) else {
+            return Ok(Next::Idle);
+        };
+        let Some(node) = self.current_node(ctx).await else {
+            return Ok(Next::Idle);
+        };
+        let Some(WorkflowNode::Transfer(t)) = wf.node(&node) else {
+            return Ok(Next::Idle);
+        };
+        if t.target != TransferTarget::Human {
+            return Ok(Next::Idle);
+        }
+        // A new stretch of the conversation: hops count afresh.
+        if let Some(p) = ctx.state.lock().await.workflow.as_mut() {
+            p.hops = 0;
+        }
+        match self.first_edge(ctx, wf, &node, None).await? {
+            Some((to, edge)) => self.enter_chain(ctx, to, Some(edge)).await,
+            None => {
+                self.end_by_workflow(ctx, HANDOFF_COMPLETED).await?;
+                Ok(Next::Ended)
+            }
+        }
+    }
+
+    /// The node a workflow session is at, while it is active and runs
+    /// the workflow (not an assistant it was transferred to).
+    async fn current_node(&self, ctx: &SessionCtx) -> Option<String> {
+        let state = ctx.state.lock().await;
+        let position = state.workflow.as_ref()?;
+        (state.status == SessionStatus::Active
+            && position.transferred_to.is_none()
+            && position.running_action.is_none())
+        .then(|| position.current_node_id.clone())
+    }
+
+    /// After a restart: an action the server stopped during is not run
+    /// again; it counts as failed and the session routes on from it.
+    pub(crate) async fn recover_actions(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+        let ids = self.store.sessions_with_running_action().await?;
+        for id in &ids {
+            let ctx = self.session(id).await?;
+            let Some(wf) = graph(&ctx) else { continue };
+            let Some((node, visit)) = ({
+                let state = ctx.state.lock().await;
+                state.workflow.as_ref().and_then(|p| {
+                    let node = p.running_action.clone()?;
+                    let visit = p.visits.get(&node).copied().unwrap_or(1);
+                    Some((node, visit))
+                })
+            }) else {
+                continue;
+            };
+            tracing::info!(session = %id, node = %node, "an action was cut off by a restart; it counts as failed");
+            let name = match wf.node(&node) {
+                Some(WorkflowNode::Action(a)) => tool_name(&ctx, &a.binding.tool_id),
+                _ => node.clone(),
+            };
+            let mut completed = ToolCompleted::new(
+                &action_call_id(&node, visit),
+                &name,
+                true,
+                json!({"error": "the server stopped during this action; it was not run again"}),
+            );
+            completed.origin = Some(ORIGIN.to_owned());
+            self.action_done(&ctx, completed).await?;
+            let next = match self.route(&ctx, wf, &node, Some(false)).await? {
+                Step::Go { node, edge } => self.enter_chain(&ctx, node, Some(edge)).await?,
+                Step::Stop(next) => next,
+            };
+            self.follow(&ctx, next).await?;
+        }
+        Ok(ids.len())
+    }
+
+    /// Do what a chain of entries outside a turn led to: start the turn,
+    /// or wind up an ended session.
+    pub(crate) async fn follow(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        next: Next,
+    ) -> Result<(), RuntimeError> {
+        match next {
+            Next::Idle => Ok(()),
+            Next::Turn => {
+                self.start_turn(ctx).await;
+                Ok(())
+            }
+            Next::Ended => {
+                self.forget(&ctx.id);
+                self.after_end(ctx).await
+            }
+        }
+    }
+}
