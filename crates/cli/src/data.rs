@@ -88,7 +88,12 @@ fn rows(backup: &Backup) -> u64 {
 pub async fn backup(settings: &Settings, store: &Store, args: &BackupArgs) -> anyhow::Result<Exit> {
     let backup = match store.backup().await {
         Ok(b) => b,
-        Err(e) => return fail(&format!("backup of {}: {e}", rtc_store::redact_url(&settings.database_url))),
+        Err(e) => {
+            return fail(&format!(
+                "backup of {}: {e}",
+                rtc_store::redact_url(&settings.database_url)
+            ));
+        }
     };
     if let Err(e) = write_backup(&backup, &args.out) {
         return fail(&format!("writing {}: {e}", args.out.display()));
@@ -120,7 +125,9 @@ pub async fn restore(store: &Store, args: &RestoreArgs) -> anyhow::Result<Exit> 
             ))?;
             Ok(Exit::Ok)
         }
-        Err(e @ (StoreError::BackupIncompatible(_) | StoreError::BackupInvalid(_))) => refuse(&e.to_string()),
+        Err(e @ (StoreError::BackupIncompatible(_) | StoreError::BackupInvalid(_))) => {
+            refuse(&e.to_string())
+        }
         Err(e) => fail(&format!("restore: {e}")),
     }
 }
@@ -131,10 +138,10 @@ fn export_documents(text: &str) -> Result<Vec<(LegacyKind, Value)>, String> {
     if doc.get("formatVersion").and_then(Value::as_u64) != Some(3) {
         return Err("`formatVersion` must be 3".into());
     }
-    if let Some(key) = doc
-        .as_object()
-        .and_then(|m| m.keys().find(|k| !["formatVersion", "tools", "assistants", "workflows"].contains(&k.as_str())))
-    {
+    if let Some(key) = doc.as_object().and_then(|m| {
+        m.keys()
+            .find(|k| !["formatVersion", "tools", "assistants", "workflows"].contains(&k.as_str()))
+    }) {
         return Err(format!("unknown key `{key}`"));
     }
     let mut out = Vec::new();

@@ -15,9 +15,7 @@ use rtc_core::realtime::shipped_interfaces;
 use rtc_core::tool_rules::{ToolContext, validate_tool};
 use rtc_core::v3_mapping::{Migrated, V3Export, migrate_export};
 use rtc_core::workflow_rules::{WorkflowContext, validate_workflow};
-use rtc_protocol::{
-    Assistant, McpToolInfo, RealtimeInterface, Tool, ToolKind, Workflow,
-};
+use rtc_protocol::{Assistant, McpToolInfo, RealtimeInterface, Tool, ToolKind, Workflow};
 use rtc_store::{LegacyKind, ResourceMigration, Store, StoreError, TOOL_RESOURCE_V4};
 use serde_json::{Value, json};
 
@@ -46,7 +44,13 @@ struct Blocker {
 }
 
 impl Blocker {
-    fn new(workspace: &str, resource: &str, path: &str, code: &str, message: impl Into<String>) -> Self {
+    fn new(
+        workspace: &str,
+        resource: &str,
+        path: &str,
+        code: &str,
+        message: impl Into<String>,
+    ) -> Self {
         let mut line = format!("{workspace}/{resource}");
         if !path.is_empty() {
             line.push('/');
@@ -89,10 +93,15 @@ pub async fn run(settings: &Settings, store: &Store, args: &MigrateArgs) -> anyh
     let url = rtc_store::redact_url(&settings.database_url);
     if store.pending_legacy().await? == 0 {
         let state = match store.data_migration(TOOL_RESOURCE_V4).await? {
-            Some(r) => format!("{TOOL_RESOURCE_V4} already applied (fingerprint {})", r.fingerprint),
+            Some(r) => format!(
+                "{TOOL_RESOURCE_V4} already applied (fingerprint {})",
+                r.fingerprint
+            ),
             None => format!("{TOOL_RESOURCE_V4}: no v3 data pending, already applied"),
         };
-        say(&format!("schema migrations applied to {url}; {state}; nothing to do"))?;
+        say(&format!(
+            "schema migrations applied to {url}; {state}; nothing to do"
+        ))?;
         return Ok(Exit::Ok);
     }
     let backup = match (&args.backup, &args.create_backup) {
@@ -105,12 +114,19 @@ pub async fn run(settings: &Settings, store: &Store, args: &MigrateArgs) -> anyh
             write_backup(&fresh, path)?;
             match read_backup(path) {
                 Ok(b) if b == fresh => b,
-                Ok(_) => return fail(&format!("the backup read back from {} differs from the one written", path.display())),
+                Ok(_) => {
+                    return fail(&format!(
+                        "the backup read back from {} differs from the one written",
+                        path.display()
+                    ));
+                }
                 Err(e) => return fail(&e),
             }
         }
         (None, None) => {
-            return refuse("the Tool Resource v4 migration needs a fresh backup: pass --backup PATH (written by `rtc-agent backup --out PATH`) or --create-backup PATH");
+            return refuse(
+                "the Tool Resource v4 migration needs a fresh backup: pass --backup PATH (written by `rtc-agent backup --out PATH`) or --create-backup PATH",
+            );
         }
     };
     let mut tx = store.begin_resource_migration().await?;
@@ -133,7 +149,10 @@ pub async fn run(settings: &Settings, store: &Store, args: &MigrateArgs) -> anyh
     }
     if args.dry_run {
         tx.rollback().await?;
-        say(&format!("dry run: {TOOL_RESOURCE_V4} would migrate {}; rolled back", counts.summary()))?;
+        say(&format!(
+            "dry run: {TOOL_RESOURCE_V4} would migrate {}; rolled back",
+            counts.summary()
+        ))?;
         return Ok(Exit::Ok);
     }
     tx.commit(&live, &counts.json()).await?;
@@ -142,7 +161,10 @@ pub async fn run(settings: &Settings, store: &Store, args: &MigrateArgs) -> anyh
 }
 
 /// Rewrite and store every pending document (inside the transaction).
-async fn rewrite(settings: &Settings, tx: &mut ResourceMigration) -> anyhow::Result<(Vec<Blocker>, Counts)> {
+async fn rewrite(
+    settings: &Settings,
+    tx: &mut ResourceMigration,
+) -> anyhow::Result<(Vec<Blocker>, Counts)> {
     let mut by_workspace: BTreeMap<String, V3Export> = BTreeMap::new();
     for doc in tx.pending().await? {
         let export = by_workspace.entry(doc.workspace_id).or_default();
@@ -237,9 +259,16 @@ async fn validate(
         let id = tool.id.clone().unwrap_or_default();
         // An MCP tool keeps the schema it had (its server is not asked here).
         let pinned = (tool.kind == ToolKind::Mcp).then(|| McpToolInfo {
-            name: tool.mcp.as_ref().map(|m| m.remote_tool_name.clone()).unwrap_or_default(),
+            name: tool
+                .mcp
+                .as_ref()
+                .map(|m| m.remote_tool_name.clone())
+                .unwrap_or_default(),
             description: None,
-            input_schema: tool.parameters.clone().unwrap_or_else(rtc_core::tool_rules::empty_parameters),
+            input_schema: tool
+                .parameters
+                .clone()
+                .unwrap_or_else(rtc_core::tool_rules::empty_parameters),
         });
         let ctx = ToolContext {
             secret_exists: &|n| secrets.contains(n),
@@ -251,12 +280,20 @@ async fn validate(
                 tools.insert(id, t.clone());
                 new_tools.push(t);
             }
-            Err(e) => blockers.push(Blocker::new(ws, &format!("tool/{id}"), &e.field, e.code, e.message)),
+            Err(e) => blockers.push(Blocker::new(
+                ws,
+                &format!("tool/{id}"),
+                &e.field,
+                e.code,
+                e.message,
+            )),
         }
     }
     let mut interfaces: Vec<RealtimeInterface> = shipped_interfaces();
     interfaces.extend(tx.list::<RealtimeInterface>(ws).await?);
-    let interface = |id: Option<&String>| id.and_then(|id| interfaces.iter().find(|i| i.id.as_ref() == Some(id)));
+    let interface = |id: Option<&String>| {
+        id.and_then(|id| interfaces.iter().find(|i| i.id.as_ref() == Some(id)))
+    };
     let mut assistant_ids: BTreeSet<String> = tx
         .list::<Assistant>(ws)
         .await?
@@ -273,7 +310,13 @@ async fn validate(
             Ok(()) => {
                 assistant_ids.insert(a.id().to_owned());
             }
-            Err(e) => blockers.push(Blocker::new(ws, &format!("assistant/{}", a.id()), &e.field, e.code, e.message)),
+            Err(e) => blockers.push(Blocker::new(
+                ws,
+                &format!("assistant/{}", a.id()),
+                &e.field,
+                e.code,
+                e.message,
+            )),
         }
     }
     for w in &migrated.workflows {
@@ -284,7 +327,13 @@ async fn validate(
             providers,
         };
         if let Err(e) = validate_workflow(w, &ctx) {
-            blockers.push(Blocker::new(ws, &format!("workflow/{}", w.id()), &e.field, e.code, e.message));
+            blockers.push(Blocker::new(
+                ws,
+                &format!("workflow/{}", w.id()),
+                &e.field,
+                e.code,
+                e.message,
+            ));
         }
     }
     Ok(Checked {
@@ -312,7 +361,10 @@ async fn store_doc<D: rtc_store::Document + Identified>(
                 &format!("{}/{id}", D::LABEL),
                 "id",
                 "already_exists",
-                format!("a {} with id `{id}` already exists in this workspace", D::LABEL),
+                format!(
+                    "a {} with id `{id}` already exists in this workspace",
+                    D::LABEL
+                ),
             ));
             Ok(())
         }

@@ -78,7 +78,10 @@ pub struct RestoreSummary {
 
 fn checksum(content: &BackupContent) -> Result<String, StoreError> {
     let bytes = serde_json::to_vec(content).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    Ok(format!("sha256:{}", crate::ids::hex(&Sha256::digest(&bytes))))
+    Ok(format!(
+        "sha256:{}",
+        crate::ids::hex(&Sha256::digest(&bytes))
+    ))
 }
 
 /// Orders JSON cells: null, then integers, then strings.
@@ -111,7 +114,11 @@ impl BackupContent {
         let mut latest: Option<i64> = None;
         for t in self.tables.values() {
             if let Some(i) = t.columns.iter().position(|c| c == "updated_at") {
-                for at in t.rows.iter().filter_map(|r| r.get(i).and_then(Value::as_i64)) {
+                for at in t
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.get(i).and_then(Value::as_i64))
+                {
                     latest = Some(latest.map_or(at, |l| l.max(at)));
                 }
             }
@@ -211,8 +218,12 @@ async fn dump_table(
         let mut cells = Vec::with_capacity(table.columns.len());
         for (i, c) in table.columns.iter().enumerate() {
             cells.push(match c.kind {
-                ColumnKind::Integer => r.try_get::<Option<i64>, _>(i)?.map_or(Value::Null, Value::from),
-                ColumnKind::Text => r.try_get::<Option<String>, _>(i)?.map_or(Value::Null, Value::from),
+                ColumnKind::Integer => r
+                    .try_get::<Option<i64>, _>(i)?
+                    .map_or(Value::Null, Value::from),
+                ColumnKind::Text => r
+                    .try_get::<Option<String>, _>(i)?
+                    .map_or(Value::Null, Value::from),
             });
         }
         out.push(cells);
@@ -232,17 +243,18 @@ impl Store {
             crate::Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ",
         };
         let mut tx = self.pool.begin_with(begin).await?;
-        let migrations = sqlx::query("SELECT version, description FROM _sqlx_migrations ORDER BY version")
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(AppliedMigration {
-                    version: r.try_get("version")?,
-                    description: r.try_get("description")?,
+        let migrations =
+            sqlx::query("SELECT version, description FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(AppliedMigration {
+                        version: r.try_get("version")?,
+                        description: r.try_get("description")?,
+                    })
                 })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+                .collect::<Result<Vec<_>, StoreError>>()?;
         let mut tables = BTreeMap::new();
         for t in catalog::tables(&mut tx, self.dialect).await? {
             tables.insert(t.name.clone(), dump_table(&mut tx, &t).await?);
@@ -275,7 +287,12 @@ impl Store {
         let tables = catalog::tables(&mut tx, self.dialect).await?;
         let live: BTreeMap<&str, Vec<&str>> = tables
             .iter()
-            .map(|t| (t.name.as_str(), t.columns.iter().map(|c| c.name.as_str()).collect()))
+            .map(|t| {
+                (
+                    t.name.as_str(),
+                    t.columns.iter().map(|c| c.name.as_str()).collect(),
+                )
+            })
             .collect();
         let saved: BTreeMap<&str, Vec<&str>> = backup
             .content
@@ -320,9 +337,11 @@ impl Store {
                         ))
                     };
                     q = match c.kind {
-                        ColumnKind::Integer => {
-                            q.bind(if v.is_null() { None } else { Some(v.as_i64().ok_or_else(bad)?) })
-                        }
+                        ColumnKind::Integer => q.bind(if v.is_null() {
+                            None
+                        } else {
+                            Some(v.as_i64().ok_or_else(bad)?)
+                        }),
                         ColumnKind::Text => q.bind(if v.is_null() {
                             None
                         } else {

@@ -77,7 +77,11 @@ pub(crate) async fn tables(
                 }
             }
             all.into_iter()
-                .filter(|n| !virtual_tables.iter().any(|v| n.starts_with(&format!("{v}_"))))
+                .filter(|n| {
+                    !virtual_tables
+                        .iter()
+                        .any(|v| n.starts_with(&format!("{v}_")))
+                })
                 .collect()
         }
         Dialect::Postgres => {
@@ -138,10 +142,11 @@ pub(crate) async fn fill_order(
     match dialect {
         Dialect::Sqlite => {
             for t in &names {
-                let rows = sqlx::query("SELECT \"table\" AS parent FROM pragma_foreign_key_list($1)")
-                    .bind(t)
-                    .fetch_all(&mut *conn)
-                    .await?;
+                let rows =
+                    sqlx::query("SELECT \"table\" AS parent FROM pragma_foreign_key_list($1)")
+                        .bind(t)
+                        .fetch_all(&mut *conn)
+                        .await?;
                 for r in &rows {
                     let parent: String = r.try_get("parent")?;
                     parents.entry(t.clone()).or_default().insert(parent);
@@ -165,9 +170,9 @@ pub(crate) async fn fill_order(
         let ready: Vec<String> = left
             .iter()
             .filter(|t| {
-                parents.get(*t).is_none_or(|ps| {
-                    ps.iter().all(|p| p == *t || !left.contains(p))
-                })
+                parents
+                    .get(*t)
+                    .is_none_or(|ps| ps.iter().all(|p| p == *t || !left.contains(p)))
             })
             .cloned()
             .collect();
@@ -213,7 +218,10 @@ impl FingerprintInput {
             Some(at) => text.push_str(&format!("latest_updated_at={at}\n")),
             None => text.push_str("latest_updated_at=none\n"),
         }
-        format!("sha256:{}", crate::ids::hex(&Sha256::digest(text.as_bytes())))
+        format!(
+            "sha256:{}",
+            crate::ids::hex(&Sha256::digest(text.as_bytes()))
+        )
     }
 }
 

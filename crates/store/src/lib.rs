@@ -28,8 +28,8 @@ mod subagents;
 mod workspaces;
 
 pub use backup::{
-    AppliedMigration, BACKUP_FORMAT, BACKUP_VERSION, Backup, BackupContent, Manifest, RestoreSummary,
-    TableRows,
+    AppliedMigration, BACKUP_FORMAT, BACKUP_VERSION, Backup, BackupContent, Manifest,
+    RestoreSummary, TableRows,
 };
 pub use catalog::FingerprintInput;
 pub use db::{Dialect, Store, redact_url};

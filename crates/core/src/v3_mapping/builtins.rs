@@ -155,9 +155,11 @@ impl SystemTool {
             SystemKind::UpdateState => {
                 let allowed: Vec<String> = match params.get("allowedVariables") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(Value::Array(items)) => {
-                        items.iter().filter_map(Value::as_str).map(str::to_owned).collect()
-                    }
+                    Some(Value::Array(items)) => items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
                     Some(_) => {
                         report.problem(
                             join(path, "params/allowedVariables"),
@@ -176,7 +178,11 @@ impl SystemTool {
                 for (i, name) in names.iter().enumerate() {
                     let at = join(path, format!("params/allowedVariables/{i}"));
                     let Some(var) = variables.iter().find(|v| &v.name == name) else {
-                        report.problem(at, "unknown_variable", format!("variable `{name}` is not declared"));
+                        report.problem(
+                            at,
+                            "unknown_variable",
+                            format!("variable `{name}` is not declared"),
+                        );
                         continue;
                     };
                     let output_type = match var.value_type {
@@ -205,7 +211,10 @@ impl SystemTool {
                         },
                     });
                 }
-                Some(BuiltIn::Update(UpdateStateConfig { description, rules }, names))
+                Some(BuiltIn::Update(
+                    UpdateStateConfig { description, rules },
+                    names,
+                ))
             }
         }
     }
@@ -320,7 +329,11 @@ pub(crate) fn binding_for(
             }
         }
         Some(_) => {
-            report.problem(join(path, "resultMapping"), "invalid_field", "resultMapping must be an object");
+            report.problem(
+                join(path, "resultMapping"),
+                "invalid_field",
+                "resultMapping must be an object",
+            );
             ok = false;
         }
     }

@@ -101,6 +101,12 @@ pub(crate) fn has_llm_leaf(e: &Expr) -> bool {
 
 /// A v3 expression as a v4 [`Expr`], or the path and message of why not.
 pub(crate) fn expression(v3: &Value, path: &str) -> Result<Expr, (String, String)> {
-    let v4 = rename(v3, path).map_err(|at| (at, "an expression node must be an object with a `type`".to_owned()))?;
-    serde_json::from_value(v4).map_err(|e| (path.to_owned(), format!("not a valid expression: {e}")))
+    let v4 = rename(v3, path).map_err(|at| {
+        (
+            at,
+            "an expression node must be an object with a `type`".to_owned(),
+        )
+    })?;
+    serde_json::from_value(v4)
+        .map_err(|e| (path.to_owned(), format!("not a valid expression: {e}")))
 }

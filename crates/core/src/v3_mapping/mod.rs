@@ -8,6 +8,7 @@
 //! with the v4 rules is the caller's next step.
 
 mod builtins;
+mod edges;
 mod expr;
 mod workflow;
 
@@ -75,7 +76,12 @@ impl Report {
         }
     }
 
-    pub(crate) fn problem(&mut self, path: impl Into<String>, code: &'static str, message: impl Into<String>) {
+    pub(crate) fn problem(
+        &mut self,
+        path: impl Into<String>,
+        code: &'static str,
+        message: impl Into<String>,
+    ) {
         self.problems.push(Problem {
             resource: self.resource.clone(),
             path: path.into(),
@@ -238,7 +244,9 @@ fn assistant(doc: &Value, catalog: &Catalog, report: &mut Report) -> Option<Assi
                 }
             }
             Resolved::Tool(tool) => {
-                if let Some(b) = binding_for(&id, tool, None, None, BindingUse::Model, &path, report) {
+                if let Some(b) =
+                    binding_for(&id, tool, None, None, BindingUse::Model, &path, report)
+                {
                     assistant.tool_bindings.push(b);
                 }
             }

@@ -46,11 +46,19 @@ fn workflow_json(m: &Migrated) -> Value {
 #[test]
 fn the_design_example_migrates_to_section_5_exactly() {
     let m = run(&export());
-    assert_eq!(workflow_json(&m), sorted(serde_json::from_str(V4).expect("fixture")));
+    assert_eq!(
+        workflow_json(&m),
+        sorted(serde_json::from_str(V4).expect("fixture"))
+    );
     assert_eq!(m.workflows[0].id.as_deref(), Some("wf_order_support"));
     assert_eq!(
         m.system_tools,
-        ["tool_sys_end", "tool_sys_update", "tool_sys_skip", "tool_sys_human"]
+        [
+            "tool_sys_end",
+            "tool_sys_update",
+            "tool_sys_skip",
+            "tool_sys_human"
+        ]
     );
     assert_eq!(m.tools.len(), 1);
     assert_eq!(m.tools[0].id.as_deref(), Some("tool_query_order"));
@@ -90,7 +98,10 @@ fn mini(nodes: Value, edges: Value) -> Value {
 }
 
 fn codes(m: &Migrated) -> Vec<(String, &'static str)> {
-    m.problems.iter().map(|p| (p.path.clone(), p.code)).collect()
+    m.problems
+        .iter()
+        .map(|p| (p.path.clone(), p.code))
+        .collect()
 }
 
 fn agent() -> Value {
@@ -132,7 +143,10 @@ fn inline_params_become_variable_template_or_literal_sources() {
         w["nodes"][1]["binding"]["argumentBindings"],
         json!({"order_id": {"source": "literal", "value": 42}, "tenant": {"source": "literal", "value": "acme"}})
     );
-    assert_eq!(w["edges"][0], json!({"id": "a", "from": "x", "to": "y", "condition": {"type": "always"}}));
+    assert_eq!(
+        w["edges"][0],
+        json!({"id": "a", "from": "x", "to": "y", "condition": {"type": "always"}})
+    );
 }
 
 fn query(order: &str) -> Value {
@@ -149,13 +163,25 @@ fn a_tool_node_with_several_tools_becomes_a_chain_of_actions() {
                "failed": {"source": "look", "target": "bad", "forwardCondition": {"type": "result", "successful": false}}}),
     ));
     let w = workflow_json(&m);
-    let ids: Vec<&str> = w["nodes"].as_array().unwrap().iter().map(|n| n["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = w["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["bad", "look", "look__2", "look__3", "ok"]);
     let edges: Vec<(String, String, String, Value)> = w["edges"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["id"].as_str().unwrap().into(), e["from"].as_str().unwrap().into(), e["to"].as_str().unwrap().into(), e["condition"].clone()))
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap().into(),
+                e["from"].as_str().unwrap().into(),
+                e["to"].as_str().unwrap().into(),
+                e["condition"].clone(),
+            )
+        })
         .collect();
     let t = json!({"type": "result", "success": true});
     let f = json!({"type": "result", "success": false});
@@ -166,11 +192,19 @@ fn a_tool_node_with_several_tools_becomes_a_chain_of_actions() {
             ("fine".into(), "look__3".into(), "ok".into(), t.clone()),
             ("look__fail1".into(), "look".into(), "bad".into(), f.clone()),
             ("look__fail2".into(), "look__2".into(), "bad".into(), f),
-            ("look__ok1".into(), "look".into(), "look__2".into(), t.clone()),
+            (
+                "look__ok1".into(),
+                "look".into(),
+                "look__2".into(),
+                t.clone()
+            ),
             ("look__ok2".into(), "look__2".into(), "look__3".into(), t),
         ]
     );
-    assert_eq!(w["nodes"][0], json!({"id": "bad", "type": "transfer", "target": {"type": "human"}}));
+    assert_eq!(
+        w["nodes"][0],
+        json!({"id": "bad", "type": "transfer", "target": {"type": "human"}})
+    );
 }
 
 #[test]
@@ -207,7 +241,12 @@ fn a_start_node_with_several_edges_becomes_a_router() {
     ));
     let w = workflow_json(&m);
     assert_eq!(w["startNodeId"], "start");
-    assert!(w["nodes"].as_array().unwrap().contains(&json!({"id": "start", "type": "updateState", "rules": []})));
+    assert!(
+        w["nodes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"id": "start", "type": "updateState", "rules": []}))
+    );
     assert_eq!(w["edges"].as_array().unwrap().len(), 2);
 }
 
@@ -219,7 +258,10 @@ fn a_lone_llm_leaf_becomes_an_llm_edge() {
                "e1": {"source": "a", "target": "b", "forwardCondition": {"type": "expression", "expression": {"type": "llm", "prompt": "User is done", "outputType": "boolean"}}}}),
     ));
     let w = workflow_json(&m);
-    assert_eq!(w["edges"][0]["condition"], json!({"type": "llm", "condition": "User is done"}));
+    assert_eq!(
+        w["edges"][0]["condition"],
+        json!({"type": "llm", "condition": "User is done"})
+    );
 }
 
 #[test]
@@ -303,4 +345,36 @@ fn a_system_tool_without_a_v4_built_in_is_reported() {
     let m = run(&e);
     assert_eq!(codes(&m), vec![("name".to_owned(), "invalid_system_tool")]);
     assert_eq!(m.problems[0].resource, "tool/tool_sys_lang");
+}
+
+#[test]
+fn the_migrated_example_passes_the_v4_rules() {
+    use crate::assistant_rules::{AssistantContext, validate_assistant};
+    use crate::workflow_rules::{WorkflowContext, validate_workflow};
+    let m = run(&export());
+    let tools: BTreeMap<String, rtc_protocol::Tool> = m
+        .tools
+        .iter()
+        .map(|t| (t.id.clone().unwrap_or_default(), t.clone()))
+        .collect();
+    let providers = std::collections::BTreeSet::new();
+    validate_workflow(
+        &m.workflows[0],
+        &WorkflowContext {
+            tools: &tools,
+            assistants: &std::collections::BTreeSet::new(),
+            realtime_interface: None,
+            providers: &providers,
+        },
+    )
+    .expect("valid workflow");
+    validate_assistant(
+        &m.assistants[0],
+        &AssistantContext {
+            tools: &tools,
+            realtime_interface: None,
+            providers: &providers,
+        },
+    )
+    .expect("valid assistant");
 }

@@ -7,14 +7,15 @@
 use std::collections::BTreeMap;
 
 use rtc_protocol::{
-    ActionNode, AgentNode, BuiltInTools, BuiltInToolsPatch, DynamicVariable, EdgeCondition,
-    EndNode, EntryBehavior, Expr, NodeKind, TransferNode, TransferTarget, UpdateStateNode,
-    UpdateStateRule, Workflow, WorkflowEdge, WorkflowNode,
+    ActionNode, AgentNode, BuiltInTools, BuiltInToolsPatch, DynamicVariable, EndNode,
+    EntryBehavior, NodeKind, TransferNode, TransferTarget, UpdateStateNode, UpdateStateRule,
+    Workflow, WorkflowEdge, WorkflowNode,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::builtins::{BindingUse, SystemKind, binding_for, string_param};
+use super::edges::{V3Edge, chain_edges, condition, is_failure, v3_edges};
 use super::expr::{expression, has_llm_leaf};
 use super::{Catalog, Report, Resolved, join, tool_refs};
 
@@ -39,7 +40,12 @@ const KNOWN_KEYS: [&str; 15] = [
     "edges",
 ];
 
-fn field<T: DeserializeOwned>(map: &Map<String, Value>, key: &str, path: &str, report: &mut Report) -> Option<T> {
+fn field<T: DeserializeOwned>(
+    map: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    report: &mut Report,
+) -> Option<T> {
     let value = map.get(key).filter(|v| !v.is_null())?;
     match serde_json::from_value(value.clone()) {
         Ok(v) => Some(v),
@@ -50,18 +56,9 @@ fn field<T: DeserializeOwned>(map: &Map<String, Value>, key: &str, path: &str, r
     }
 }
 
-/// One v3 edge, in v4 order.
-struct V3Edge<'a> {
-    id: String,
-    source: String,
-    target: String,
-    forward: Option<&'a Value>,
-    backward: Option<&'a Value>,
-}
-
 /// What one v3 node becomes.
 enum Mapped {
-    Node(WorkflowNode),
+    Node(Box<WorkflowNode>),
     /// A `tool` node with n tools: n actions, the first with the node's id.
     Chain(Vec<ActionNode>),
     /// The `start` node (dropped, or a router when it has several edges).
@@ -75,10 +72,21 @@ pub(crate) fn workflow(doc: &Value, catalog: &Catalog, report: &mut Report) -> O
     };
     let before = report.problems.len();
     for key in map.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
-        report.warn(key.clone(), format!("`{key}` has no v4 counterpart and is dropped"));
+        report.warn(
+            key.clone(),
+            format!("`{key}` has no v4 counterpart and is dropped"),
+        );
     }
-    if map.get("specVersion").and_then(Value::as_u64).is_some_and(|v| v >= 4) {
-        report.problem("specVersion", "unsupported_spec_version", "only documents before specVersion 4 are migrated");
+    if map
+        .get("specVersion")
+        .and_then(Value::as_u64)
+        .is_some_and(|v| v >= 4)
+    {
+        report.problem(
+            "specVersion",
+            "unsupported_spec_version",
+            "only documents before specVersion 4 are migrated",
+        );
     }
     let name: Option<String> = field(map, "name", "", report);
     if name.is_none() {
@@ -101,14 +109,21 @@ pub(crate) fn workflow(doc: &Value, catalog: &Catalog, report: &mut Report) -> O
                     tool_bindings.push(b);
                 }
             }
-            Resolved::Missing => report.warn(path, format!("tool `{id}` no longer exists; the reference is dropped")),
+            Resolved::Missing => report.warn(
+                path,
+                format!("tool `{id}` no longer exists; the reference is dropped"),
+            ),
         }
     }
     let empty = Map::new();
     let nodes_in = match map.get("nodes") {
         Some(Value::Object(m)) => m,
         _ => {
-            report.problem("nodes", "invalid_field", "nodes must be an object keyed by node id");
+            report.problem(
+                "nodes",
+                "invalid_field",
+                "nodes must be an object keyed by node id",
+            );
             &empty
         }
     };
@@ -124,11 +139,14 @@ pub(crate) fn workflow(doc: &Value, catalog: &Catalog, report: &mut Report) -> O
             report.problem(path, "invalid_node", "a node must be an object");
             continue;
         };
-        let failure = edges.iter().find(|e| &e.source == id && is_failure(e.forward)).map(|e| e.target.clone());
+        let failure = edges
+            .iter()
+            .find(|e| &e.source == id && is_failure(e.forward))
+            .map(|e| e.target.clone());
         match node_of(id, node, &variables, catalog, &path, report) {
             Some(Mapped::Node(n)) => {
                 kinds.insert(id.clone(), n.kind());
-                nodes.push(n);
+                nodes.push(*n);
             }
             Some(Mapped::Chain(actions)) => {
                 chain_edges(id, &actions, failure.as_deref(), &mut out_edges);
@@ -157,12 +175,23 @@ pub(crate) fn workflow(doc: &Value, catalog: &Catalog, report: &mut Report) -> O
     }
     for e in &edges {
         // The single edge of a dropped start node became `startNodeId`.
-        if !kinds.contains_key(&e.source) && !last_of.contains_key(&e.source) && nodes_in.get(&e.source).is_some_and(is_start) {
+        if !kinds.contains_key(&e.source)
+            && !last_of.contains_key(&e.source)
+            && nodes_in.get(&e.source).is_some_and(is_start)
+        {
             continue;
         }
         let path = format!("edges/{}", e.id);
-        let from = last_of.get(&e.source).cloned().unwrap_or_else(|| e.source.clone());
-        if let Some(condition) = condition(e.forward, kinds.get(&from).copied(), &join(&path, "forwardCondition"), report) {
+        let from = last_of
+            .get(&e.source)
+            .cloned()
+            .unwrap_or_else(|| e.source.clone());
+        if let Some(condition) = condition(
+            e.forward,
+            kinds.get(&from).copied(),
+            &join(&path, "forwardCondition"),
+            report,
+        ) {
             out_edges.push(WorkflowEdge {
                 id: e.id.clone(),
                 from: from.clone(),
@@ -171,8 +200,16 @@ pub(crate) fn workflow(doc: &Value, catalog: &Catalog, report: &mut Report) -> O
             });
         }
         if let Some(back) = e.backward {
-            let back_from = last_of.get(&e.target).cloned().unwrap_or_else(|| e.target.clone());
-            if let Some(condition) = condition(Some(back), kinds.get(&back_from).copied(), &join(&path, "backwardCondition"), report) {
+            let back_from = last_of
+                .get(&e.target)
+                .cloned()
+                .unwrap_or_else(|| e.target.clone());
+            if let Some(condition) = condition(
+                Some(back),
+                kinds.get(&back_from).copied(),
+                &join(&path, "backwardCondition"),
+                report,
+            ) {
                 out_edges.push(WorkflowEdge {
                     id: format!("{}__back", e.id),
                     from: back_from,
@@ -194,7 +231,8 @@ pub(crate) fn workflow(doc: &Value, catalog: &Catalog, report: &mut Report) -> O
         realtime_interface_id: field(map, "realtimeInterfaceId", "", report),
         llm: field(map, "llm", "", report),
         system_prompt: field(map, "systemPrompt", "", report),
-        dynamic_variables: (map.contains_key("variables") || map.contains_key("dynamicVariables")).then_some(variables),
+        dynamic_variables: (map.contains_key("variables") || map.contains_key("dynamicVariables"))
+            .then_some(variables),
         built_in_tools: (!built_in_tools.enabled().is_empty()).then_some(built_in_tools),
         tool_bindings: (!tool_bindings.is_empty()).then_some(tool_bindings),
         limits: field(map, "limits", "", report),
@@ -211,177 +249,34 @@ fn is_start(node: &Value) -> bool {
     node.get("type").and_then(Value::as_str) == Some("start")
 }
 
-fn is_failure(c: Option<&Value>) -> bool {
-    c.is_some_and(|c| {
-        c.get("type").and_then(Value::as_str) == Some("result")
-            && c.get("successful").or_else(|| c.get("success")).and_then(Value::as_bool) == Some(false)
-    })
-}
+/// One entry of a node's `tools`: `(path, toolId, params, resultMapping)`.
+type NodeTool<'a> = (
+    String,
+    String,
+    Option<&'a Map<String, Value>>,
+    Option<&'a Value>,
+);
 
-/// The edges in v4 order: key order, but each source with an `edgeOrder`
-/// has its edges in that order (unlisted ones after, in key order).
-fn v3_edges<'a>(map: &'a Map<String, Value>, nodes: &'a Map<String, Value>, report: &mut Report) -> Vec<V3Edge<'a>> {
-    let mut all = Vec::new();
-    match map.get("edges") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(edges)) => {
-            for (id, e) in edges {
-                let path = format!("edges/{id}");
-                let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
-                let (Some(source), Some(target)) = (text("source"), text("target")) else {
-                    report.problem(path, "invalid_edge", "an edge needs a string `source` and `target`");
-                    continue;
-                };
-                all.push(V3Edge {
-                    id: id.clone(),
-                    source,
-                    target,
-                    forward: e.get("forwardCondition").filter(|v| !v.is_null()),
-                    backward: e.get("backwardCondition").filter(|v| !v.is_null()),
-                });
-            }
-        }
-        Some(_) => report.problem("edges", "invalid_field", "edges must be an object keyed by edge id"),
-    }
-    let mut out: Vec<V3Edge> = Vec::with_capacity(all.len());
-    let mut taken = vec![false; all.len()];
-    for i in 0..all.len() {
-        if taken[i] {
-            continue;
-        }
-        let source = all[i].source.clone();
-        let order: Vec<&str> = nodes
-            .get(&source)
-            .and_then(|n| n.get("edgeOrder"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut group: Vec<usize> = Vec::new();
-        for id in &order {
-            if let Some(j) = (0..all.len()).find(|&j| !taken[j] && all[j].source == source && all[j].id == *id) {
-                taken[j] = true;
-                group.push(j);
-            }
-        }
-        if group.is_empty() {
-            taken[i] = true;
-            group.push(i);
-        } else {
-            for j in 0..all.len() {
-                if !taken[j] && all[j].source == source {
-                    taken[j] = true;
-                    group.push(j);
-                }
-            }
-        }
-        for j in group {
-            let e = &all[j];
-            out.push(V3Edge {
-                id: e.id.clone(),
-                source: e.source.clone(),
-                target: e.target.clone(),
-                forward: e.forward,
-                backward: e.backward,
-            });
-        }
-    }
-    out
-}
-
-/// The edges inside a chain: success leads to the next action, failure to
-/// the node's old failure target (without one, the next action runs anyway).
-fn chain_edges(id: &str, actions: &[ActionNode], failure: Option<&str>, out: &mut Vec<WorkflowEdge>) {
-    for (i, pair) in actions.windows(2).enumerate() {
-        let (a, b) = (&pair[0], &pair[1]);
-        let n = i + 1;
-        match failure {
-            Some(f) => {
-                out.push(WorkflowEdge {
-                    id: format!("{id}__ok{n}"),
-                    from: a.id.clone(),
-                    to: b.id.clone(),
-                    condition: EdgeCondition::Result { success: true },
-                });
-                out.push(WorkflowEdge {
-                    id: format!("{id}__fail{n}"),
-                    from: a.id.clone(),
-                    to: f.to_owned(),
-                    condition: EdgeCondition::Result { success: false },
-                });
-            }
-            None => out.push(WorkflowEdge {
-                id: format!("{id}__next{n}"),
-                from: a.id.clone(),
-                to: b.id.clone(),
-                condition: EdgeCondition::Always,
-            }),
-        }
-    }
-}
-
-fn condition(c: Option<&Value>, from: Option<NodeKind>, path: &str, report: &mut Report) -> Option<EdgeCondition> {
-    let Some(c) = c else {
-        return Some(EdgeCondition::Always);
-    };
-    let kind = c.get("type").and_then(Value::as_str).unwrap_or_default();
-    let mapped = match kind {
-        "unconditional" | "always" => EdgeCondition::Always,
-        "result" => match c.get("successful").or_else(|| c.get("success")).and_then(Value::as_bool) {
-            Some(success) => EdgeCondition::Result { success },
-            None => {
-                report.problem(join(path, "successful"), "invalid_condition", "a result condition needs a boolean `successful`");
-                return None;
-            }
-        },
-        "llm" => match c.get("condition").and_then(Value::as_str) {
-            Some(text) => EdgeCondition::Llm { condition: text.to_owned() },
-            None => {
-                report.problem(join(path, "condition"), "invalid_condition", "an llm condition needs its `condition` text");
-                return None;
-            }
-        },
-        "expression" => {
-            let at = join(path, "expression");
-            let expr = match expression(c.get("expression").unwrap_or(&Value::Null), &at) {
-                Ok(e) => e,
-                Err((p, m)) => {
-                    report.problem(p, "invalid_expression", m);
-                    return None;
-                }
-            };
-            match expr {
-                // A lone llm leaf is an llm edge.
-                Expr::Llm { prompt, .. } => EdgeCondition::Llm { condition: prompt },
-                e if has_llm_leaf(&e) => {
-                    report.problem(at, "llm_leaf_not_allowed", "an llm leaf inside an expression has no v4 form; only a lone llm leaf becomes an llm edge");
-                    return None;
-                }
-                e => EdgeCondition::Expression { expression: e },
-            }
-        }
-        other => {
-            report.problem(join(path, "type"), "invalid_condition", format!("condition type `{other}` is unknown"));
-            return None;
-        }
-    };
-    if matches!(mapped, EdgeCondition::Llm { .. }) && from.is_some_and(|k| k != NodeKind::Agent) {
-        report.problem(path, "llm_condition_not_allowed", "an llm condition may only leave an agent node");
-        return None;
-    }
-    Some(mapped)
-}
-
-/// The `tools` entries of a node: `(path, toolId, params, resultMapping)`.
-fn entries<'a>(node: &'a Map<String, Value>, path: &str, report: &mut Report) -> Vec<(String, String, Option<&'a Map<String, Value>>, Option<&'a Value>)> {
+/// The `tools` entries of a node (and its `toolIds`).
+fn entries<'a>(node: &'a Map<String, Value>, path: &str, report: &mut Report) -> Vec<NodeTool<'a>> {
     let mut out = Vec::new();
     if let Some(items) = node.get("tools").and_then(Value::as_array) {
         for (i, t) in items.iter().enumerate() {
             let at = join(path, format!("tools/{i}"));
             let Some(id) = t.get("toolId").and_then(Value::as_str) else {
-                report.problem(join(&at, "toolId"), "invalid_field", "a node tool needs a string `toolId`");
+                report.problem(
+                    join(&at, "toolId"),
+                    "invalid_field",
+                    "a node tool needs a string `toolId`",
+                );
                 continue;
             };
-            out.push((at, id.to_owned(), t.get("params").and_then(Value::as_object), t.get("resultMapping")));
+            out.push((
+                at,
+                id.to_owned(),
+                t.get("params").and_then(Value::as_object),
+                t.get("resultMapping"),
+            ));
         }
     }
     for (at, id) in tool_refs(node, "toolIds", report) {
@@ -390,61 +285,113 @@ fn entries<'a>(node: &'a Map<String, Value>, path: &str, report: &mut Report) ->
     out
 }
 
-fn node_of(id: &str, node: &Map<String, Value>, vars: &[DynamicVariable], catalog: &Catalog, path: &str, report: &mut Report) -> Option<Mapped> {
+fn node_of(
+    id: &str,
+    node: &Map<String, Value>,
+    vars: &[DynamicVariable],
+    catalog: &Catalog,
+    path: &str,
+    report: &mut Report,
+) -> Option<Mapped> {
     let kind = node.get("type").and_then(Value::as_str).unwrap_or_default();
     match kind {
         "start" => Some(Mapped::Start),
-        "agent" => agent(id, node, vars, catalog, path, report).map(|n| Mapped::Node(WorkflowNode::Agent(n))),
+        "agent" => agent(id, node, vars, catalog, path, report)
+            .map(|n| Mapped::Node(Box::new(WorkflowNode::Agent(n)))),
         "tool" => tool_node(id, node, catalog, path, report),
         "set_variables" => {
             let mut rules = Vec::new();
-            let items = node.get("assignments").and_then(Value::as_array).cloned().unwrap_or_default();
+            let items = node
+                .get("assignments")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for (i, a) in items.iter().enumerate() {
                 let at = join(path, format!("assignments/{i}"));
                 let Some(variable) = a.get("variable").and_then(Value::as_str) else {
-                    report.problem(join(&at, "variable"), "invalid_field", "an assignment needs a `variable`");
+                    report.problem(
+                        join(&at, "variable"),
+                        "invalid_field",
+                        "an assignment needs a `variable`",
+                    );
                     continue;
                 };
                 let ex_at = join(&at, "expression");
                 match expression(a.get("expression").unwrap_or(&Value::Null), &ex_at) {
-                    Ok(e) if has_llm_leaf(&e) => report.problem(ex_at, "llm_leaf_not_allowed", "a deterministic node cannot call the model"),
-                    Ok(expression) => rules.push(UpdateStateRule { variable: variable.to_owned(), expression }),
+                    Ok(e) if has_llm_leaf(&e) => report.problem(
+                        ex_at,
+                        "llm_leaf_not_allowed",
+                        "a deterministic node cannot call the model",
+                    ),
+                    Ok(expression) => rules.push(UpdateStateRule {
+                        variable: variable.to_owned(),
+                        expression,
+                    }),
                     Err((p, m)) => report.problem(p, "invalid_expression", m),
                 }
             }
-            Some(Mapped::Node(WorkflowNode::UpdateState(UpdateStateNode { id: id.to_owned(), position: None, rules })))
+            Some(Mapped::Node(Box::new(WorkflowNode::UpdateState(
+                UpdateStateNode {
+                    id: id.to_owned(),
+                    position: None,
+                    rules,
+                },
+            ))))
         }
-        "end" => Some(Mapped::Node(WorkflowNode::End(EndNode {
+        "end" => Some(Mapped::Node(Box::new(WorkflowNode::End(EndNode {
             id: id.to_owned(),
             position: None,
             message: string_param(node, "message"),
             reason: string_param(node, "reason").unwrap_or_else(|| END_REASON.to_owned()),
-        }))),
+        })))),
         other => {
-            report.problem(join(path, "type"), "unsupported_node_type", format!("node type `{other}` has no v4 form"));
+            report.problem(
+                join(path, "type"),
+                "unsupported_node_type",
+                format!("node type `{other}` has no v4 form"),
+            );
             None
         }
     }
 }
 
-fn agent(id: &str, node: &Map<String, Value>, vars: &[DynamicVariable], catalog: &Catalog, path: &str, report: &mut Report) -> Option<AgentNode> {
+fn agent(
+    id: &str,
+    node: &Map<String, Value>,
+    vars: &[DynamicVariable],
+    catalog: &Catalog,
+    path: &str,
+    report: &mut Report,
+) -> Option<AgentNode> {
     let mut patch = BuiltInToolsPatch::default();
     let mut bindings = Vec::new();
     let mut writable: Option<Vec<String>> = None;
     for (at, tool_id, params, mapping) in entries(node, path, report) {
         match catalog.resolve(&tool_id) {
             Resolved::System(s) => {
-                if let Some(w) = s.built_in(params, vars, &at, report).and_then(|b| b.apply_to_patch(&mut patch)) {
+                if let Some(w) = s
+                    .built_in(params, vars, &at, report)
+                    .and_then(|b| b.apply_to_patch(&mut patch))
+                {
                     let list = writable.get_or_insert_with(Vec::new);
-                    list.extend(w.into_iter().filter(|v| !list.contains(v)).collect::<Vec<_>>());
+                    list.extend(
+                        w.into_iter()
+                            .filter(|v| !list.contains(v))
+                            .collect::<Vec<_>>(),
+                    );
                 }
             }
             Resolved::Tool(t) => {
-                if let Some(b) = binding_for(&tool_id, t, params, mapping, BindingUse::Model, &at, report) {
+                if let Some(b) =
+                    binding_for(&tool_id, t, params, mapping, BindingUse::Model, &at, report)
+                {
                     bindings.push(b);
                 }
             }
-            Resolved::Missing => report.warn(at, format!("tool `{tool_id}` no longer exists; the reference is dropped")),
+            Resolved::Missing => report.warn(
+                at,
+                format!("tool `{tool_id}` no longer exists; the reference is dropped"),
+            ),
         }
     }
     let first_message = string_param(node, "firstMessage");
@@ -452,7 +399,11 @@ fn agent(id: &str, node: &Map<String, Value>, vars: &[DynamicVariable], catalog:
         id: id.to_owned(),
         position: field(node, "position", path, report),
         prompt: string_param(node, "prompt").unwrap_or_default(),
-        entry_behavior: Some(if first_message.is_some() { EntryBehavior::Say } else { EntryBehavior::Respond }),
+        entry_behavior: Some(if first_message.is_some() {
+            EntryBehavior::Say
+        } else {
+            EntryBehavior::Respond
+        }),
         first_message,
         llm: field(node, "llm", path, report),
         independent: field(node, "independent", path, report),
@@ -462,38 +413,64 @@ fn agent(id: &str, node: &Map<String, Value>, vars: &[DynamicVariable], catalog:
     })
 }
 
-fn tool_node(id: &str, node: &Map<String, Value>, catalog: &Catalog, path: &str, report: &mut Report) -> Option<Mapped> {
+fn tool_node(
+    id: &str,
+    node: &Map<String, Value>,
+    catalog: &Catalog,
+    path: &str,
+    report: &mut Report,
+) -> Option<Mapped> {
     let list = entries(node, path, report);
     if list.is_empty() {
-        report.problem(join(path, "tools"), "empty_tool_node", "a tool node needs at least one tool");
+        report.problem(
+            join(path, "tools"),
+            "empty_tool_node",
+            "a tool node needs at least one tool",
+        );
         return None;
     }
-    let system: Vec<_> = list.iter().filter_map(|(at, tid, params, _)| match catalog.resolve(tid) {
-        Resolved::System(s) => Some((at.clone(), s, *params)),
-        _ => None,
-    }).collect();
+    let system: Vec<_> = list
+        .iter()
+        .filter_map(|(at, tid, params, _)| match catalog.resolve(tid) {
+            Resolved::System(s) => Some((at.clone(), s, *params)),
+            _ => None,
+        })
+        .collect();
     if let Some((at, s, params)) = system.first() {
         if list.len() > 1 {
-            report.problem(join(path, "tools"), "mixed_tool_node", "a tool node holding a system tool must hold only that tool");
+            report.problem(
+                join(path, "tools"),
+                "mixed_tool_node",
+                "a tool node holding a system tool must hold only that tool",
+            );
             return None;
         }
         let merged = s.merged(*params);
         return match s.kind {
-            SystemKind::EndCall => Some(Mapped::Node(WorkflowNode::End(EndNode {
+            SystemKind::EndCall => Some(Mapped::Node(Box::new(WorkflowNode::End(EndNode {
                 id: id.to_owned(),
                 position: None,
                 message: string_param(&merged, "customMessage").filter(|m| !m.is_empty()),
                 reason: END_REASON.to_owned(),
-            }))),
-            SystemKind::TransferToHuman => Some(Mapped::Node(WorkflowNode::Transfer(TransferNode {
-                id: id.to_owned(),
-                position: None,
-                target: TransferTarget::Human,
-                message: string_param(&merged, "message"),
-                reason: None,
-            }))),
+            })))),
+            SystemKind::TransferToHuman => Some(Mapped::Node(Box::new(WorkflowNode::Transfer(
+                TransferNode {
+                    id: id.to_owned(),
+                    position: None,
+                    target: TransferTarget::Human,
+                    message: string_param(&merged, "message"),
+                    reason: None,
+                },
+            )))),
             SystemKind::SkipTurn | SystemKind::UpdateState => {
-                report.problem(at.clone(), "unmappable_system_tool", format!("`{}` only exists in a conversation, not as a deterministic node", s.name));
+                report.problem(
+                    at.clone(),
+                    "unmappable_system_tool",
+                    format!(
+                        "`{}` only exists in a conversation, not as a deterministic node",
+                        s.name
+                    ),
+                );
                 None
             }
         };
@@ -502,12 +479,32 @@ fn tool_node(id: &str, node: &Map<String, Value>, catalog: &Catalog, path: &str,
     for (i, (at, tool_id, params, mapping)) in list.iter().enumerate() {
         match catalog.resolve(tool_id) {
             Resolved::Tool(t) => {
-                if let Some(binding) = binding_for(tool_id, t, *params, *mapping, BindingUse::Action, at, report) {
-                    let action_id = if i == 0 { id.to_owned() } else { format!("{id}__{}", i + 1) };
-                    actions.push(ActionNode { id: action_id, position: None, binding });
+                if let Some(binding) = binding_for(
+                    tool_id,
+                    t,
+                    *params,
+                    *mapping,
+                    BindingUse::Action,
+                    at,
+                    report,
+                ) {
+                    let action_id = if i == 0 {
+                        id.to_owned()
+                    } else {
+                        format!("{id}__{}", i + 1)
+                    };
+                    actions.push(ActionNode {
+                        id: action_id,
+                        position: None,
+                        binding,
+                    });
                 }
             }
-            _ => report.problem(join(at, "toolId"), "tool_not_found", format!("tool `{tool_id}` does not exist")),
+            _ => report.problem(
+                join(at, "toolId"),
+                "tool_not_found",
+                format!("tool `{tool_id}` does not exist"),
+            ),
         }
     }
     (actions.len() == list.len()).then_some(Mapped::Chain(actions))
