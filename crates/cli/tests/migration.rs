@@ -361,6 +361,19 @@ async fn unmappable(engine: Engine) -> anyhow::Result<()> {
         return Ok(());
     };
     let ws = workspace(&env).await?;
+    // Refused imports: an unknown workspace, a file that is not a v3 export.
+    let file = env.file("export.json");
+    std::fs::write(&file, EXPORT)?;
+    let run = env
+        .cli(&["import-v3", path_arg(&file), "--workspace", "ws_missing"])
+        .await?;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    std::fs::write(&file, r#"{"formatVersion":4,"tools":[]}"#)?;
+    let run = env
+        .cli(&["import-v3", path_arg(&file), "--workspace", &ws])
+        .await?;
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(env.cli(&["migrate"]).await?.code, 0, "nothing was imported");
     import(&env, &ws, |e| {
         if let Some(params) =
             e["workflows"][0]["nodes"]["lookup_order"]["tools"][0]["params"].as_object_mut()
