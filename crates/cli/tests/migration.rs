@@ -322,8 +322,8 @@ async fn scenario(engine: Engine) -> anyhow::Result<()> {
     );
 
     // Rollback: the v3 state comes back, and serve refuses it again.
-    let v3_path = env.file("v3.backup");
-    let restored = env.ok(&["restore", path_arg(&v3_path)]).await?;
+    assert_eq!(b1, v3);
+    let restored = env.ok(&["restore", path_arg(&b1_path)]).await?;
     assert!(restored.stdout.contains("restored"), "{}", restored.stdout);
     assert_eq!(env.backup("after_restore.backup").await?, v3);
     env.assert_serve_refuses().await?;
