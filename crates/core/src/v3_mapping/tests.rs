@@ -378,3 +378,20 @@ fn the_migrated_example_passes_the_v4_rules() {
     )
     .expect("valid assistant");
 }
+
+#[test]
+fn a_stage_tool_becomes_a_stage_binding_with_model_defaults() {
+    let m = run(&mini(
+        json!({"start": {"type": "start"}, "a": {"type": "agent", "prompt": "p",
+            "tools": [{"toolId": "tool_query_order", "params": {"tenant": "{{s}}"}, "resultMapping": {"s": "status"}}]}}),
+        json!({"e0": {"source": "start", "target": "a"}}),
+    ));
+    let w = workflow_json(&m);
+    assert_eq!(
+        w["nodes"][0]["toolBindings"],
+        json!([{"toolId": "tool_query_order",
+            "argumentBindings": {"order_id": {"source": "model"}, "tenant": {"source": "variable", "variableName": "s"}},
+            "resultAssignments": {"s": "status"}}])
+    );
+    assert!(w["nodes"][0].get("builtInTools").is_none());
+}
