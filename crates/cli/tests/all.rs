@@ -30,3 +30,4 @@ mod subagents;
 mod tools;
 mod web;
 mod workflow_sessions;
+mod workflows;

@@ -48,6 +48,7 @@ fn body_for(method: &Method, path: &str) -> Option<Value> {
             json!({"name": "b", "transport": {"type": "streamableHttp", "url": "https://mcp.example.com/mcp"}})
         }
         ("PUT", p) if p.starts_with("/v1/secrets/") => json!({"value": "b-value-0123456789"}),
+        ("PUT", p) if p.starts_with("/v1/workflows/") => b_workflow(),
         ("PUT", _) => json!({"name": "b"}),
         ("POST", p) if p.ends_with("/messages") => json!({"text": "hello from B"}),
         ("POST", p) if p.ends_with("/end") => json!({"reason": "B was here"}),
@@ -56,6 +57,12 @@ fn body_for(method: &Method, path: &str) -> Option<Value> {
         _ => json!({}),
     };
     Some(body)
+}
+
+/// A workflow any workspace may save: one agent stage.
+fn b_workflow() -> Value {
+    json!({"specVersion": 4, "name": "b", "startNodeId": "talk",
+        "nodes": [{"id": "talk", "type": "agent", "prompt": "Talk"}]})
 }
 
 /// The operations of the document: `(path, method)`.
@@ -264,6 +271,38 @@ fn collection_writes(fx: &Fixture, method: &Method, template: &str) -> Option<Ve
             ),
             (json!({"id": first("assistants"), "name": "b"}), 201),
         ],
+        ("POST", "/v1/workflows") => {
+            let with = |pointer: &str, value: Value| {
+                let mut w = b_workflow();
+                if let Some(slot) = w.pointer_mut(pointer) {
+                    *slot = value;
+                }
+                w
+            };
+            let mut realtime = b_workflow();
+            realtime["runMode"] = json!("realtime");
+            realtime["realtimeInterfaceId"] = json!(first("realtime-interfaces"));
+            let mut own_id = b_workflow();
+            own_id["id"] = json!(first("workflows"));
+            vec![
+                (
+                    with(
+                        "/nodes/0",
+                        json!({"id": "talk", "type": "agent", "prompt": "Talk", "toolBindings": [{"toolId": first("tools")}]}),
+                    ),
+                    400,
+                ),
+                (
+                    with(
+                        "/nodes/0",
+                        json!({"id": "talk", "type": "transfer", "target": {"type": "assistant", "assistantId": first("assistants")}}),
+                    ),
+                    400,
+                ),
+                (realtime, 400),
+                (own_id, 201),
+            ]
+        }
         ("POST", "/v1/sessions") => vec![(json!({"assistantId": first("assistants")}), 422)],
         // Forgets B's memories of that user id (B has none); A's stay.
         ("DELETE", "/v1/memories") => vec![(Value::Null, 0)],

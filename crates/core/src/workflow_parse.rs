@@ -25,10 +25,12 @@ pub const MIGRATION_HINT: &str = "earlier formats are brought to version 4 with 
 /// document must have the v4 shape exactly.
 pub fn parse_workflow(value: &Value) -> Rule<Workflow> {
     check_spec_version(value)?;
-    serde_path_to_error::deserialize::<_, Workflow>(value).map_err(|e| {
+    let w = serde_path_to_error::deserialize::<_, Workflow>(value).map_err(|e| {
         let (path, message) = refine(value, e.path().to_string(), e.inner().to_string());
         shape_error(value, path, &message)
-    })
+    })?;
+    check_bare_variants(value)?;
+    Ok(w)
 }
 
 /// `specVersion` is the number 4 (not missing, not `3`, not `"4"`).
@@ -48,6 +50,69 @@ pub fn check_spec_version(value: &Value) -> Rule {
             "only `specVersion: {WORKFLOW_SPEC_VERSION}` is accepted, the document has {got}; {MIGRATION_HINT}"
         ),
     ))
+}
+
+/// serde reads a variant without fields (`{"type": "human"}`,
+/// `{"type": "always"}`, `{"source": "model"}`) from an object with any
+/// other keys too; the v4 shape has none.
+fn check_bare_variants(value: &Value) -> Rule {
+    // (path, object, its tag key)
+    let mut bare: Vec<(String, &Value, &str)> = Vec::new();
+    let mut bindings = vec![];
+    for (j, b) in items(value, "toolBindings").enumerate() {
+        bindings.push((format!("toolBindings[{j}]"), b));
+    }
+    for (i, node) in items(value, "nodes").enumerate() {
+        if let Some(target) = node.get("target") {
+            bare.push((format!("nodes[{i}].target"), target, "type"));
+        }
+        if let Some(b) = node.get("binding") {
+            bindings.push((format!("nodes[{i}].binding"), b));
+        }
+        for (j, b) in items(node, "toolBindings").enumerate() {
+            bindings.push((format!("nodes[{i}].toolBindings[{j}]"), b));
+        }
+    }
+    for (at, b) in bindings {
+        for group in ["argumentBindings", "templateBindings"] {
+            for (arg, source) in b
+                .get(group)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                bare.push((format!("{at}.{group}.{arg}"), source, "source"));
+            }
+        }
+    }
+    for (i, edge) in items(value, "edges").enumerate() {
+        if let Some(c) = edge.get("condition") {
+            bare.push((format!("edges[{i}].condition"), c, "type"));
+        }
+    }
+    for (at, v, tag) in bare {
+        let Some(map) = v.as_object() else { continue };
+        let kind = map.get(tag).and_then(Value::as_str).unwrap_or_default();
+        if !matches!(kind, "human" | "always" | "model") {
+            continue;
+        }
+        if let Some(extra) = map.keys().find(|k| *k != tag) {
+            let field = format!("{at}.{extra}");
+            return Err(ValidationError::new(
+                "unknown_field",
+                field.clone(),
+                format!(
+                    "`{field}` is not a field of a version 4 workflow (`{tag}: {kind}` has no other fields)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The items of the array at `key` of `v` (none when it is not one).
+fn items<'v>(v: &'v Value, key: &str) -> impl Iterator<Item = &'v Value> {
+    v.get(key).and_then(Value::as_array).into_iter().flatten()
 }
 
 /// A node's error found inside the node: serde's path stops at `nodes[i]`.

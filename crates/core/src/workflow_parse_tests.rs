@@ -71,6 +71,21 @@ fn unknown_fields_are_named_by_their_path() {
         ),
         ("/edges/1/source", json!("greet"), "edges[1].source"),
         ("/limits", json!({"maxTurns": 3}), "limits.maxTurns"),
+        (
+            "/nodes/4/target/queue",
+            json!("vip"),
+            "nodes[4].target.queue",
+        ),
+        (
+            "/edges/5/condition/expression",
+            json!(true),
+            "edges[5].condition.expression",
+        ),
+        (
+            "/nodes/0/toolBindings",
+            json!([{"toolId": "t", "argumentBindings": {"q": {"source": "model", "value": 1}}}]),
+            "nodes[0].toolBindings[0].argumentBindings.q.value",
+        ),
     ];
     for (pointer, value, field) in cases {
         let v = put(example(), pointer, value);

@@ -150,6 +150,7 @@ mod tests {
         use utoipa::ToSchema;
         let names = [
             rtc_protocol::Assistant::name(),
+            rtc_protocol::Workflow::name(),
             rtc_protocol::Tool::name(),
             rtc_protocol::McpServer::name(),
             rtc_protocol::RealtimeInterface::name(),
@@ -218,6 +219,18 @@ mod tests {
         )
         .unwrap_or_default();
         assert_eq!(field, "toolBindings[0].toolId");
+    }
+
+    #[test]
+    fn the_design_workflow_has_the_documented_shape() {
+        let example: Value = serde_json::from_str(include_str!(
+            "../../cli/tests/fixtures/workflows/order_support_v4.json"
+        ))
+        .unwrap_or_default();
+        assert_eq!(shape_problem("Workflow", &example), None);
+        let mut disabled = example.clone();
+        disabled["nodes"][0]["builtInTools"]["endConversation"] = Value::Null;
+        assert_eq!(shape_problem("Workflow", &disabled), None, "null disables");
     }
 
     #[test]

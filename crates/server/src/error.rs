@@ -70,6 +70,12 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, message).with_field(field)
     }
 
+    /// A refused document answered 400 rather than 422: workflows answer
+    /// every failure of their document so (design §4).
+    pub fn bad_request(e: ValidationError) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, e.code, e.message).with_field(e.field)
+    }
+
     /// A server fault: logged in full, reported without details.
     pub fn internal(context: &str, err: &dyn std::fmt::Display) -> Self {
         tracing::error!(%err, "{context}");

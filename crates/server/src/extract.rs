@@ -20,24 +20,46 @@ impl<T: DeserializeOwned + ToSchema, S: Send + Sync> FromRequest<S> for ApiJson<
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let headers = req.headers().clone();
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the request body is larger than the server accepts",
-                )
-            } else {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_body",
-                    "the request body could not be read",
-                )
-            }
-        })?;
+        let (headers, bytes) = read_body(req, state).await?;
         parse_json(&headers, &bytes).map(ApiJson)
     }
+}
+
+/// A JSON object body with the checks of [`ApiJson`] before the shape
+/// (content type, size, syntax, an object, no NUL), for handlers that look
+/// at the raw document before reading it into its type.
+pub struct RawJson(pub serde_json::Value);
+
+impl<S: Send + Sync> FromRequest<S> for RawJson {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let (headers, bytes) = read_body(req, state).await?;
+        read_json_object(&headers, &bytes).map(RawJson)
+    }
+}
+
+async fn read_body<S: Send + Sync>(
+    req: Request,
+    state: &S,
+) -> Result<(HeaderMap, Bytes), ApiError> {
+    let headers = req.headers().clone();
+    let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                "the request body is larger than the server accepts",
+            )
+        } else {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_body",
+                "the request body could not be read",
+            )
+        }
+    })?;
+    Ok((headers, bytes))
 }
 
 /// A path parameter, rejected with a JSON 400 when it cannot be decoded.
@@ -119,6 +141,12 @@ pub fn parse_json<T: DeserializeOwned + ToSchema>(
     headers: &HeaderMap,
     bytes: &[u8],
 ) -> Result<T, ApiError> {
+    read_json_object(headers, bytes).and_then(parse_value)
+}
+
+/// The body as a JSON object: the content type says JSON, the bytes are
+/// JSON, it is an object, and no string in it holds a NUL.
+pub fn read_json_object(headers: &HeaderMap, bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
     let content_type = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -153,7 +181,16 @@ pub fn parse_json<T: DeserializeOwned + ToSchema>(
     if let Some(field) = rtc_core::text::nul_field(&value) {
         return Err(nul_error(field));
     }
-    let shape = crate::body_schema::shape_problem(&T::name(), &value);
+    Ok(value)
+}
+
+/// Read a JSON object read by [`read_json_object`] into `T`: serde names
+/// the first bad field, and the shape must be the schema's
+/// ([`crate::body_schema`]).
+pub fn parse_value<T: DeserializeOwned + ToSchema>(
+    value: serde_json::Value,
+) -> Result<T, ApiError> {
+    let shape = shape_error(&T::name(), &value);
     let parsed = serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.inner().to_string();
         let mut field = e.path().to_string();
@@ -180,16 +217,21 @@ pub fn parse_json<T: DeserializeOwned + ToSchema>(
     // serde's message is the clearer one; the schema catches what serde
     // lets through.
     match shape {
-        Some((field, problem)) => {
-            let message = if field.is_empty() {
-                problem
-            } else {
-                format!("`{field}`: {problem}")
-            };
-            Err(invalid_field(field, message))
-        }
+        Some(e) => Err(e),
         None => Ok(parsed),
     }
+}
+
+/// The first way `value` does not have the shape of the named body schema,
+/// as a 422 `invalid_field` naming the field.
+pub fn shape_error(schema_name: &str, value: &serde_json::Value) -> Option<ApiError> {
+    let (field, problem) = crate::body_schema::shape_problem(schema_name, value)?;
+    let message = if field.is_empty() {
+        problem
+    } else {
+        format!("`{field}`: {problem}")
+    };
+    Some(invalid_field(field, message))
 }
 
 /// A WebSocket frame's text holding a NUL character: the error to answer

@@ -68,6 +68,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::tools::router())
         .merge(routes::realtime::router())
         .merge(routes::assistants::router())
+        .merge(routes::workflows::router())
         .merge(routes::sessions::router())
         .merge(routes::interaction::router())
         .merge(routes::memories::router())

@@ -138,6 +138,15 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         .create("/v1/assistants", json!({"name": "A-only assistant", "systemPrompt": "a-only-prompt-marker",
             "toolBindings": [{"toolId": id(&http)}, {"toolId": id(&mcp_tool), "argumentBindings": {"mode": {"source": "model"}}}, {"toolId": id(&client)}]}))
         .await?;
+    let workflow = a
+        .create("/v1/workflows", json!({"specVersion": 4, "name": "A-only workflow", "startNodeId": "greet",
+            "systemPrompt": "a-only-workflow-marker",
+            "nodes": [{"id": "greet", "type": "agent", "prompt": "Hello"},
+                {"id": "lookup", "type": "action", "binding": {"toolId": id(&http)}},
+                {"id": "handover", "type": "transfer", "target": {"type": "assistant", "assistantId": id(&asst)}}],
+            "edges": [{"id": "go", "from": "greet", "to": "lookup", "condition": {"type": "llm", "condition": "The user wants it"}},
+                {"id": "next", "from": "lookup", "to": "handover", "condition": {"type": "always"}}]}))
+        .await?;
     let user = format!("a-only-user-{}", ws_a);
     let s1 = a
         .create(
@@ -203,6 +212,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         ),
         ("realtime-interfaces".to_owned(), vec![id(&iface)]),
         ("assistants".to_owned(), vec![id(&asst)]),
+        ("workflows".to_owned(), vec![id(&workflow)]),
         ("sessions".to_owned(), vec![sid1, sid2]),
         ("goals".to_owned(), vec![goal]),
         ("memories".to_owned(), vec![memory]),
@@ -216,6 +226,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "aOnlyFn",
         "a-only-iface",
         "a-only-prompt-marker",
+        "a-only-workflow-marker",
         "a-only todo marker",
         "a-only memory marker",
         "a-only goal marker",

@@ -213,6 +213,7 @@ fn path_param(path: &str, name: &str) -> Parameter {
         "tools" => "tool",
         "realtime-interfaces" => "realtime interface",
         "assistants" => "assistant",
+        "workflows" => "workflow",
         "sessions" => "session",
         "memories" => "memory",
         "goals" => "goal",
@@ -329,6 +330,67 @@ pub fn describe_event_streams(doc: &mut serde_json::Value) {
                     },
                 }),
             );
+        }
+    }
+}
+
+/// A variant of an internally tagged enum whose fields are a struct of
+/// their own (`WorkflowNode::Agent(AgentNode)`) is documented as
+/// `allOf [AgentNode, {type}]`; a struct that denies unknown fields
+/// (`additionalProperties: false`) would then refuse its own tag, so no
+/// value could match. The tag is admitted among the struct's properties
+/// (the `allOf` keeps requiring it).
+pub fn admit_variant_tags(doc: &mut serde_json::Value) {
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(|s| s.as_object_mut())
+    else {
+        return;
+    };
+    let mut tags: Vec<(String, String, serde_json::Value)> = Vec::new();
+    for schema in schemas.values() {
+        for variant in schema["oneOf"].as_array().into_iter().flatten() {
+            let Some([first, second]) = variant["allOf"].as_array().map(Vec::as_slice) else {
+                continue;
+            };
+            let (Some(target), Some(props)) = (
+                first["$ref"].as_str().and_then(|r| r.rsplit('/').next()),
+                second["properties"].as_object(),
+            ) else {
+                continue;
+            };
+            for (tag, tag_schema) in props {
+                tags.push((target.to_owned(), tag.clone(), tag_schema.clone()));
+            }
+        }
+    }
+    for (target, tag, tag_schema) in tags {
+        let Some(schema) = schemas.get_mut(&target) else {
+            continue;
+        };
+        if schema["additionalProperties"] != serde_json::Value::Bool(false) {
+            continue;
+        }
+        let Some(props) = schema["properties"].as_object_mut() else {
+            continue;
+        };
+        match props.get_mut(&tag) {
+            // One struct in several variants: each variant's tag value.
+            Some(existing) => {
+                if let (Some(values), Some(more)) = (
+                    existing.get_mut("enum").and_then(|e| e.as_array_mut()),
+                    tag_schema["enum"].as_array(),
+                ) {
+                    for v in more {
+                        if !values.contains(v) {
+                            values.push(v.clone());
+                        }
+                    }
+                }
+            }
+            None => {
+                props.insert(tag, tag_schema);
+            }
         }
     }
 }

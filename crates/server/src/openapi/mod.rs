@@ -10,7 +10,7 @@ use contract::Contract;
 
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
-    tools, workspaces,
+    tools, workflows, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -26,6 +26,7 @@ use crate::routes::{
         realtime::create, realtime::list, realtime::read, realtime::replace, realtime::remove,
         assistants::create, assistants::list, assistants::read, assistants::replace, assistants::remove,
         assistants::report, assistants::cleanup,
+        workflows::create, workflows::list, workflows::read, workflows::replace, workflows::remove,
         sessions::create, sessions::list, sessions::read, sessions::messages, sessions::send, sessions::state, sessions::end,
         sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
         interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,
@@ -43,6 +44,7 @@ pub fn api_json() -> &'static serde_json::Value {
     static DOC: std::sync::LazyLock<serde_json::Value> = std::sync::LazyLock::new(|| {
         let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_default();
         contract::describe_event_streams(&mut doc);
+        contract::admit_variant_tags(&mut doc);
         doc
     });
     &DOC

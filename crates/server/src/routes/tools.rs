@@ -5,17 +5,35 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::tool_rules::{ToolContext, validate_tool};
-use rtc_protocol::{Assistant, ErrorResponse, ListResponse, Tool, ToolKind};
+use rtc_protocol::{Assistant, ErrorResponse, ListResponse, Tool, ToolKind, Workflow};
 use rtc_store::ResourceKind;
+use serde_json::Value;
 
-use super::{assistants, chosen_id, delete_doc, mcp_servers, replace_doc};
-use crate::extract::{ApiJson, ApiPath, Scope};
+use super::{assistants, chosen_id, delete_doc, mcp_servers, replace_doc, workflows};
+use crate::extract::{ApiPath, RawJson, Scope, parse_value};
 use crate::{ApiError, ApiResult, AppState};
+
+/// The 400 of tool writes.
+const SYSTEM_TOOLS: &str = "`system_tools_are_builtin` naming `type` (`type: \"system\"`: built-in tools are configured in `builtInTools`); or a malformed request: `invalid_json`, `invalid_body`, `invalid_path`, `workspace_required`.";
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/tools", post(create).get(list))
         .route("/v1/tools/{id}", get(read).put(replace).delete(remove))
+}
+
+/// A tool body: `type: "system"` (the earlier format's built-ins) is
+/// refused before the shape, with a pointer to `builtInTools`.
+fn read_tool(body: Value) -> ApiResult<Tool> {
+    if body.get("type").and_then(Value::as_str) == Some("system") {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "system_tools_are_builtin",
+            "there are no `system` tools: the built-in tools (endConversation, updateState, skipTurn, requestHumanHandoff) are configured in `builtInTools` of an assistant, a workflow or a workflow stage",
+        )
+        .with_field("type"));
+    }
+    parse_value(body)
 }
 
 /// Validate a tool against the workspace; an `mcp` tool's schema is
@@ -64,12 +82,13 @@ async fn check(s: &AppState, workspace: &str, tool: Tool) -> ApiResult<Tool> {
 
 /// Create a tool resource.
 #[utoipa::path(post, operation_id = "createTool", path = "/v1/tools", tag = "tools", request_body = Tool, security(("bearer" = [])),
-    responses((status = 201, body = Tool), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
+    responses((status = 201, body = Tool), (status = 400, body = ErrorResponse, description = SYSTEM_TOOLS), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn create(
     scope: Scope,
     State(s): State<AppState>,
-    ApiJson(tool): ApiJson<Tool>,
+    RawJson(body): RawJson,
 ) -> ApiResult<(StatusCode, Json<Tool>)> {
+    let tool = read_tool(body)?;
     let id = chosen_id(tool.id.clone())?;
     let tool = check(&s, &scope.workspace, tool).await?;
     Ok((
@@ -97,16 +116,17 @@ pub async fn read(
         .map(Json)
 }
 
-/// Replace a tool. Refused (409) when an assistant's bindings would no
-/// longer be valid with the new definition.
+/// Replace a tool. Refused (409) when an assistant's or a workflow's
+/// bindings would no longer be valid with the new definition.
 #[utoipa::path(put, operation_id = "replaceTool", path = "/v1/tools/{id}", tag = "tools", request_body = Tool, security(("bearer" = [])),
-    responses((status = 200, body = Tool), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
+    responses((status = 200, body = Tool), (status = 400, body = ErrorResponse, description = SYSTEM_TOOLS), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn replace(
     scope: Scope,
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
-    ApiJson(tool): ApiJson<Tool>,
+    RawJson(body): RawJson,
 ) -> ApiResult<Json<Tool>> {
+    let tool = read_tool(body)?;
     if s.store.get::<Tool>(&scope.workspace, &id).await?.is_none() {
         return Err(ApiError::not_found("tool", &id));
     }
@@ -117,14 +137,28 @@ pub async fn replace(
         .referrers(&scope.workspace, ResourceKind::Tool, &id)
         .await?
     {
-        let Some(assistant) = s.store.get::<Assistant>(&scope.workspace, &r.id).await? else {
-            continue;
+        let (what, code, check) = match r.kind {
+            ResourceKind::Assistant => {
+                let Some(a) = s.store.get::<Assistant>(&scope.workspace, &r.id).await? else {
+                    continue;
+                };
+                let check = assistants::validate(&s, &scope.workspace, &a, Some(&tool)).await;
+                ("assistant", "breaks_assistant", check)
+            }
+            ResourceKind::Workflow => {
+                let Some(w) = s.store.get::<Workflow>(&scope.workspace, &r.id).await? else {
+                    continue;
+                };
+                let check = workflows::validate(&s, &scope.workspace, &w, Some(&tool)).await;
+                ("workflow", "breaks_workflow", check)
+            }
+            _ => continue,
         };
-        if let Err(e) = assistants::validate(&s, &scope.workspace, &assistant, Some(&tool)).await {
+        if let Err(e) = check {
             return Err(ApiError::conflict(
-                "breaks_assistant",
+                code,
                 format!(
-                    "this change would make assistant `{}` invalid at `{}`: {}",
+                    "this change would make {what} `{}` invalid at `{}`: {}",
                     r.id,
                     e.field.as_deref().unwrap_or(""),
                     e.message
@@ -135,7 +169,7 @@ pub async fn replace(
     replace_doc(&s, &scope.workspace, &id, tool).await
 }
 
-/// Delete a tool no assistant uses.
+/// Delete a tool no assistant or workflow uses.
 #[utoipa::path(delete, operation_id = "deleteTool", path = "/v1/tools/{id}", tag = "tools", security(("bearer" = [])),
     responses((status = 204), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse)))]
 pub async fn remove(
