@@ -176,13 +176,11 @@ fn comparable(mut v: Value) -> Value {
 /// What the API shows of the migrated workspace.
 async fn migrated_view(server: &ServerProcess, ws: &str) -> anyhow::Result<(Value, Value, Value)> {
     let api = admin(server, Some(ws));
-    let workflow = api.get(&format!("/v1/workflows/{WORKFLOW_ID}")).await?;
-    // TEMP until /v1/workflows is on main
-    let workflow = if workflow.status.as_u16() == 404 {
-        Value::Null
-    } else {
-        workflow.assert_status(200).clone()
-    };
+    let workflow = api
+        .get(&format!("/v1/workflows/{WORKFLOW_ID}"))
+        .await?
+        .assert_status(200)
+        .clone();
     let assistant = api
         .get("/v1/assistants/asst_orders")
         .await?
@@ -214,12 +212,10 @@ fn stored(backup: &[u8], kind: &str, id: &str) -> anyhow::Result<Value> {
 }
 
 fn assert_migrated(workflow: &Value, assistant: &Value, tools: &Value) -> anyhow::Result<()> {
-    if !workflow.is_null() {
-        assert_eq!(
-            comparable(workflow.clone()),
-            comparable(serde_json::from_str(V4)?)
-        );
-    }
+    assert_eq!(
+        comparable(workflow.clone()),
+        comparable(serde_json::from_str(V4)?)
+    );
     let built_ins = &assistant["builtInTools"];
     for name in ["endConversation", "updateState", "requestHumanHandoff"] {
         assert!(built_ins[name].is_object(), "{name}: {assistant}");
@@ -301,10 +297,7 @@ async fn scenario(engine: Engine) -> anyhow::Result<()> {
             json!({"name": "x", "type": "system", "description": "d"}),
         )
         .await?;
-    // TEMP until system_tools_are_builtin is on main
-    if system.status.as_u16() == 400 {
-        system.assert_error(400, "system_tools_are_builtin", None);
-    }
+    system.assert_error(400, "system_tools_are_builtin", None);
     server.terminate(Duration::from_secs(20)).await?;
 
     let before = env.backup("before_rerun.backup").await?;
