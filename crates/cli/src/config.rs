@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::web_config::{WebFetchFile, WebSearchFile, WebSettings};
 
 /// Flags (each also read from its environment variable).
-#[derive(Debug, Default, Args)]
+#[derive(Debug, Default, Clone, Args)]
 pub struct Overrides {
     /// Listen address.
     #[arg(long, env = "RTC_LISTEN")]

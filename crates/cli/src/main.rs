@@ -1,17 +1,22 @@
-//! The `rtc-agent` binary: configuration, logging, and the `serve` and
-//! `migrate` commands.
+//! The `rtc-agent` binary: configuration, logging, and its commands:
+//! `serve`, `migrate` (schema migrations, then the Tool Resource v4
+//! migration when v3 data is pending), `backup`, `restore`, `import-v3`
+//! and `chat`.
 
 mod chat;
 mod config;
+mod data;
 mod http;
+mod migrate;
 mod serve;
 mod web_config;
 
-use std::io::Write;
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 use crate::config::{Overrides, Settings};
+use crate::data::Exit;
 
 #[derive(Parser)]
 #[command(
@@ -29,26 +34,54 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the server (migrations are applied first).
+    /// Run the server (migrations are applied first; refuses to start
+    /// while v3 data waits for `migrate`).
     Serve(Overrides),
-    /// Apply database migrations and exit.
-    Migrate(Overrides),
+    /// Apply the schema migrations; then, when v3 data is pending, run the
+    /// Tool Resource v4 migration (needs --backup or --create-backup).
+    /// Exit 0 done, 1 failed (nothing changed), 2 refused.
+    Migrate(migrate::MigrateArgs),
+    /// Write the whole database to one file (exit 0 / 1).
+    Backup(data::BackupArgs),
+    /// Replace the whole database with a backup (exit 0, 1 failed, 2 refused).
+    Restore(data::RestoreArgs),
+    /// Store a v3 export as pending legacy documents of a workspace.
+    #[command(name = "import-v3")]
+    ImportV3(data::ImportArgs),
     /// Talk to an assistant in the terminal through a running server.
     Chat(chat::ChatArgs),
 }
 
-fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    let (overrides, serve) = match cli.command {
-        Command::Serve(o) => (o, true),
-        Command::Migrate(o) => (o, false),
-        Command::Chat(args) => {
-            rtc_tools::init_tls();
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            return runtime.block_on(chat::run(args));
+fn main() -> ExitCode {
+    match run() {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            ExitCode::FAILURE
         }
+    }
+}
+
+fn run() -> anyhow::Result<Exit> {
+    let cli = Cli::parse();
+    let overrides = match &cli.command {
+        Command::Chat(_) => None,
+        Command::Serve(o) => Some(o.clone()),
+        Command::Migrate(a) => Some(a.db.clone()),
+        Command::Backup(a) => Some(a.db.clone()),
+        Command::Restore(a) => Some(a.db.clone()),
+        Command::ImportV3(a) => Some(a.db.clone()),
+    };
+    let Some(overrides) = overrides else {
+        let Command::Chat(args) = cli.command else {
+            return Ok(Exit::Failed);
+        };
+        rtc_tools::init_tls();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        runtime.block_on(chat::run(args))?;
+        return Ok(Exit::Ok);
     };
     let settings = Settings::load(cli.config.as_deref(), overrides)?;
     config::init_tracing(&settings);
@@ -57,17 +90,19 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        if serve {
-            serve::run(settings).await
-        } else {
-            let store = serve::open_store(&settings).await?;
-            store.close().await;
-            writeln!(
-                std::io::stdout(),
-                "migrations applied to {}",
-                rtc_store::redact_url(&settings.database_url)
-            )?;
-            Ok(())
+        if let Command::Serve(_) = cli.command {
+            serve::run(settings).await?;
+            return Ok(Exit::Ok);
         }
+        let store = serve::open_store(&settings).await?;
+        let exit = match &cli.command {
+            Command::Migrate(a) => migrate::run(&settings, &store, a).await,
+            Command::Backup(a) => data::backup(&settings, &store, a).await,
+            Command::Restore(a) => data::restore(&store, a).await,
+            Command::ImportV3(a) => data::import_v3(&store, a).await,
+            Command::Serve(_) | Command::Chat(_) => Ok(Exit::Failed),
+        };
+        store.close().await;
+        exit
     })
 }

@@ -62,6 +62,13 @@ async fn admin_auth(settings: &Settings, store: &Store) -> anyhow::Result<AdminA
 
 pub async fn run(settings: Settings) -> anyhow::Result<()> {
     let store = open_store(&settings).await?;
+    let pending = store.pending_legacy().await?;
+    if pending > 0 {
+        store.close().await;
+        anyhow::bail!(
+            "the database holds {pending} v3 documents waiting for the Tool Resource v4 migration; serving them is refused: stop here, run `rtc-agent migrate --backup PATH` (a backup taken with `rtc-agent backup --out PATH`) or `rtc-agent migrate --create-backup PATH`, then start again"
+        );
+    }
     let auth = admin_auth(&settings, &store).await?;
     let policy = if settings.allow_private_network {
         AddressPolicy::AllowPrivate

@@ -22,6 +22,7 @@ mod isolation;
 mod loops;
 mod mcp;
 mod memory;
+mod migration;
 mod operations;
 mod secrets;
 mod shutdown;

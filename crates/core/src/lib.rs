@@ -21,6 +21,7 @@ pub mod system_vars;
 pub mod text;
 pub mod time;
 pub mod tool_rules;
+pub mod v3_mapping;
 mod workflow_edge_rules;
 pub mod workflow_parse;
 pub mod workflow_rules;

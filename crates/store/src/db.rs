@@ -74,6 +74,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "workflow_sessions",
         include_str!("../migrations/sqlite/0009_workflow_sessions.sql"),
     ),
+    (
+        10,
+        "legacy_v3",
+        include_str!("../migrations/sqlite/0010_legacy_v3.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -120,6 +125,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         9,
         "workflow_sessions",
         include_str!("../migrations/postgres/0009_workflow_sessions.sql"),
+    ),
+    (
+        10,
+        "legacy_v3",
+        include_str!("../migrations/postgres/0010_legacy_v3.sql"),
     ),
 ];
 

@@ -213,6 +213,16 @@ fn sealed_aad(workspace: &str, kind: ResourceKind, id: &str) -> String {
     format!("{workspace}/{}/{id}", kind.as_str())
 }
 
+/// The stored body of `doc` as `(workspace, id)`: sealed values encrypted.
+pub(crate) fn encode_sealed<D: Document>(
+    store: &Store,
+    workspace: &str,
+    id: &str,
+    doc: &D,
+) -> Result<String, StoreError> {
+    store.seal_values(workspace, id, doc)
+}
+
 fn encode<D: Document>(doc: &D) -> Result<String, StoreError> {
     let mut value = serde_json::to_value(doc).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     if let Some(map) = value.as_object_mut() {
@@ -239,7 +249,7 @@ impl Store {
         encode(&stored)
     }
 
-    fn decode<D: Document>(
+    pub(crate) fn decode<D: Document>(
         &self,
         workspace: &str,
         row: &sqlx::any::AnyRow,
@@ -443,7 +453,7 @@ pub(crate) async fn referrers_in(
         .collect()
 }
 
-async fn write_references(
+pub(crate) async fn write_references(
     conn: &mut sqlx::AnyConnection,
     workspace: &str,
     kind: ResourceKind,

@@ -20,4 +20,13 @@ pub enum StoreError {
     Crypto(&'static str),
     #[error("master key: {0}")]
     MasterKey(String),
+    /// A backup file whose manifest or checksum does not verify.
+    #[error("backup refused: {0}")]
+    BackupInvalid(String),
+    /// A backup that does not fit this database (schema head, tables).
+    #[error("backup refused: {0}")]
+    BackupIncompatible(String),
+    /// Earlier-format data that cannot be imported as given.
+    #[error("invalid v3 export: {0}")]
+    LegacyInvalid(String),
 }

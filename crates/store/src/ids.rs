@@ -9,7 +9,7 @@ fn random_bytes<const N: usize>() -> [u8; N] {
     buf
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

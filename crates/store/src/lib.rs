@@ -10,11 +10,14 @@
 //! sealed (a stdio MCP server's `env`), are encrypted with AES-256-GCM
 //! before they reach the database.
 
+mod backup;
+mod catalog;
 mod db;
 mod documents;
 mod error;
 mod goals;
 mod ids;
+mod legacy;
 mod loops;
 mod memories;
 mod notify;
@@ -24,11 +27,19 @@ mod sessions;
 mod subagents;
 mod workspaces;
 
+pub use backup::{
+    AppliedMigration, BACKUP_FORMAT, BACKUP_VERSION, Backup, BackupContent, Manifest,
+    RestoreSummary, TableRows,
+};
+pub use catalog::FingerprintInput;
 pub use db::{Dialect, Store, redact_url};
 pub use documents::{Document, Reference, ResourceKind};
 pub use error::StoreError;
 pub use goals::GoalRecord;
 pub use ids::{hash_token, new_id, new_token};
+pub use legacy::{
+    LegacyDocument, LegacyKind, MigrationRecord, ResourceMigration, TOOL_RESOURCE_V4,
+};
 pub use loops::{ClaimedTick, LoopRecord, TickOutcome, TickRow};
 pub use memories::MemoryRecord;
 pub use notify::SessionWrite;

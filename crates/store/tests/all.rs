@@ -785,3 +785,64 @@ on_both!(sub_agents_and_their_inboxes, |store| {
     );
     Ok(())
 });
+
+on_both!(
+    backups_are_deterministic_and_restore_in_one_piece,
+    |store| {
+        store.create_workspace("ws_a", "A", "key-a").await?;
+        store
+            .insert("ws_a", Some("tool_a".into()), tool("a"))
+            .await?;
+        store
+            .import_v3(
+                "ws_a",
+                &[(
+                    rtc_store::LegacyKind::Tool,
+                    json!({"id": "tool_sys", "type": "system", "name": "skip_turn"}),
+                )],
+            )
+            .await?;
+        assert_eq!(store.pending_legacy().await?, 1);
+        let backup = store.backup().await?;
+        let bytes = backup.to_bytes()?;
+        assert_eq!(
+            store.backup().await?.to_bytes()?,
+            bytes,
+            "same content, same bytes"
+        );
+        assert_eq!(backup.manifest.fingerprint, store.fingerprint().await?);
+        assert_eq!(backup.manifest.row_counts["resources"], 1);
+        assert_eq!(rtc_store::Backup::parse(&bytes)?, backup);
+
+        // Any change moves the fingerprint; the restore brings the content back.
+        store
+            .insert("ws_a", Some("tool_b".into()), tool("b"))
+            .await?;
+        store.create_workspace("ws_b", "B", "key-b").await?;
+        assert_ne!(store.fingerprint().await?, backup.manifest.fingerprint);
+        let summary = store.restore(&backup).await?;
+        assert_eq!(summary.migration_head, backup.manifest.migration_head);
+        assert_eq!(store.backup().await?.to_bytes()?, bytes);
+        assert!(store.get::<Tool>("ws_a", "tool_b").await?.is_none());
+
+        // A changed file does not verify.
+        let text = String::from_utf8(bytes)?.replacen("key-a", "key-x", 1);
+        let tampered = text.replacen(
+            &rtc_store::hash_token("key-a"),
+            &rtc_store::hash_token("key-x"),
+            1,
+        );
+        assert!(matches!(
+            rtc_store::Backup::parse(tampered.as_bytes()),
+            Err(StoreError::BackupInvalid(_))
+        ));
+        let mut wrong_head = backup.clone();
+        wrong_head.content.migrations.pop();
+        let wrong_head = rtc_store::Backup::new(wrong_head.content)?;
+        assert!(matches!(
+            store.restore(&wrong_head).await,
+            Err(StoreError::BackupIncompatible(_))
+        ));
+        Ok(())
+    }
+);
