@@ -263,7 +263,7 @@ fn check_agent(
     check_text(&a.prompt, &format!("{field}.prompt"), MAX_PROMPT, vars)?;
     let says = a.entry() == rtc_protocol::EntryBehavior::Say;
     match &a.first_message {
-        Some(m) if !says => {
+        Some(_) if !says => {
             return Err(ValidationError::new(
                 "entry_behavior",
                 format!("{field}.entryBehavior"),
