@@ -286,18 +286,6 @@ fn workflow_fixture(name: &str, base_url: &str) -> anyhow::Result<Value> {
     Ok(serde_json::from_str(&text)?)
 }
 
-/// The order service `tool_query_order` calls: every order has shipped.
-async fn order_target() -> anyhow::Result<String> {
-    let app = axum::Router::new().route(
-        "/orders/{id}",
-        axum::routing::get(|| async { axum::Json(json!({"status": "shipped"})) }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok(format!("http://{addr}"))
-}
-
 #[tokio::test]
 async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::start(vec![]).await?;
@@ -309,7 +297,9 @@ async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Flows").await?;
-    let base = order_target().await?;
+    // Every order has shipped.
+    let orders = rtc_testkit::OrderService::start(Ok("shipped"), Duration::ZERO).await?;
+    let base = orders.base_url.clone();
     ws.create(
         "/v1/tools",
         workflow_fixture("tool_query_order.json", &base)?,
@@ -368,7 +358,9 @@ async fn console_workflow_playground_in_a_real_browser() -> anyhow::Result<()> {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Live flows").await?;
-    let base = order_target().await?;
+    // Every order has shipped.
+    let orders = rtc_testkit::OrderService::start(Ok("shipped"), Duration::ZERO).await?;
+    let base = orders.base_url.clone();
     ws.create(
         "/v1/tools",
         workflow_fixture("tool_query_order.json", &base)?,
