@@ -427,3 +427,97 @@ async fn crash_during_action(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 both!(crash_during_action);
+
+/// A user message on the WebSocket while a workflow action waits for the
+/// same client's tool result: the socket still reads the result (the
+/// message is taken after the action), nothing waits for the tool's
+/// timeout.
+async fn client_action_with_a_message_meanwhile(engine: Engine) -> anyhow::Result<()> {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message as Frame;
+
+    let model = Model::start("unused").await?;
+    let Some(srv) = start(engine, env(&model, &[])).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("W").await?;
+    ws.create(
+        "/v1/tools",
+        json!({"id": "ask_app", "name": "ask_app", "type": "client",
+        "client": {"functionName": "askApp", "waitForResponse": true, "timeoutMs": 30000}}),
+    )
+    .await?;
+    let wf = ws
+        .create(
+            "/v1/workflows",
+            json!({"specVersion": 4, "name": "app", "startNodeId": "greet",
+                "nodes": [
+                    {"id": "greet", "type": "agent", "prompt": "Greet.", "entryBehavior": "wait"},
+                    {"id": "ask", "type": "action", "binding": {"toolId": "ask_app"}},
+                    {"id": "talk", "type": "agent", "prompt": "Talk.", "entryBehavior": "wait"},
+                    {"id": "bad", "type": "end", "reason": "app_failed"}],
+                "edges": [
+                    {"id": "go", "from": "greet", "to": "ask", "condition": {"type": "always"}},
+                    {"id": "ok", "from": "ask", "to": "talk", "condition": {"type": "result", "success": true}},
+                    {"id": "failed", "from": "ask", "to": "bad", "condition": {"type": "result", "success": false}}]}),
+        )
+        .await?;
+    let (s, token) = open(&ws, json!({"workflowId": wf["id"]})).await?;
+    let url = format!(
+        "{}/v1/sessions/{s}/ws?token={token}",
+        srv.process.base_url.replace("http://", "ws://")
+    );
+    let (mut sock, _) = tokio_tungstenite::connect_async(url).await?;
+    let send = |v: Value| Frame::Text(v.to_string().into());
+    sock.send(send(
+        json!({"type": "client.hello", "clientTools": ["askApp"]}),
+    ))
+    .await?;
+    sock.send(send(json!({"type": "user.message", "text": "hi"})))
+        .await?;
+    // Well inside the tool's 30 s timeout.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut second_stored = false;
+    let mut action_ok = None;
+    loop {
+        let frame = tokio::time::timeout_at(deadline, sock.next())
+            .await
+            .map_err(|_| anyhow::anyhow!("the socket stalled"))?
+            .ok_or_else(|| anyhow::anyhow!("the socket closed"))??;
+        let Frame::Text(text) = frame else { continue };
+        let ev: Value = serde_json::from_str(&text)?;
+        if ev["type"] == "client_tool.call" {
+            sock.send(send(
+                json!({"type": "user.message", "text": "still there?"}),
+            ))
+            .await?;
+            sock.send(send(json!({"type": "client_tool.result", "callId": ev["callId"], "result": {"ok": true}})))
+                .await?;
+        }
+        if ev["type"] == "tool.completed" && ev["origin"] == "workflow" {
+            action_ok = Some(ev["isError"] == false);
+        }
+        if ev["type"] == "message.completed"
+            && ev["role"] == "user"
+            && ev["content"] == "still there?"
+        {
+            // Stored at once; its turn comes after the action.
+            second_stored = true;
+        }
+        if ev["type"] == "turn.completed" && second_stored && action_ok.is_some() {
+            break;
+        }
+    }
+    assert_eq!(
+        action_ok,
+        Some(true),
+        "the client's result reached the action"
+    );
+    let session = ws.get(&format!("/v1/sessions/{s}")).await?;
+    assert_eq!(
+        session.assert_status(200)["workflow"]["currentNodeId"],
+        "talk"
+    );
+    Ok(())
+}
+both!(client_action_with_a_message_meanwhile);

@@ -323,6 +323,12 @@ impl Runtime {
         Ok(self.inner.store.messages(id).await?)
     }
 
+    /// Whether `text` may be a user message (size, not blank), before it
+    /// is queued.
+    pub fn check_message_text(&self, text: &str) -> Result<(), RuntimeError> {
+        self.inner.config.limits.check_text(text)
+    }
+
     /// A user turn (R-RN-2): stored before it is acknowledged; interrupts a
     /// running turn; starts a new one unless a human agent has the session.
     pub async fn send_user_message(
@@ -445,8 +451,7 @@ impl Runtime {
             .set_session_status(id, SessionStatus::Active, None, None)
             .await?;
         ctx.events.emit(HandoffReleased {}.into()).await?;
-        let next = self.inner.workflow_after_release(&ctx).await?;
-        self.inner.follow(&ctx, next).await
+        self.inner.workflow_after_release(&ctx).await
     }
 
     /// Events after `after`, then live (R-API-6, R-RN-5).

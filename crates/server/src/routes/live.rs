@@ -19,6 +19,7 @@ use futures::{SinkExt, Stream, StreamExt};
 use rtc_protocol::{ClientFrame, DeclaredClientTool, ErrorFrame, ErrorResponse, SessionEvent};
 use serde::Deserialize;
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::extract::{ApiQuery, SessionAccess};
@@ -131,8 +132,18 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
     };
     let (mut tx, mut rx) = socket.split();
     let shutdown = s.shutdown.clone();
+    // User messages are sent in order by a task of their own, so the
+    // socket keeps reading (a client tool's result) and writing (events)
+    // while one waits: a workflow's action runs to its end before the
+    // message that came during it is taken.
+    let (messages, mut refused) = spawn_message_sender(&s, &access);
     loop {
         tokio::select! {
+            Some(r) = refused.recv() => {
+                if tx.send(r).await.is_err() {
+                    break;
+                }
+            }
             () = shutdown.cancelled() => {
                 let close = CloseFrame { code: close_code::AWAY, reason: "the server is shutting down".into() };
                 let _ = tx.send(WsMessage::Close(Some(close))).await;
@@ -153,7 +164,7 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
                 };
                 let reply = match serde_json::from_str::<ClientFrame>(&text) {
                     Ok(_) if let Some(e) = crate::extract::refuse_nul(&text) => Some(error_frame(e)),
-                    Ok(f) => handle_frame(&s, &access, &conn, f, &mut events).await.err().map(error_frame),
+                    Ok(f) => handle_frame(&s, &access, &conn, &messages, f, &mut events).await.err().map(error_frame),
                     Err(e) => Some(frame_error(&text, &e)),
                 };
                 if let Some(r) = reply
@@ -163,6 +174,30 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
             }
         }
     }
+}
+
+/// The task that sends a socket's user messages one after another; what
+/// it could not send comes back as error frames.
+fn spawn_message_sender(
+    s: &AppState,
+    access: &SessionAccess,
+) -> (mpsc::Sender<String>, mpsc::Receiver<WsMessage>) {
+    let (messages, mut queued) = mpsc::channel::<String>(16);
+    let (refusals, refused) = mpsc::channel::<WsMessage>(16);
+    let (s, access) = (s.clone(), access.clone());
+    tokio::spawn(async move {
+        while let Some(text) = queued.recv().await {
+            let sent = s
+                .runtime
+                .send_user_message(&access.workspace, &access.session, &text)
+                .await;
+            if let Err(e) = sent {
+                // The socket may be gone; the refusal then has no reader.
+                let _ = refusals.send(error_frame(e.into())).await;
+            }
+        }
+    });
+    (messages, refused)
 }
 
 /// Why a frame could not be read: not JSON, an unknown `type`, or a field
@@ -202,6 +237,7 @@ async fn handle_frame(
     s: &AppState,
     access: &SessionAccess,
     conn: &rtc_runtime::ClientConnection,
+    messages: &mpsc::Sender<String>,
     frame: ClientFrame,
     events: &mut futures::stream::BoxStream<'static, SessionEvent>,
 ) -> ApiResult<()> {
@@ -215,9 +251,15 @@ async fn handle_frame(
             conn.declare(tools);
         }
         ClientFrame::UserMessage(m) => {
-            s.runtime
-                .send_user_message(&access.workspace, &access.session, &m.text)
-                .await?;
+            // Checked here so a refusal names the frame at once; the
+            // message is then queued in order.
+            s.runtime.check_message_text(&m.text)?;
+            if messages.send(m.text).await.is_err() {
+                return Err(ApiError::internal(
+                    "websocket",
+                    &"the task sending user messages stopped",
+                ));
+            }
         }
         ClientFrame::ClientToolResult(r) => {
             let call_id = r.call_id.clone();
