@@ -79,7 +79,8 @@ pub struct WorkflowLimits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 1000)]
     pub max_visits_per_node: Option<u32>,
-    /// Node entries between two user messages (25 when absent), 1 to 1,000.
+    /// Deterministic node entries (actions, state updates) between two
+    /// user messages (25 when absent), 1 to 1,000.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 1000)]
     pub max_hops_per_turn: Option<u32>,
@@ -462,7 +463,8 @@ pub struct WorkflowPosition {
     pub visits: BTreeMap<String, u32>,
     /// Every node entered, in order.
     pub path: Vec<String>,
-    /// Node entries since the last user message (`maxHopsPerTurn`).
+    /// Deterministic node entries since the last user message
+    /// (`maxHopsPerTurn`).
     #[serde(default)]
     pub hops: u32,
     /// An action running now; found after a crash, it counts as failed.

@@ -148,7 +148,7 @@ impl Inner {
         cancel: &CancellationToken,
         turn: u64,
     ) {
-        let goal = if ctx.config.assistant.features.goals {
+        let goal = if ctx.turn_assistant().await.features.goals {
             self.settle_goals(ctx).await.unwrap_or_else(|e| {
                 tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
                 None
@@ -161,17 +161,11 @@ impl Inner {
         if cancel.is_cancelled() || slot.as_ref().map(|t| t.id) != Some(turn) {
             return;
         }
-        // Shutting down: what would come next stays in the store (inbox,
-        // goals) and goes on after the next start.
-        if self.tasks.is_closed() {
-            *slot = None;
-            return;
-        }
         if ctx.config.workflow.is_some() {
             // The walk runs under the slot's lock: a user message waits
             // for the deterministic nodes it leads through.
             match self.workflow_after_turn(ctx).await {
-                Ok(super::workflow::Next::Turn) => {
+                Ok(super::workflow::Next::Turn) if !self.tasks.is_closed() => {
                     *slot = Some(self.spawn_turn(ctx));
                     return;
                 }
@@ -184,7 +178,9 @@ impl Inner {
                     }
                     return;
                 }
-                Ok(super::workflow::Next::Idle) => {}
+                // Idle, or a turn not started while shutting down (the
+                // stage answers the next message).
+                Ok(_) => {}
                 Err(e) => {
                     tracing::error!(session = %ctx.id, error = %e, "walking the workflow failed");
                     let _ = ctx
@@ -196,6 +192,12 @@ impl Inner {
                         .await;
                 }
             }
+        }
+        // Shutting down: what would come next stays in the store (inbox,
+        // goals) and goes on after the next start.
+        if self.tasks.is_closed() {
+            *slot = None;
+            return;
         }
         let started = async {
             if self.deliver_inbox(ctx).await? {

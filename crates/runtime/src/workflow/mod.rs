@@ -74,8 +74,21 @@ impl Inner {
         edge: Option<String>,
     ) -> Result<Next, RuntimeError> {
         let (mut node, mut edge) = (node, edge);
+        let mut failed = false;
         loop {
-            match self.enter(ctx, &node, edge.as_deref(), false).await? {
+            let step = match self.enter(ctx, &node, edge.as_deref(), false).await {
+                Ok(step) => step,
+                // Not left stranded on a deterministic node: the error
+                // route (or the end) takes over, once.
+                Err(e) if failed => return Err(e),
+                Err(e) => {
+                    failed = true;
+                    tracing::error!(session = %ctx.id, node = %node, error = %e, "a workflow node failed");
+                    let message = format!("node `{node}` failed; see the server log");
+                    self.fail(ctx, "workflow_failed", message).await?
+                }
+            };
+            match step {
                 Step::Go { node: n, edge: e } => (node, edge) = (n, Some(e)),
                 Step::Stop(next) => return Ok(next),
             }
@@ -101,9 +114,15 @@ impl Inner {
         };
         let entered = {
             let mut state = ctx.state.lock().await;
+            // Ended meanwhile (by the host): nothing more runs.
+            if state.status == SessionStatus::Ended {
+                return Ok(Step::Stop(Next::Idle));
+            }
             let position = state.workflow.get_or_insert_with(WorkflowPosition::default);
             let visit = position.visits.get(node_id).copied().unwrap_or(0) + 1;
-            let hops = position.hops + 1;
+            // maxHopsPerTurn counts the deterministic hops (action and
+            // updateState entries) between two user messages.
+            let hops = position.hops + u32::from(node.kind().is_deterministic());
             if !past_limits && (visit > wf.max_visits_per_node() || hops > wf.max_hops_per_turn()) {
                 None
             } else {
@@ -336,7 +355,16 @@ impl Inner {
         ctx.events
             .record(None, vec![called.into()], update, Durability::Committed)
             .await?;
-        let outcome = self.run_binding(ctx, binding, &call_id, "{}").await?;
+        // A fault of the platform (the store, a secret that cannot be
+        // opened) fails the action like a tool error: the mark is cleared
+        // and the session routes on.
+        let outcome = self
+            .run_binding(ctx, binding, &call_id, "{}")
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(session = %ctx.id, error = %e, "a workflow action failed");
+                Err("the action could not run; see the server log".to_owned())
+            });
         let (ok, mut completed) = match outcome {
             Ok(v) => {
                 let mut c = ToolCompleted::new(&call_id, &name, false, model_view(binding, &v));
@@ -411,6 +439,8 @@ impl Inner {
         }
         match &node.target {
             TransferTarget::Human => {
+                // What led here is committed before the status changes.
+                self.journal.flush().await;
                 ctx.state.lock().await.status = SessionStatus::Handoff;
                 self.store
                     .set_session_status(&ctx.id, SessionStatus::Handoff, None, None)
@@ -439,7 +469,9 @@ impl Inner {
                     workflow: Some(position),
                     ..SessionUpdate::default()
                 };
-                ctx.events.emit_with(Vec::new(), update).await?;
+                ctx.events
+                    .record(None, Vec::new(), update, Durability::Committed)
+                    .await?;
                 let first = ctx
                     .config
                     .workflow
@@ -470,6 +502,8 @@ impl Inner {
         ctx: &SessionCtx,
         reason: &str,
     ) -> Result<(), RuntimeError> {
+        // What led here is committed before the status changes.
+        self.journal.flush().await;
         ctx.state.lock().await.status = SessionStatus::Ended;
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, Some(reason), Some(ENDED_BY))

@@ -60,8 +60,19 @@ impl Runtime {
             tools.extend(own_tools);
             assistants.insert(assistant_id, assistant);
         }
+        // The assistants it may transfer to run on the session's variables:
+        // theirs are declared too (with their defaults), the workflow's
+        // winning a name both declare.
+        let mut base = base_assistant(&workflow);
+        for assistant in assistants.values() {
+            for v in &assistant.dynamic_variables {
+                if !base.dynamic_variables.iter().any(|d| d.name == v.name) {
+                    base.dynamic_variables.push(v.clone());
+                }
+            }
+        }
         Ok(SessionConfig {
-            assistant: base_assistant(&workflow),
+            assistant: base,
             tools,
             workflow: Some(WorkflowConfig {
                 workflow,
@@ -145,7 +156,25 @@ impl Inner {
     pub(crate) async fn workflow_after_release(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
-    ) -> Result<Next, RuntimeError> {
+    ) -> Result<(), RuntimeError> {
+        // Under the turn slot, as after a turn: a user message meanwhile
+        // waits for the walk and then takes the slot.
+        let mut slot = ctx.turn.lock().await;
+        match self.release_walk(ctx).await? {
+            Next::Idle => Ok(()),
+            Next::Turn => {
+                *slot = Some(self.spawn_turn(ctx));
+                Ok(())
+            }
+            Next::Ended => {
+                drop(slot);
+                self.forget(&ctx.id);
+                self.after_end(ctx).await
+            }
+        }
+    }
+
+    async fn release_walk(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<Next, RuntimeError> {
         let Some((wf, WorkflowNode::Transfer(t))) = current(ctx).await else {
             return Ok(Next::Idle);
         };
@@ -171,8 +200,20 @@ impl Inner {
     pub(crate) async fn recover_actions(self: &Arc<Self>) -> Result<usize, RuntimeError> {
         let ids = self.store.sessions_with_running_action().await?;
         for id in &ids {
+            // One session's trouble does not keep the server from serving.
+            if let Err(e) = self.recover_action(id).await {
+                tracing::error!(session = %id, error = %e, "recovering a cut-off action failed");
+            }
+        }
+        Ok(ids.len())
+    }
+
+    async fn recover_action(self: &Arc<Self>, id: &str) -> Result<(), RuntimeError> {
+        {
             let ctx = self.session(id).await?;
-            let Some(wf) = graph(&ctx) else { continue };
+            let Some(wf) = graph(&ctx) else {
+                return Ok(());
+            };
             let Some((node, visit)) = ({
                 let state = ctx.state.lock().await;
                 state.workflow.as_ref().and_then(|p| {
@@ -181,7 +222,7 @@ impl Inner {
                     Some((node, visit))
                 })
             }) else {
-                continue;
+                return Ok(());
             };
             tracing::info!(session = %id, node = %node, "an action was cut off by a restart; it counts as failed");
             let name = match wf.node(&node) {
@@ -200,9 +241,8 @@ impl Inner {
                 Step::Go { node, edge } => self.enter_chain(&ctx, node, Some(edge)).await?,
                 Step::Stop(next) => next,
             };
-            self.follow(&ctx, next).await?;
+            self.follow(&ctx, next).await
         }
-        Ok(ids.len())
     }
 
     /// Do what a chain of entries outside a turn led to: start the turn,
