@@ -69,16 +69,20 @@ impl Inner {
         turn: u64,
     ) {
         let turn_id = new_id("turn");
-        if let Err(e) = self.turn_inner(&ctx, &cancel, &turn_id).await {
-            tracing::error!(session = %ctx.id, error = %e, "turn failed");
-            let _ = ctx
-                .events
-                .emit(EventBody::error(
-                    "turn_failed",
-                    "the turn failed; see the server log",
-                ))
-                .await;
-        }
+        let answered = match self.turn_inner(&ctx, &cancel, &turn_id).await {
+            Ok(answered) => answered,
+            Err(e) => {
+                tracing::error!(session = %ctx.id, error = %e, "turn failed");
+                let _ = ctx
+                    .events
+                    .emit(EventBody::error(
+                        "turn_failed",
+                        "the turn failed; see the server log",
+                    ))
+                    .await;
+                false
+            }
+        };
         if let Err(e) = self.finish_ending(&ctx).await {
             tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
         }
@@ -105,7 +109,7 @@ impl Inner {
                 tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
             }
         } else if !interrupted {
-            self.after_turn(&ctx, &cancel, turn).await;
+            self.after_turn(&ctx, &cancel, turn, answered).await;
         }
     }
 
@@ -139,14 +143,16 @@ impl Inner {
         Ok(())
     }
 
-    /// At the end of turn `turn` (not interrupted): settle the goals, then
-    /// start the next turn by itself if there is input for one; otherwise
-    /// the session is idle (and a sub-agent reports).
+    /// At the end of turn `turn` (not interrupted; `answered`: it came to
+    /// its end): settle the goals, walk a workflow's edges, then start the
+    /// next turn by itself if there is input for one; otherwise the
+    /// session is idle (and a sub-agent reports).
     pub(crate) async fn after_turn(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn: u64,
+        answered: bool,
     ) {
         let goal = if ctx.turn_assistant().await.features.goals {
             self.settle_goals(ctx).await.unwrap_or_else(|e| {
@@ -161,7 +167,8 @@ impl Inner {
         if cancel.is_cancelled() || slot.as_ref().map(|t| t.id) != Some(turn) {
             return;
         }
-        if ctx.config.workflow.is_some() {
+        // A turn whose model failed is not walked: the stage answers again.
+        if answered && ctx.config.workflow.is_some() {
             // The walk runs under the slot's lock: a user message waits
             // for the deterministic nodes it leads through.
             match self.workflow_after_turn(ctx).await {

@@ -79,12 +79,15 @@ pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessa
 }
 
 impl Inner {
+    /// One turn's model loop; whether it came to its end (a final answer
+    /// or a tool that ends the turn), not cut off by a cancellation, a
+    /// failed model call or the step limit.
     pub(crate) async fn turn_inner(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn_id: &str,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<bool, RuntimeError> {
         self.begin(ctx, turn_id).await?;
         let assistant = ctx.turn_assistant().await;
         let assistant = assistant.as_ref();
@@ -99,7 +102,7 @@ impl Inner {
         let specs = tools.specs();
         for _step in 0..self.config.max_steps_per_turn {
             if cancel.is_cancelled() {
-                return Ok(());
+                return Ok(false);
             }
             let vars = ctx.state.lock().await.variables.clone();
             let system = render_variables(&assistant.system_prompt, &vars);
@@ -118,11 +121,11 @@ impl Inner {
             let message_id = new_id("msg");
             let Some(response) = stream_answer(provider, request, ctx, cancel, &message_id).await?
             else {
-                return Ok(());
+                return Ok(false);
             };
             self.record_answer(ctx, &response, message_id).await?;
             if response.tool_calls.is_empty() {
-                return Ok(());
+                return Ok(true);
             }
             if let Some(interrupt) = self
                 .run_calls(ctx, assistant, cancel, &response.tool_calls, &tools)
@@ -134,7 +137,7 @@ impl Inner {
                     };
                     ctx.events.emit(skipped.into()).await?;
                 }
-                return Ok(());
+                return Ok(true);
             }
         }
         let limit = format!(
@@ -144,7 +147,7 @@ impl Inner {
         ctx.events
             .emit(EventBody::error("step_limit", limit))
             .await?;
-        Ok(())
+        Ok(false)
     }
 
     /// The turn begins: what another instance wrote is reloaded, the

@@ -290,3 +290,31 @@ async fn a_limit_routes_to_the_error_node() {
     let ended = events.next_of("session.ended").await;
     assert_eq!(serde_json::to_value(&ended).unwrap()["reason"], "guarded");
 }
+
+#[tokio::test]
+async fn a_turn_whose_model_failed_is_not_walked() {
+    let (mock, m) = model().await;
+    let h = setup(
+        mock,
+        "http://127.0.0.1:9",
+        json!({"specVersion": 4, "name": "onward", "startNodeId": "a",
+            "nodes": [
+                {"id": "a", "type": "agent", "prompt": "Talk.", "entryBehavior": "wait"},
+                {"id": "done", "type": "end", "reason": "moved_on"}],
+            "edges": [{"id": "on", "from": "a", "to": "done", "condition": {"type": "always"}}]}),
+    )
+    .await;
+    let s = start(&h, json!({})).await;
+    let mut events = h.events(&s).await;
+    m.then(MockReply::Error(500, "down".into()));
+    h.rt.send_user_message(WS, &s, "hi").await.unwrap();
+    events.until("error", |e| e["code"] == "llm_failed").await;
+    h.rt.idle(WS, &s).await.unwrap();
+    let record = h.rt.session(WS, &s).await.unwrap();
+    assert_eq!(record.status, rtc_protocol::SessionStatus::Active);
+    assert_eq!(record.workflow.unwrap().current_node_id, "a");
+    m.then(MockReply::text("hello"));
+    h.rt.send_user_message(WS, &s, "again").await.unwrap();
+    let ended = events.next_of("session.ended").await;
+    assert_eq!(serde_json::to_value(&ended).unwrap()["reason"], "moved_on");
+}
