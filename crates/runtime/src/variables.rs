@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use rtc_core::ValidationError;
 use rtc_core::names::SYSTEM_PREFIX;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_expr::value_fits;
-use rtc_protocol::{Assistant, RunMode, StateUpdated};
+use rtc_expr::{LlmLeafEvaluator, evaluate, value_fits};
+use rtc_protocol::{Assistant, EventBody, RunMode, StateUpdated, UpdateStateRule};
 use rtc_store::{SessionUpdate, now_millis};
 use serde_json::{Map, Value, json};
 
@@ -128,6 +128,45 @@ pub(crate) async fn apply(
         ctx.events.emit_with(vec![event.into()], update).await?;
     }
     Ok((applied, problems))
+}
+
+/// Evaluate update rules in order (each sees the values the earlier ones
+/// set), apply the results with one `state.updated`, and report what could
+/// not be set as one `update_state_failed` error event. Returns the applied
+/// changes and the problems.
+pub(crate) async fn apply_rules<L: LlmLeafEvaluator>(
+    ctx: &SessionCtx,
+    rules: &[UpdateStateRule],
+    leaf: &L,
+    source: &str,
+) -> Result<(Map<String, Value>, Vec<String>), RuntimeError> {
+    let mut vars: BTreeMap<String, Value> = ctx
+        .state
+        .lock()
+        .await
+        .variables
+        .clone()
+        .into_iter()
+        .collect();
+    let mut changes = Vec::new();
+    let mut errors = Vec::new();
+    for rule in rules {
+        match evaluate(&rule.expression, &vars, leaf).await {
+            Ok(v) => {
+                vars.insert(rule.variable.clone(), v.clone());
+                changes.push((rule.variable.clone(), v));
+            }
+            Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
+        }
+    }
+    let (applied, problems) = apply(ctx, changes, source).await?;
+    errors.extend(problems);
+    if !errors.is_empty() {
+        ctx.events
+            .emit(EventBody::error("update_state_failed", errors.join("; ")))
+            .await?;
+    }
+    Ok((applied, errors))
 }
 
 /// Update the platform's own variables at the start of a turn; returns

@@ -2,14 +2,9 @@
 //! `skipTurn` and `requestHumanHandoff`, enabled and described by the
 //! assistant's `builtInTools`.
 
-use std::collections::BTreeMap;
-
 use futures::future::BoxFuture;
 use rtc_core::llm::{ToolCall, ToolSpec};
-use rtc_expr::evaluate;
-use rtc_protocol::{
-    Assistant, BuiltInToolName, EndMessageType, EventBody, HandoffRequested, SessionStatus,
-};
+use rtc_protocol::{Assistant, BuiltInToolName, EndMessageType, HandoffRequested, SessionStatus};
 use serde_json::{Map, Value, json};
 
 use crate::session::SessionCtx;
@@ -116,32 +111,8 @@ impl Inner {
         };
         let leaf =
             SmallModel::for_assistant(&self.config, assistant).leaves(self.transcript(ctx).await?);
-        let mut vars: BTreeMap<String, Value> = ctx
-            .state
-            .lock()
-            .await
-            .variables
-            .clone()
-            .into_iter()
-            .collect();
-        let mut changes = Vec::new();
-        let mut errors = Vec::new();
-        for rule in &cfg.rules {
-            match evaluate(&rule.expression, &vars, &leaf).await {
-                Ok(v) => {
-                    vars.insert(rule.variable.clone(), v.clone());
-                    changes.push((rule.variable.clone(), v));
-                }
-                Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
-            }
-        }
-        let (applied, problems) = variables::apply(ctx, changes, "updateState").await?;
-        errors.extend(problems);
-        if !errors.is_empty() {
-            ctx.events
-                .emit(EventBody::error("update_state_failed", errors.join("; ")))
-                .await?;
-        }
+        let (applied, errors) =
+            variables::apply_rules(ctx, &cfg.rules, &leaf, "updateState").await?;
         Ok(CallOutcome::ok(
             json!({"updated": applied, "errors": errors}),
         ))

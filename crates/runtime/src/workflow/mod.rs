@@ -407,26 +407,8 @@ impl Inner {
         ctx: &SessionCtx,
         node: &UpdateStateNode,
     ) -> Result<(), RuntimeError> {
-        let mut vars = self.variables_now(ctx).await;
-        let mut changes = Vec::new();
-        let mut errors = Vec::new();
-        for rule in &node.rules {
-            match evaluate(&rule.expression, &vars, &NoLlm).await {
-                Ok(v) => {
-                    vars.insert(rule.variable.clone(), v.clone());
-                    changes.push((rule.variable.clone(), v));
-                }
-                Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
-            }
-        }
         let source = format!("workflow:{}", node.id);
-        let (_, problems) = variables::apply(ctx, changes, &source).await?;
-        errors.extend(problems);
-        if !errors.is_empty() {
-            ctx.events
-                .emit(EventBody::error("update_state_failed", errors.join("; ")))
-                .await?;
-        }
+        variables::apply_rules(ctx, &node.rules, &NoLlm, &source).await?;
         Ok(())
     }
 
