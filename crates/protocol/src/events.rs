@@ -95,6 +95,12 @@ event_kinds! {
     WorkflowNodeEntered(WorkflowNodeEntered) = "workflow.node_entered",
     /// A workflow node's edges were walked after a turn (or a release).
     WorkflowEvaluated(WorkflowEvaluated) = "workflow.evaluated",
+    /// A task was delegated to a task backend.
+    TaskStarted(TaskStarted) = "task.started",
+    /// A running task made progress (a reasoner's step, an OpenCode status).
+    TaskUpdated(TaskUpdated) = "task.updated",
+    /// A task ended: completed, failed or cancelled.
+    TaskCompleted(TaskCompleted) = "task.completed",
     /// Something failed; the session stays usable.
     Error(ErrorEvent) = "error",
 }
@@ -412,6 +418,38 @@ pub struct WorkflowEvaluated {
     /// The judge's verdict per `llm` edge; `null` when no judge was asked.
     #[serde(default)]
     pub llm: Option<std::collections::BTreeMap<String, bool>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStarted {
+    pub task_id: String,
+    pub title: String,
+    pub backend_id: String,
+    pub backend_type: crate::TaskBackendType,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskUpdated {
+    pub task_id: String,
+    /// What the backend is doing now.
+    pub detail: String,
+    /// Model calls a reasoner task made so far.
+    pub steps: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCompleted {
+    pub task_id: String,
+    pub title: String,
+    /// `completed`, `failed` or `cancelled`.
+    pub status: crate::TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

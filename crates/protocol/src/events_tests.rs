@@ -115,6 +115,18 @@ fn every_kind_has_one_shape_on_the_wire() {
             "workflow.evaluated",
             json!({"nodeId": "greet", "taken": null, "llm": {"wants_human": false}}),
         ),
+        (
+            "task.started",
+            json!({"taskId": "task_1", "title": "t", "backendId": "tb_1", "backendType": "reasoner"}),
+        ),
+        (
+            "task.updated",
+            json!({"taskId": "task_1", "detail": "step 2", "steps": 2}),
+        ),
+        (
+            "task.completed",
+            json!({"taskId": "task_1", "title": "t", "status": "failed", "error": "e"}),
+        ),
         ("error", json!({"code": "llm_failed", "message": "m"})),
     ];
     let mut seen = std::collections::BTreeSet::new();
