@@ -21,11 +21,19 @@ use tokio::process::{Child, Command};
 use crate::{MockReply, free_port};
 
 /// The model ids the test server's `mock` provider lists.
-pub const OPENCODE_MODELS: [&str; 4] = ["tools-0", "tools-0-words-20", "tools-0-delay-30s", "tools-1"];
+pub const OPENCODE_MODELS: [&str; 4] = [
+    "tools-0",
+    "tools-0-words-20",
+    "tools-0-delay-30s",
+    "tools-1",
+];
 
 /// The text `tools-0-words-20` streams.
 pub fn twenty_words() -> String {
-    (0..20).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" ")
+    (0..20)
+        .map(|i| format!("word{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The OpenCode binary, or None (after saying why) when the test should be
@@ -42,7 +50,9 @@ pub fn opencode_binary() -> Option<PathBuf> {
             Some(path)
         }
         None if std::env::var_os("CI").is_some() => {
-            panic!("RTC_TEST_OPENCODE is not set: under CI the OpenCode tests must run (scripts/test sets it from scripts/opencode)")
+            panic!(
+                "RTC_TEST_OPENCODE is not set: under CI the OpenCode tests must run (scripts/test sets it from scripts/opencode)"
+            )
         }
         None => {
             eprintln!(
@@ -84,8 +94,10 @@ pub fn opencode_reply(request: &Value) -> Option<MockReply> {
         }
         "tools-1" => {
             let messages = request.get("messages").and_then(Value::as_array);
-            let has_result = messages
-                .is_some_and(|m| m.iter().any(|m| m.get("role").and_then(Value::as_str) == Some("tool")));
+            let has_result = messages.is_some_and(|m| {
+                m.iter()
+                    .any(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+            });
             let first_tool = request
                 .pointer("/tools/0/function/name")
                 .and_then(Value::as_str);
@@ -161,7 +173,13 @@ impl OpencodeServer {
         let log = std::fs::File::create(home.path().join("server.log"))?;
         let mut command = Command::new(binary);
         command
-            .args(["serve", "--port", &port.to_string(), "--hostname", "127.0.0.1"])
+            .args([
+                "serve",
+                "--port",
+                &port.to_string(),
+                "--hostname",
+                "127.0.0.1",
+            ])
             .current_dir(work.path())
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

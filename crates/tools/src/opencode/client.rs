@@ -134,7 +134,10 @@ impl OpencodeClient {
     /// `GET /global/health`, within `timeout`: the server's version.
     pub async fn health(&self, timeout: Duration) -> Result<String, OpencodeError> {
         let body = self
-            .send_json(self.request(reqwest::Method::GET, "/global/health", false), timeout)
+            .send_json(
+                self.request(reqwest::Method::GET, "/global/health", false),
+                timeout,
+            )
             .await?;
         if body.get("healthy").and_then(Value::as_bool) != Some(true) {
             return Err(self.bad_answer(format!("health is {body}")));
@@ -164,7 +167,8 @@ impl OpencodeClient {
         });
         let answer = self
             .send_json(
-                self.request(reqwest::Method::POST, "/session", true).json(&body),
+                self.request(reqwest::Method::POST, "/session", true)
+                    .json(&body),
                 REQUEST_TIMEOUT,
             )
             .await?;
@@ -213,7 +217,10 @@ impl OpencodeClient {
     pub async fn messages(&self, session: &str) -> Result<Vec<Value>, OpencodeError> {
         let path = format!("/session/{}/message", segment(session));
         match self
-            .send_json(self.request(reqwest::Method::GET, &path, true), REQUEST_TIMEOUT)
+            .send_json(
+                self.request(reqwest::Method::GET, &path, true),
+                REQUEST_TIMEOUT,
+            )
             .await?
         {
             Value::Array(messages) => Ok(messages),
@@ -225,7 +232,10 @@ impl OpencodeClient {
     pub async fn abort(&self, session: &str) -> Result<bool, OpencodeError> {
         let path = format!("/session/{}/abort", segment(session));
         let body = self
-            .send_json(self.request(reqwest::Method::POST, &path, true), REQUEST_TIMEOUT)
+            .send_json(
+                self.request(reqwest::Method::POST, &path, true),
+                REQUEST_TIMEOUT,
+            )
             .await?;
         Ok(body.as_bool().unwrap_or(false))
     }
@@ -246,7 +256,12 @@ impl OpencodeClient {
         self.scrubber.scrub_str(text)
     }
 
-    fn request(&self, method: reqwest::Method, path: &str, scoped: bool) -> reqwest::RequestBuilder {
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        scoped: bool,
+    ) -> reqwest::RequestBuilder {
         let mut url = format!("{}{path}", self.base);
         if scoped && let Some(dir) = &self.directory {
             url.push_str("?directory=");

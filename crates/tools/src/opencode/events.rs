@@ -25,6 +25,9 @@ const CAPACITY: usize = 256;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
+/// How long opening the stream (until its response headers) may take.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// What a listener hears.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HubEvent {
@@ -115,15 +118,18 @@ async fn read_events(
         if nobody_listens(&sender, &reader) {
             return;
         }
-        let reason = match client.open_events().await {
-            Ok(response) => {
+        // A request sent while the server starts was seen to hang: opening
+        // is bounded, reading is not (the stream lives as long as it can).
+        let reason = match tokio::time::timeout(OPEN_TIMEOUT, client.open_events()).await {
+            Err(_) => "the event stream did not open in time".to_owned(),
+            Ok(Ok(response)) => {
                 backoff = FIRST_BACKOFF;
                 match pump(response, &sender, &reader).await {
                     Pumped::NobodyListens => return,
                     Pumped::Ended(reason) => reason,
                 }
             }
-            Err(e) => e.to_string(),
+            Ok(Err(e)) => e.to_string(),
         };
         tracing::debug!(server = client.base_url(), %reason, "OpenCode event stream dropped");
         let _ = sender.send(HubEvent::Disconnected(reason));

@@ -17,7 +17,10 @@ const ABORTED: &str = "MessageAbortedError";
 pub enum SessionState {
     Busy,
     /// The model call failed and is retried; `message` says why.
-    Retry { attempt: u64, message: String },
+    Retry {
+        attempt: u64,
+        message: String,
+    },
     Idle,
     /// A state this version does not know (taken as still working).
     Other(String),
@@ -90,8 +93,13 @@ pub fn task_outcome(messages: &[Value]) -> TaskOutcome {
             error_message(error).unwrap_or_else(|| "OpenCode reported an error".to_owned()),
         );
     }
-    let completed = info.pointer("/time/completed").is_some_and(|t| !t.is_null());
-    let finish = info.get("finish").and_then(Value::as_str).unwrap_or_default();
+    let completed = info
+        .pointer("/time/completed")
+        .is_some_and(|t| !t.is_null());
+    let finish = info
+        .get("finish")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if !completed || finish.is_empty() || finish == "tool-calls" {
         return TaskOutcome::Working;
     }

@@ -21,7 +21,10 @@ fn assistant_done(text: &str) -> Value {
 #[test]
 fn the_last_assistant_message_text_is_the_result() {
     let messages = [user("Say done."), assistant_done("done")];
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed("done".into()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed("done".into())
+    );
 }
 
 #[test]
@@ -30,9 +33,15 @@ fn a_multi_step_task_takes_the_last_assistant_message() {
     let step = json!({"info": {"role": "assistant", "time": {"created": 1, "completed": 2}, "finish": "tool-calls"},
                       "parts": [{"type": "text", "text": "let me look"},
                                 {"type": "tool", "tool": "bash", "state": {"status": "error"}}]});
-    assert_eq!(task_outcome(&[user("go"), step.clone()]), TaskOutcome::Working);
+    assert_eq!(
+        task_outcome(&[user("go"), step.clone()]),
+        TaskOutcome::Working
+    );
     let messages = [user("go"), step, assistant_done("done")];
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed("done".into()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed("done".into())
+    );
 }
 
 #[test]
@@ -137,7 +146,9 @@ fn events_of_interest_are_parsed_and_others_ignored() {
 #[test]
 fn error_messages_fall_back_to_the_name() {
     assert_eq!(
-        error_message(&json!({"name": "NotFoundError", "data": {"message": "Session not found: ses_nope"}})),
+        error_message(
+            &json!({"name": "NotFoundError", "data": {"message": "Session not found: ses_nope"}})
+        ),
         Some("Session not found: ses_nope".into())
     );
     assert_eq!(
@@ -151,6 +162,12 @@ fn error_messages_fall_back_to_the_name() {
 fn sse_payloads_are_split_across_chunks() {
     let mut lines = SseLines::default();
     assert!(lines.push(b"data: {\"a\":").is_empty());
-    assert_eq!(lines.push(b"1}\n\ndata: x\r\n"), vec!["{\"a\":1}".to_owned()]);
-    assert_eq!(lines.push(b"data: y\n: comment\n\n"), vec!["x\ny".to_owned()]);
+    assert_eq!(
+        lines.push(b"1}\n\ndata: x\r\n"),
+        vec!["{\"a\":1}".to_owned()]
+    );
+    assert_eq!(
+        lines.push(b"data: y\n: comment\n\n"),
+        vec!["x\ny".to_owned()]
+    );
 }

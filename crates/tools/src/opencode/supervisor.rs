@@ -128,7 +128,11 @@ impl SupervisedServer {
 
     /// The process id, while it runs.
     pub async fn pid(&self) -> Option<u32> {
-        self.running.lock().await.as_ref().and_then(|r| r.child.id())
+        self.running
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|r| r.child.id())
     }
 
     /// Start the server unless it runs; restart it (same port, same HOME,
@@ -141,7 +145,9 @@ impl SupervisedServer {
                 Ok(Some(status)) => {
                     tracing::warn!(port = r.port, %status, "the OpenCode server exited; restarting it");
                 }
-                Err(e) => tracing::warn!(error = %e, "the OpenCode server's state is unknown; restarting it"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the OpenCode server's state is unknown; restarting it")
+                }
             }
         }
         *running = None;
@@ -176,7 +182,13 @@ impl SupervisedServer {
         let config = hermetic_config(&self.settings.config).to_string();
         let mut command = Command::new(&self.settings.command);
         command
-            .args(["serve", "--port", &self.port.to_string(), "--hostname", "127.0.0.1"])
+            .args([
+                "serve",
+                "--port",
+                &self.port.to_string(),
+                "--hostname",
+                "127.0.0.1",
+            ])
             .current_dir(&workdir)
             .env_clear()
             .env("HOME", home)
@@ -194,9 +206,9 @@ impl SupervisedServer {
         for flag in OFFLINE_FLAGS {
             command.env(flag, "1");
         }
-        command.spawn().map_err(|e| {
-            OpencodeError::Start(format!("running {:?}: {e}", self.settings.command))
-        })
+        command
+            .spawn()
+            .map_err(|e| OpencodeError::Start(format!("running {:?}: {e}", self.settings.command)))
     }
 
     async fn wait_healthy(&self, running: &mut Running) -> Result<(), OpencodeError> {
@@ -232,7 +244,14 @@ impl SupervisedServer {
         let Ok(text) = std::fs::read_to_string(self.settings.home.join("server.log")) else {
             return String::new();
         };
-        let tail: String = text.chars().rev().take(400).collect::<Vec<_>>().into_iter().rev().collect();
+        let tail: String = text
+            .chars()
+            .rev()
+            .take(400)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         let tail = crate::scrub::Scrubber::new([self.password.expose()]).scrub_str(tail.trim());
         if tail.is_empty() {
             String::new()

@@ -119,21 +119,28 @@ async fn a_real_server_runs_tasks_to_their_outcome() -> anyhow::Result<()> {
 
     // tools-0: one user message, one finished assistant message, "done".
     let (_, messages) = run_task(&client, &mut events, "tools-0").await?;
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed("done".into()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed("done".into())
+    );
     assert_eq!(roles(&messages), ["user", "assistant"]);
     assert_eq!(messages[1]["info"]["finish"], "stop");
 
     // Streaming: the 20 words.
     let (_, messages) = run_task(&client, &mut events, "tools-0-words-20").await?;
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed(twenty_words()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed(twenty_words())
+    );
 
     // A tool step needs no approval: a tool-calls step, then "done".
     let (_, messages) = run_task(&client, &mut events, "tools-1").await?;
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed("done".into()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed("done".into())
+    );
     assert!(
-        messages
-            .iter()
-            .any(|m| m["info"]["finish"] == "tool-calls"),
+        messages.iter().any(|m| m["info"]["finish"] == "tool-calls"),
         "{messages:?}"
     );
 
@@ -159,7 +166,11 @@ async fn a_real_server_runs_tasks_to_their_outcome() -> anyhow::Result<()> {
     wait_idle(&mut events, &session).await?;
     assert!(!client.status().await?.contains_key(&session));
     let messages = client.messages(&session).await?;
-    assert_eq!(task_outcome(&messages), TaskOutcome::Aborted, "{messages:?}");
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Aborted,
+        "{messages:?}"
+    );
 
     // An unknown model: 204, then session.error, and no assistant message.
     let nope = model("nope");
@@ -189,13 +200,24 @@ async fn a_real_server_runs_tasks_to_their_outcome() -> anyhow::Result<()> {
     // Unknown sessions are "not found".
     let err = client.messages("ses_nope").await.unwrap_err();
     assert!(matches!(err, OpencodeError::NotFound { .. }), "{err}");
-    assert!(err.to_string().contains("Session not found: ses_nope"), "{err}");
+    assert!(
+        err.to_string().contains("Session not found: ses_nope"),
+        "{err}"
+    );
 
     // A wrong password is an authentication failure, not "down", and the
     // password shows nowhere.
     let wrong = Password::new("wrong-password-123");
-    let bad = OpencodeClient::new(&server.base_url, Some(&wrong), None, AddressPolicy::AllowPrivate)?;
-    let err = bad.create_session("x", &model("tools-0")).await.unwrap_err();
+    let bad = OpencodeClient::new(
+        &server.base_url,
+        Some(&wrong),
+        None,
+        AddressPolicy::AllowPrivate,
+    )?;
+    let err = bad
+        .create_session("x", &model("tools-0"))
+        .await
+        .unwrap_err();
     assert_eq!(
         err,
         OpencodeError::AuthenticationFailed {
@@ -207,8 +229,13 @@ async fn a_real_server_runs_tasks_to_their_outcome() -> anyhow::Result<()> {
     assert!(!text.contains("wrong-password-123"), "{text}");
 
     // Loopback is refused unless the policy allows private networks.
-    let err = OpencodeClient::new(&server.base_url, Some(&password), None, AddressPolicy::PublicOnly)
-        .unwrap_err();
+    let err = OpencodeClient::new(
+        &server.base_url,
+        Some(&password),
+        None,
+        AddressPolicy::PublicOnly,
+    )
+    .unwrap_err();
     assert!(matches!(err, OpencodeError::Blocked { .. }), "{err}");
 
     server.stop().await;
@@ -272,7 +299,11 @@ async fn the_supervisor_starts_restarts_and_stops_its_server() -> anyhow::Result
     let env = environ(pid);
     let home_var = format!("HOME={}", home.path().display());
     assert!(env.contains(&home_var), "{env:?}");
-    for flag in ["OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "npm_config_registry=http://127.0.0.1:9/"] {
+    for flag in [
+        "OPENCODE_DISABLE_MODELS_FETCH=1",
+        "OPENCODE_DISABLE_AUTOUPDATE=1",
+        "npm_config_registry=http://127.0.0.1:9/",
+    ] {
         assert!(env.iter().any(|v| v == flag), "{flag} missing: {env:?}");
     }
     assert!(!env.iter().any(|v| v.starts_with("CARGO")), "{env:?}");
@@ -283,14 +314,20 @@ async fn the_supervisor_starts_restarts_and_stops_its_server() -> anyhow::Result
     let content: Value = serde_json::from_str(content)?;
     assert_eq!(content["share"], "disabled");
     assert_eq!(content["autoupdate"], false);
-    assert!(env.iter().any(|v| v.starts_with("OPENCODE_SERVER_PASSWORD=") && v.len() > 40));
+    assert!(
+        env.iter()
+            .any(|v| v.starts_with("OPENCODE_SERVER_PASSWORD=") && v.len() > 40)
+    );
 
     let client = server.client(None).await?;
     let hub = EventHub::new(server.client_unchecked(None)?);
     let mut events = hub.subscribe();
     connected(&mut events).await?;
     let (session, messages) = run_task(&client, &mut events, "tools-0").await?;
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed("done".into()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed("done".into())
+    );
 
     // It died: the next client restarts it, on the same port and HOME (the
     // session survives), and the event stream reconnects by itself.
@@ -305,16 +342,28 @@ async fn the_supervisor_starts_restarts_and_stops_its_server() -> anyhow::Result
     }
     let err = client.health(Duration::from_secs(1)).await.unwrap_err();
     assert!(err.is_unreachable(), "{err}");
-    let client = server.client(None).await?;
-    let restarted = server.pid().await.expect("restarted");
-    assert_ne!(restarted, pid);
+    // (The kernel may report the death a moment after the port closed.)
+    let mut restarted = pid;
+    let mut client = server.client(None).await?;
+    for _ in 0..50 {
+        restarted = server.pid().await.expect("running");
+        if restarted != pid {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        client = server.client(None).await?;
+    }
+    assert_ne!(restarted, pid, "not restarted");
     assert_eq!(
         task_outcome(&client.messages(&session).await?),
         TaskOutcome::Completed("done".into())
     );
     connected(&mut events).await?;
     let (_, messages) = run_task(&client, &mut events, "tools-0-words-20").await?;
-    assert_eq!(task_outcome(&messages), TaskOutcome::Completed(twenty_words()));
+    assert_eq!(
+        task_outcome(&messages),
+        TaskOutcome::Completed(twenty_words())
+    );
 
     // Stopped: SIGTERM, gone.
     server.stop().await;
