@@ -153,6 +153,7 @@ mod tests {
             rtc_protocol::Workflow::name(),
             rtc_protocol::Tool::name(),
             rtc_protocol::McpServer::name(),
+            rtc_protocol::TaskBackend::name(),
             rtc_protocol::RealtimeInterface::name(),
             rtc_protocol::PutSecretParams::name(),
             rtc_protocol::CreateWorkspaceParams::name(),
