@@ -134,6 +134,14 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     let iface = a
         .create("/v1/realtime-interfaces", json!({"name": "a-only-iface"}))
         .await?;
+    let reasoner = a
+        .create("/v1/task-backends", json!({"name": "a-only-reasoner", "type": "reasoner",
+            "reasoner": {"systemPrompt": "a-only-reasoner-marker", "toolBindings": [{"toolId": id(&http)}]}}))
+        .await?;
+    let opencode = a
+        .create("/v1/task-backends", json!({"name": "a-only-opencode", "type": "opencode",
+            "opencode": {"baseUrl": "http://127.0.0.1:9", "password": "{{secret__a_only}}", "model": {"providerID": "mock", "modelID": "tools-0"}}}))
+        .await?;
     let asst = a
         .create("/v1/assistants", json!({"name": "A-only assistant", "systemPrompt": "a-only-prompt-marker",
             "toolBindings": [{"toolId": id(&http)}, {"toolId": id(&mcp_tool), "argumentBindings": {"mode": {"source": "model"}}}, {"toolId": id(&client)}]}))
@@ -211,6 +219,10 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             vec![id(&http), id(&mcp_tool), id(&client)],
         ),
         ("realtime-interfaces".to_owned(), vec![id(&iface)]),
+        (
+            "task-backends".to_owned(),
+            vec![id(&reasoner), id(&opencode)],
+        ),
         ("assistants".to_owned(), vec![id(&asst)]),
         ("workflows".to_owned(), vec![id(&workflow)]),
         ("sessions".to_owned(), vec![sid1, sid2]),
@@ -225,6 +237,8 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a_only_client",
         "aOnlyFn",
         "a-only-iface",
+        "a-only-reasoner",
+        "a-only-opencode",
         "a-only-prompt-marker",
         "a-only-workflow-marker",
         "a-only todo marker",
