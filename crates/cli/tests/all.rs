@@ -28,6 +28,7 @@ mod secrets;
 mod shutdown;
 mod subagents;
 mod task_backends;
+mod tasks_reasoner;
 mod tools;
 mod web;
 mod workflow_sessions;

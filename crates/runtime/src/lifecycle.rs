@@ -131,6 +131,7 @@ impl Inner {
                 Some("model"),
             )
             .await?;
+        self.cancel_session_tasks(&ctx.id).await?;
         ctx.events
             .emit(
                 SessionEnded {
@@ -262,6 +263,7 @@ impl Inner {
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
+        self.cancel_session_tasks(&ctx.id).await?;
         let ended = SessionEnded {
             reason: reason.map(str::to_owned),
             ended_by: by.to_owned(),

@@ -10,6 +10,7 @@ pub mod realtime;
 pub mod secrets;
 pub mod sessions;
 pub mod task_backends;
+pub mod tasks;
 pub mod tools;
 pub mod workflows;
 pub mod workspaces;
