@@ -48,12 +48,24 @@ pub(super) fn judge_no() -> MockReply {
     MockReply::text(&json!({"satisfied": false, "reason": "not yet"}).to_string())
 }
 
+/// The system prompt of A's reasoner backend.
+const REASONER_PROMPT: &str = "a-only-reasoner-marker";
+
 /// The model of A's sessions: the first session's setup message makes one
-/// of each interaction resource, the second one asks a question; judge
+/// of each interaction resource (and, later, delegates a task to A's
+/// reasoner, which answers at once), the second one asks a question; judge
 /// calls keep the goal going until it is exhausted; anything else is "ok".
 pub(super) fn model(req: &Value) -> MockReply {
     if req.get("response_format").is_some() {
         return judge_no();
+    }
+    let first = req["messages"]
+        .as_array()
+        .and_then(|m| m.first())
+        .cloned()
+        .unwrap_or_default();
+    if first["content"] == REASONER_PROMPT {
+        return MockReply::text("a-only task result marker");
     }
     let last = req["messages"]
         .as_array()
@@ -81,6 +93,11 @@ pub(super) fn model(req: &Value) -> MockReply {
                 json!({"prompt": "a-only loop marker", "interval_seconds": 7 * 24 * 3600, "max_turns": 2}),
             ),
         ])
+    } else if said("setup-three") {
+        MockReply::call(
+            "delegate_task",
+            json!({"title": "a-only task marker", "instruction": "a-only instruction marker"}),
+        )
     } else if said("setup-two") {
         MockReply::call(
             "askUser",
@@ -136,7 +153,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         .await?;
     let reasoner = a
         .create("/v1/task-backends", json!({"name": "a-only-reasoner", "type": "reasoner",
-            "reasoner": {"systemPrompt": "a-only-reasoner-marker", "toolBindings": [{"toolId": id(&http)}]}}))
+            "reasoner": {"systemPrompt": REASONER_PROMPT, "toolBindings": [{"toolId": id(&http)}]}}))
         .await?;
     let opencode = a
         .create("/v1/task-backends", json!({"name": "a-only-opencode", "type": "opencode",
@@ -144,6 +161,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         .await?;
     let asst = a
         .create("/v1/assistants", json!({"name": "A-only assistant", "systemPrompt": "a-only-prompt-marker",
+            "taskBackendId": id(&reasoner),
             "toolBindings": [{"toolId": id(&http)}, {"toolId": id(&mcp_tool), "argumentBindings": {"mode": {"source": "model"}}}, {"toolId": id(&client)}]}))
         .await?;
     let workflow = a
@@ -187,6 +205,31 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             && l["data"][0].is_object())
     })
     .await?;
+    // A task, delegated and reported back (the report's turn ended, so
+    // nothing of A changes while B probes).
+    a.post(
+        &format!("/v1/sessions/{sid1}/messages"),
+        json!({"text": "setup-three"}),
+    )
+    .await?
+    .assert_status(202);
+    let token1 = s1["clientToken"].as_str().unwrap_or_default();
+    let reported = std::cell::Cell::new(false);
+    events_until(srv, token1, &sid1, 0, |e| {
+        if e["type"] == "message.completed"
+            && e["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[Task report]"))
+        {
+            reported.set(true);
+        }
+        reported.get() && e["type"] == "turn.completed"
+    })
+    .await?;
+    let tasks = a.get(&format!("/v1/sessions/{sid1}/tasks")).await?;
+    let task = &tasks.assert_status(200)["data"][0];
+    anyhow::ensure!(task["status"] == "completed", "A's task: {task}");
+    let task = id(task);
     a.post(
         &format!("/v1/sessions/{sid2}/messages"),
         json!({"text": "setup-two"}),
@@ -227,6 +270,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         ("workflows".to_owned(), vec![id(&workflow)]),
         ("sessions".to_owned(), vec![sid1, sid2]),
         ("goals".to_owned(), vec![goal]),
+        ("tasks".to_owned(), vec![task]),
         ("memories".to_owned(), vec![memory]),
     ]);
     let markers = [
@@ -248,6 +292,10 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a-only question marker",
         "setup-one",
         "setup-two",
+        "setup-three",
+        "a-only task marker",
+        "a-only instruction marker",
+        "a-only task result marker",
         "a-only-secret-value",
     ]
     .iter()
