@@ -48,12 +48,24 @@ pub(super) fn judge_no() -> MockReply {
     MockReply::text(&json!({"satisfied": false, "reason": "not yet"}).to_string())
 }
 
+/// The system prompt of A's reasoner backend.
+const REASONER_PROMPT: &str = "a-only-reasoner-marker";
+
 /// The model of A's sessions: the first session's setup message makes one
-/// of each interaction resource, the second one asks a question; judge
+/// of each interaction resource (and, later, delegates a task to A's
+/// reasoner, which answers at once), the second one asks a question; judge
 /// calls keep the goal going until it is exhausted; anything else is "ok".
 pub(super) fn model(req: &Value) -> MockReply {
     if req.get("response_format").is_some() {
         return judge_no();
+    }
+    let first = req["messages"]
+        .as_array()
+        .and_then(|m| m.first())
+        .cloned()
+        .unwrap_or_default();
+    if first["content"] == REASONER_PROMPT {
+        return MockReply::text("a-only task result marker");
     }
     let last = req["messages"]
         .as_array()
@@ -81,6 +93,11 @@ pub(super) fn model(req: &Value) -> MockReply {
                 json!({"prompt": "a-only loop marker", "interval_seconds": 7 * 24 * 3600, "max_turns": 2}),
             ),
         ])
+    } else if said("setup-three") {
+        MockReply::call(
+            "delegate_task",
+            json!({"title": "a-only task marker", "instruction": "a-only instruction marker"}),
+        )
     } else if said("setup-two") {
         MockReply::call(
             "askUser",
@@ -134,8 +151,17 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     let iface = a
         .create("/v1/realtime-interfaces", json!({"name": "a-only-iface"}))
         .await?;
+    let reasoner = a
+        .create("/v1/task-backends", json!({"name": "a-only-reasoner", "type": "reasoner",
+            "reasoner": {"systemPrompt": REASONER_PROMPT, "toolBindings": [{"toolId": id(&http)}]}}))
+        .await?;
+    let opencode = a
+        .create("/v1/task-backends", json!({"name": "a-only-opencode", "type": "opencode",
+            "opencode": {"baseUrl": "http://127.0.0.1:9", "password": "{{secret__a_only}}", "model": {"providerID": "mock", "modelID": "tools-0"}}}))
+        .await?;
     let asst = a
         .create("/v1/assistants", json!({"name": "A-only assistant", "systemPrompt": "a-only-prompt-marker",
+            "taskBackendId": id(&reasoner),
             "toolBindings": [{"toolId": id(&http)}, {"toolId": id(&mcp_tool), "argumentBindings": {"mode": {"source": "model"}}}, {"toolId": id(&client)}]}))
         .await?;
     let workflow = a
@@ -179,6 +205,31 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             && l["data"][0].is_object())
     })
     .await?;
+    // A task, delegated and reported back (the report's turn ended, so
+    // nothing of A changes while B probes).
+    a.post(
+        &format!("/v1/sessions/{sid1}/messages"),
+        json!({"text": "setup-three"}),
+    )
+    .await?
+    .assert_status(202);
+    let token1 = s1["clientToken"].as_str().unwrap_or_default();
+    let reported = std::cell::Cell::new(false);
+    events_until(srv, token1, &sid1, 0, |e| {
+        if e["type"] == "message.completed"
+            && e["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[Task report]"))
+        {
+            reported.set(true);
+        }
+        reported.get() && e["type"] == "turn.completed"
+    })
+    .await?;
+    let tasks = a.get(&format!("/v1/sessions/{sid1}/tasks")).await?;
+    let task = &tasks.assert_status(200)["data"][0];
+    anyhow::ensure!(task["status"] == "completed", "A's task: {task}");
+    let task = id(task);
     a.post(
         &format!("/v1/sessions/{sid2}/messages"),
         json!({"text": "setup-two"}),
@@ -187,6 +238,20 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     .assert_status(202);
     let token2 = s2["clientToken"].as_str().unwrap_or_default();
     events_until(srv, token2, &sid2, 0, |e| e["type"] == "ask_user.question").await?;
+    a.post(
+        &format!("/v1/sessions/{sid1}/messages"),
+        json!({"text": "setup-three"}),
+    )
+    .await?
+    .assert_status(202);
+    let tasks = format!("/v1/sessions/{sid1}/tasks");
+    let tasks_path = &tasks;
+    until("A's task is done", || async move {
+        let t = api.get(tasks_path).await?.body;
+        Ok(t["data"][0]["status"] == "completed")
+    })
+    .await?;
+    let task = id(&a.get(&tasks).await?.body["data"][0]);
     let goal = id(&a.get(&goals).await?.body["data"][0]);
     let memories = a.get(&format!("/v1/memories?userId={user}")).await?;
     let memory = id(&memories.assert_status(200)["data"][0]);
@@ -211,10 +276,15 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             vec![id(&http), id(&mcp_tool), id(&client)],
         ),
         ("realtime-interfaces".to_owned(), vec![id(&iface)]),
+        (
+            "task-backends".to_owned(),
+            vec![id(&reasoner), id(&opencode)],
+        ),
         ("assistants".to_owned(), vec![id(&asst)]),
         ("workflows".to_owned(), vec![id(&workflow)]),
         ("sessions".to_owned(), vec![sid1, sid2]),
         ("goals".to_owned(), vec![goal]),
+        ("tasks".to_owned(), vec![task]),
         ("memories".to_owned(), vec![memory]),
     ]);
     let markers = [
@@ -225,6 +295,8 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a_only_client",
         "aOnlyFn",
         "a-only-iface",
+        "a-only-reasoner",
+        "a-only-opencode",
         "a-only-prompt-marker",
         "a-only-workflow-marker",
         "a-only todo marker",
@@ -232,8 +304,14 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a-only goal marker",
         "a-only loop marker",
         "a-only question marker",
+        "a-only task marker",
+        "a-only instruction marker",
         "setup-one",
         "setup-two",
+        "setup-three",
+        "a-only task marker",
+        "a-only instruction marker",
+        "a-only task result marker",
         "a-only-secret-value",
     ]
     .iter()
