@@ -522,3 +522,60 @@ async fn opencode_errors_surface_and_tasks_stay_apart() -> anyhow::Result<()> {
     oc.stop().await;
     Ok(())
 }
+
+/// §0.2: a server the platform starts itself (`opencode.command`, admin
+/// only): its configuration's secrets rendered, its HOME under the data
+/// folder, a task run on it, and the server stopped with the platform.
+#[tokio::test]
+async fn opencode_started_by_the_platform_runs_tasks() -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Local job")).await?;
+    let Some(binary) = opencode_binary() else {
+        return Ok(());
+    };
+    let Some(srv) = server(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (ws_id, ws) = srv.workspace("A").await?;
+    ws.put(
+        "/v1/secrets/secret__llm_key",
+        json!({"value": "sk-mock-0123456789"}),
+    )
+    .await?
+    .assert_status(201);
+    let mut config = rtc_testkit::opencode_test_config(&mock.base_url);
+    config["provider"]["mock"]["options"]["apiKey"] = json!("{{secret__llm_key}}");
+    srv.admin_in(&ws_id)
+        .create(
+            "/v1/task-backends",
+            json!({"id": "tb_local", "name": "Local coder", "type": "opencode",
+                   "opencode": {"command": binary.display().to_string(), "config": config,
+                                "model": {"providerID": "mock", "modelID": "tools-0"}},
+                   "timeoutSeconds": 120}),
+        )
+        .await?;
+    let id = assistant(
+        &ws,
+        json!({"name": "Desk", "systemPrompt": "You are the front desk.", "taskBackendId": "tb_local"}),
+    )
+    .await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "Go.").await?;
+    let (text, _) = report(&ws, &sid).await?;
+    assert!(text.ends_with("completed:\ndone"), "{text}");
+    let homes = srv.data_dir.path().join("opencode");
+    let home = std::fs::read_dir(&homes)?
+        .filter_map(Result::ok)
+        .next()
+        .map(|e| e.path())
+        .expect("a HOME under the data folder");
+    let marker = format!("HOME={}", home.display());
+    assert_eq!(rtc_testkit::processes_with(&marker), 1, "one server runs");
+    let Server { process, .. } = srv;
+    process.terminate(Duration::from_secs(20)).await?;
+    assert_eq!(
+        rtc_testkit::processes_with(&marker),
+        0,
+        "the server stops with the platform"
+    );
+    Ok(())
+}

@@ -117,8 +117,9 @@ impl OpencodeServers {
             .prompt_async(&session, &prompt)
             .await
             .map_err(scrub)?;
-        // Listen from now on, so the task's events are not missed.
-        drop(server.hub.subscribe());
+        // Events sent before its follower listens are not missed: the
+        // follower looks at the status first.
+        drop(server);
         Ok(session)
     }
 
