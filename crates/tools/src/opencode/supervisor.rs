@@ -206,9 +206,16 @@ impl SupervisedServer {
         for flag in OFFLINE_FLAGS {
             command.env(flag, "1");
         }
-        command
-            .spawn()
-            .map_err(|e| OpencodeError::Start(format!("running {:?}: {e}", self.settings.command)))
+        // A server left by an earlier platform process that was killed
+        // (it could not stop it) would share this HOME: end it first.
+        end_leftover(home);
+        let child = command.spawn().map_err(|e| {
+            OpencodeError::Start(format!("running {:?}: {e}", self.settings.command))
+        })?;
+        if let Some(pid) = child.id() {
+            let _ = std::fs::write(home.join(PID_FILE), pid.to_string());
+        }
+        Ok(child)
     }
 
     async fn wait_healthy(&self, running: &mut Running) -> Result<(), OpencodeError> {
@@ -258,6 +265,32 @@ impl SupervisedServer {
         } else {
             format!(" (its log ends: {tail})")
         }
+    }
+}
+
+/// Where a started server's process id is kept, in its HOME.
+const PID_FILE: &str = "server.pid";
+
+/// SIGKILL the process named by `home`'s pid file if it still runs with
+/// that HOME (so an unrelated process that reused the id is left alone).
+fn end_leftover(home: &std::path::Path) {
+    let Some(pid) = std::fs::read_to_string(home.join(PID_FILE))
+        .ok()
+        .and_then(|p| p.trim().parse::<u32>().ok())
+    else {
+        return;
+    };
+    let marker = format!("HOME={}", home.display());
+    let ours = std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == marker.as_bytes()));
+    if ours {
+        tracing::warn!(pid, "ending an OpenCode server left by an earlier run");
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
     }
 }
 

@@ -287,12 +287,12 @@ async fn the_supervisor_starts_restarts_and_stops_its_server() -> anyhow::Result
     let home = tempfile::tempdir()?;
     let mut config = opencode_test_config(&llm.base_url);
     config["share"] = "manual".into();
-    let server = SupervisedServer::start(SupervisorSettings {
+    let settings = SupervisorSettings {
         command: binary.display().to_string(),
         config,
         home: home.path().to_owned(),
-    })
-    .await?;
+    };
+    let server = SupervisedServer::start(settings.clone()).await?;
     let pid = server.pid().await.expect("running");
 
     // A cleared environment with the hermetic variables only.
@@ -365,8 +365,23 @@ async fn the_supervisor_starts_restarts_and_stops_its_server() -> anyhow::Result
         TaskOutcome::Completed(twenty_words())
     );
 
+    // A server left on this HOME (its platform process was killed) is
+    // ended when a new one starts there.
+    let successor = SupervisedServer::start(settings).await?;
+    let mut ended = false;
+    for _ in 0..50 {
+        ended = !alive(restarted);
+        if ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ended, "the leftover server was ended");
+    drop(server);
+
     // Stopped: SIGTERM, gone.
-    server.stop().await;
-    assert!(!alive(restarted));
+    let last = successor.pid().await.expect("running");
+    successor.stop().await;
+    assert!(!alive(last));
     Ok(())
 }
