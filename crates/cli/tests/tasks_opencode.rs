@@ -261,8 +261,7 @@ async fn opencode_delegate_and_report_postgres() -> anyhow::Result<()> {
 
 /// §5.2 and §5.3: running while OpenCode works, an unknown id, cancel →
 /// abort (MessageAbortedError, no status entry), no completion report.
-#[tokio::test]
-async fn opencode_status_and_cancel() -> anyhow::Result<()> {
+async fn status_and_cancel(engine: Engine) -> anyhow::Result<()> {
     let speaker: Arc<Script> = Arc::new(|req, n| match n {
         0 => delegate("Slow job"),
         1 => MockReply::text("Started."),
@@ -274,7 +273,7 @@ async fn opencode_status_and_cancel() -> anyhow::Result<()> {
         _ => MockReply::text("Cancelled."),
     });
     let mock = mock(speaker).await?;
-    let Some((srv, oc)) = stand(Engine::Sqlite, &mock).await? else {
+    let Some((srv, oc)) = stand(engine, &mock).await? else {
         return Ok(());
     };
     let (_, ws) = srv.workspace("A").await?;
@@ -350,6 +349,16 @@ async fn opencode_status_and_cancel() -> anyhow::Result<()> {
     );
     oc.stop().await;
     Ok(())
+}
+
+#[tokio::test]
+async fn opencode_status_and_cancel_sqlite() -> anyhow::Result<()> {
+    status_and_cancel(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn opencode_status_and_cancel_postgres() -> anyhow::Result<()> {
+    status_and_cancel(Engine::Postgres).await
 }
 
 /// §5.4: a closed port and a wrong password are told apart, at once, and
