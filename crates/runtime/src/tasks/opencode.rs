@@ -425,7 +425,9 @@ impl Follower<'_> {
             .servers
             .connect(self.store, self.workspace, self.backend)
             .await
-            .map_err(LookError::Unreachable)?;
+            // A missing password secret, a refused address, a started
+            // server that cannot start again: nothing to wait for.
+            .map_err(LookError::Fatal)?;
         let fail = |e: OpencodeError| {
             let text = scrubber.scrub_str(&e.to_string());
             if e.is_unreachable() {
