@@ -312,6 +312,20 @@ async fn status_and_cancel(engine: Engine) -> anyhow::Result<()> {
         .unwrap_or_default();
     assert!(unknown.contains("not found"), "{unknown}");
 
+    // Cancel while the model call runs (an abort before OpenCode wrote its
+    // assistant message leaves none to mark aborted).
+    let mut calling = false;
+    for _ in 0..100 {
+        let msgs = opencode_get(&oc, &format!("/session/{external}/message")).await?;
+        calling = msgs
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["info"]["role"] == "assistant"));
+        if calling {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(calling, "OpenCode calls its model");
     say(&ws, &sid, "Cancel it.").await?;
     answered(&ws, &sid, 4).await?;
     let cancelled_at = std::time::Instant::now();
