@@ -305,6 +305,8 @@ async fn validate(
             tools: &tools,
             realtime_interface: interface(a.realtime_interface_id.as_ref()),
             providers,
+            // The earlier format had no task backends.
+            task_backend: None,
         };
         match validate_assistant(a, &ctx) {
             Ok(()) => {

@@ -159,6 +159,7 @@ fn build_runtime(
         http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES)?,
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
+        data_dir: Some(settings.data_dir.clone()),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
         loops: LoopSettings {
             poll: Duration::from_millis(settings.loop_poll_ms),

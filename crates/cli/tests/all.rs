@@ -27,6 +27,7 @@ mod operations;
 mod secrets;
 mod shutdown;
 mod subagents;
+mod tasks_reasoner;
 mod tools;
 mod web;
 mod workflow_sessions;

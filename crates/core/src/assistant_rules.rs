@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rtc_expr::{LlmLeaves, check_assignment, value_fits};
 use rtc_protocol::{
     Assistant, BuiltInTools, DynamicVariable, EndMessageType, LlmConfig, RealtimeInterface,
-    RunMode, Tool, ToolBinding, ValueType,
+    RunMode, TaskBackend, Tool, ToolBinding, ValueType,
 };
 
 use crate::binding_rules::{BindingUse, VariableScope, check_variable_template, validate_binding};
@@ -17,6 +17,7 @@ use crate::names::{
 };
 use crate::realtime::compatibility;
 use crate::system_vars::SYSTEM_VARIABLES;
+use crate::task_backend_rules::backend_variables;
 
 /// Most dynamic variables one assistant may declare.
 pub const MAX_VARIABLES: usize = 256;
@@ -34,6 +35,8 @@ pub struct AssistantContext<'a> {
     pub realtime_interface: Option<&'a RealtimeInterface>,
     /// Names of the configured LLM providers.
     pub providers: &'a BTreeSet<String>,
+    /// The task backend named by `taskBackendId`, if it exists.
+    pub task_backend: Option<&'a TaskBackend>,
 }
 
 /// The declared variables plus the `system__` ones, with their types.
@@ -111,11 +114,50 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
         )?;
     }
     check_run_mode(assistant, ctx)?;
-    if let Some(id) = &assistant.task_backend_id {
+    check_task_backend(assistant, ctx.task_backend, &vars)
+}
+
+/// A named task backend exists, serves a pipeline assistant only (a
+/// realtime model speaks on its own and has no task tools), and finds
+/// every variable its bindings read among the assistant's.
+fn check_task_backend(
+    assistant: &Assistant,
+    backend: Option<&TaskBackend>,
+    vars: &BTreeMap<String, ValueType>,
+) -> Rule {
+    let Some(id) = &assistant.task_backend_id else {
+        return Ok(());
+    };
+    if assistant.run_mode == RunMode::Realtime {
+        return Err(ValidationError::new(
+            "task_backend_not_supported",
+            "taskBackendId",
+            "task backends serve pipeline assistants only; a realtime assistant cannot delegate tasks",
+        ));
+    }
+    let Some(backend) = backend else {
         return Err(ValidationError::new(
             "unknown_task_backend",
             "taskBackendId",
             format!("task backend `{id}` does not exist in this workspace"),
+        ));
+    };
+    let missing: Vec<String> = backend_variables(backend)
+        .into_iter()
+        .filter(|v| !vars.contains_key(v))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ValidationError::new(
+            "unknown_variable",
+            "taskBackendId",
+            format!(
+                "task backend `{id}` reads the variables {} of the delegating session; declare them in `dynamicVariables`",
+                missing
+                    .iter()
+                    .map(|v| format!("`{v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         ));
     }
     Ok(())

@@ -68,6 +68,7 @@ fn validate(v: Value, iface: Option<&RealtimeInterface>) -> Result<(), crate::Va
             tools: &tools,
             realtime_interface: iface,
             providers: &providers,
+            task_backend: None,
         },
     )
 }

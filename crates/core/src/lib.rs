@@ -18,6 +18,7 @@ pub mod placeholders;
 pub mod realtime;
 pub mod result_path;
 pub mod system_vars;
+pub mod task_backend_rules;
 pub mod text;
 pub mod time;
 pub mod tool_rules;

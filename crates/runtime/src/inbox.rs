@@ -90,6 +90,8 @@ impl Inner {
             }
             // A report, or a sync result nobody waits for any more.
             InboxKind::Report | InboxKind::CallResult => ("subagent", report_text(&item.content)),
+            // A delegated task's report, written when it ended.
+            InboxKind::TaskReport => ("task", item.content),
         };
         let mut m = message(MessageRole::User, &content);
         m.id = item.message_id;

@@ -26,6 +26,7 @@ mod session;
 mod small_model;
 mod start;
 mod subagents;
+mod tasks;
 #[cfg(test)]
 mod test_support;
 mod tool;
@@ -92,6 +93,9 @@ pub struct RuntimeConfig {
     pub sub_agents: SubAgentLimits,
     /// Bounds of sessions, messages and events (R-SEC-6).
     pub limits: SessionLimits,
+    /// Where the server keeps its files (OpenCode servers it starts get
+    /// their homes under it); `None` uses a temporary folder.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 impl RuntimeConfig {
@@ -120,6 +124,7 @@ impl RuntimeConfig {
             loops: LoopSettings::default(),
             sub_agents: SubAgentLimits::default(),
             limits: SessionLimits::default(),
+            data_dir: None,
         })
     }
 }
@@ -133,11 +138,14 @@ pub(crate) struct Inner {
     pub tasks: TaskTracker,
     /// How many turns recovery marked interrupted, once it has run.
     pub recovered: tokio::sync::OnceCell<usize>,
+    /// The task drivers running in this process (R-TK).
+    pub task_drivers: tasks::TaskDrivers,
+    /// OpenCode servers: clients, event streams, supervised processes.
+    pub opencode: tasks::opencode::OpencodeServers,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
-/// it: every name of the tool registry (built-ins, and the task tools to
-/// come).
+/// it: every name of the tool registry (built-ins, the task tools).
 pub fn is_reserved_tool_name(name: &str) -> bool {
     registry::is_reserved(name)
 }
@@ -161,6 +169,8 @@ impl Runtime {
     /// Must be called inside a Tokio runtime: it starts the journal writer
     /// and the sweeper of idle sessions.
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
+        let opencode =
+            tasks::opencode::OpencodeServers::new(config.mcp.policy, config.data_dir.clone());
         let runtime = Self {
             inner: Arc::new(Inner {
                 journal: journal::Journal::start(store.clone(), Some(&config.loops.instance)),
@@ -170,11 +180,14 @@ impl Runtime {
                 sessions: Mutex::default(),
                 tasks: TaskTracker::new(),
                 recovered: tokio::sync::OnceCell::new(),
+                task_drivers: tasks::TaskDrivers::default(),
+                opencode,
             }),
         };
         session::spawn_sweeper(&runtime.inner);
         loops::spawn_scheduler(&runtime.inner);
         session::spawn_listener(&runtime.inner);
+        tasks::spawn_keeper(&runtime.inner);
         runtime
     }
 
@@ -244,6 +257,10 @@ impl Runtime {
             }
             let _ = tokio::time::timeout(Duration::from_secs(5), inner.tasks.wait()).await;
         }
+        // Tasks keep running in the store; the next start (or another
+        // instance) resumes them.
+        inner.task_drivers.abort_all();
+        inner.opencode.shutdown().await;
         inner.journal.flush().await;
         ShutdownReport {
             finished: running.saturating_sub(checkpointed),

@@ -252,7 +252,7 @@ impl Inner {
     /// End a session (host, model, or a stopping parent): its turn stops,
     /// the end is recorded and announced, its sub-agents stop with it.
     pub(crate) async fn end_session(
-        &self,
+        self: &Arc<Self>,
         ctx: &SessionCtx,
         reason: Option<&str>,
         by: &str,
@@ -268,12 +268,13 @@ impl Inner {
         };
         ctx.events.emit(ended.into()).await?;
         self.forget(&ctx.id);
-        Ok(())
+        self.cancel_session_tasks(&ctx.id).await
     }
 
     /// After a session ended by itself (`endConversation`): its sub-agents
     /// stop, and a sub-agent reports its end to its parent.
     pub(crate) async fn after_end(self: &Arc<Self>, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        self.cancel_session_tasks(&ctx.id).await?;
         self.stop_descendants(&ctx.id, &ctx.root_id).await?;
         self.report_if_done(ctx).await
     }

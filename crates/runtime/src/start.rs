@@ -59,17 +59,28 @@ pub async fn assistant_context(
 }
 
 impl Runtime {
-    pub(crate) fn check_assistant(
+    pub(crate) async fn check_assistant(
         &self,
+        workspace: &str,
         assistant: &Assistant,
         tools: &BTreeMap<String, Tool>,
         iface: Option<&RealtimeInterface>,
     ) -> Result<(), RuntimeError> {
         let providers = self.provider_names();
+        let backend = match &assistant.task_backend_id {
+            Some(id) => {
+                self.inner
+                    .store
+                    .get::<rtc_protocol::TaskBackend>(workspace, id)
+                    .await?
+            }
+            None => None,
+        };
         let ctx = AssistantContext {
             tools,
             realtime_interface: iface,
             providers: &providers,
+            task_backend: backend.as_ref(),
         };
         Ok(validate_assistant(assistant, &ctx)?)
     }
@@ -85,7 +96,8 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let (tools, iface) =
             assistant_context(&self.inner.store, workspace, assistant, replacement).await?;
-        self.check_assistant(assistant, &tools, iface.as_ref())
+        self.check_assistant(workspace, assistant, &tools, iface.as_ref())
+            .await
     }
 
     /// The tools an MCP server offers, listed on its pooled connection (a
@@ -171,7 +183,8 @@ impl Runtime {
                     ))
                 })?;
         let (tools, iface) = assistant_context(&inner.store, workspace, &assistant, None).await?;
-        self.check_assistant(&assistant, &tools, iface.as_ref())?;
+        self.check_assistant(workspace, &assistant, &tools, iface.as_ref())
+            .await?;
         Ok((assistant_id.to_owned(), assistant, tools))
     }
 

@@ -71,6 +71,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::workflows::router())
         .merge(routes::sessions::router())
         .merge(routes::interaction::router())
+        .merge(routes::tasks::router())
         .merge(routes::memories::router())
         .merge(routes::live::router())
         .route_layer(axum::middleware::from_fn(observe::record_request))

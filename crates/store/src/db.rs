@@ -79,6 +79,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "legacy_v3",
         include_str!("../migrations/sqlite/0010_legacy_v3.sql"),
     ),
+    (
+        11,
+        "tasks",
+        include_str!("../migrations/sqlite/0011_tasks.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -130,6 +135,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         10,
         "legacy_v3",
         include_str!("../migrations/postgres/0010_legacy_v3.sql"),
+    ),
+    (
+        11,
+        "tasks",
+        include_str!("../migrations/postgres/0011_tasks.sql"),
     ),
 ];
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Assistant, McpServer, RealtimeInterface, Tool, Workflow};
+use rtc_protocol::{Assistant, McpServer, RealtimeInterface, TaskBackend, Tool, Workflow};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
@@ -21,6 +21,7 @@ pub enum ResourceKind {
     RealtimeInterface,
     Secret,
     Workflow,
+    TaskBackend,
 }
 
 impl ResourceKind {
@@ -32,6 +33,7 @@ impl ResourceKind {
             Self::RealtimeInterface => "realtime_interface",
             Self::Secret => "secret",
             Self::Workflow => "workflow",
+            Self::TaskBackend => "task_backend",
         }
     }
 
@@ -43,6 +45,7 @@ impl ResourceKind {
             Self::RealtimeInterface,
             Self::Secret,
             Self::Workflow,
+            Self::TaskBackend,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -57,6 +60,7 @@ impl ResourceKind {
             Self::RealtimeInterface => "rti",
             Self::Secret => "secret",
             Self::Workflow => "wf",
+            Self::TaskBackend => "tb",
         }
     }
 }
@@ -163,7 +167,25 @@ impl Document for Assistant {
         if let Some(id) = &self.realtime_interface_id {
             refs.push(Reference::new(ResourceKind::RealtimeInterface, id));
         }
+        if let Some(id) = &self.task_backend_id {
+            refs.push(Reference::new(ResourceKind::TaskBackend, id));
+        }
         refs
+    }
+    meta!();
+}
+
+impl Document for TaskBackend {
+    const KIND: ResourceKind = ResourceKind::TaskBackend;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        self.reasoner
+            .iter()
+            .flat_map(|r| &r.tool_bindings)
+            .map(|b| Reference::new(ResourceKind::Tool, &b.tool_id))
+            .collect()
     }
     meta!();
 }

@@ -25,6 +25,7 @@ mod secret_box;
 mod secrets;
 mod sessions;
 mod subagents;
+mod tasks;
 mod workspaces;
 
 pub use backup::{
@@ -47,6 +48,7 @@ pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;
 pub use sessions::{NewSession, SessionRecord, SessionRecords, SessionUpdate};
 pub use subagents::{InboxItem, InboxKind, SubAgentRecord};
+pub use tasks::{TaskEnding, TaskRecord};
 pub use workspaces::WorkspaceRecord;
 
 /// Milliseconds since the Unix epoch, now.

@@ -36,6 +36,8 @@ pub enum InboxKind {
     Report,
     /// The parent's message to a sub-agent: a user-role message.
     ParentMessage,
+    /// A delegated task's report (R-TK): a user-role message.
+    TaskReport,
 }
 
 impl InboxKind {
@@ -44,13 +46,19 @@ impl InboxKind {
             Self::CallResult => "call_result",
             Self::Report => "report",
             Self::ParentMessage => "parent_message",
+            Self::TaskReport => "task_report",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Self::CallResult, Self::Report, Self::ParentMessage]
-            .into_iter()
-            .find(|k| k.as_str() == s)
+        [
+            Self::CallResult,
+            Self::Report,
+            Self::ParentMessage,
+            Self::TaskReport,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
     }
 }
 
@@ -125,7 +133,7 @@ fn inbox_item(row: &sqlx::any::AnyRow) -> Result<InboxItem, StoreError> {
     })
 }
 
-async fn insert_inbox<'e>(
+pub(crate) async fn insert_inbox<'e>(
     executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
     item: &InboxItem,
 ) -> Result<(), StoreError> {

@@ -846,3 +846,6 @@ on_both!(
         Ok(())
     }
 );
+
+#[path = "all/tasks.rs"]
+mod tasks;

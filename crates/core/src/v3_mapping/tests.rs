@@ -374,6 +374,7 @@ fn the_migrated_example_passes_the_v4_rules() {
             tools: &tools,
             realtime_interface: None,
             providers: &providers,
+            task_backend: None,
         },
     )
     .expect("valid assistant");

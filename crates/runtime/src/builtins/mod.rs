@@ -12,6 +12,7 @@ pub mod goals;
 pub mod loops;
 pub mod memory;
 pub mod subagents;
+pub mod tasks;
 pub mod todo_write;
 pub mod web_fetch;
 pub mod web_search;
@@ -87,6 +88,9 @@ pub(crate) fn all() -> Vec<Arc<dyn crate::tool::ToolHandler>> {
         Arc::new(memory::delete::DeleteMemory),
         Arc::new(memory::list::ListMemories),
         Arc::new(memory::search::SearchMemory),
+        Arc::new(tasks::delegate::DelegateTask),
+        Arc::new(tasks::status::GetTaskStatus),
+        Arc::new(tasks::cancel::CancelTask),
     ]
 }
 

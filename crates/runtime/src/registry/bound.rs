@@ -86,28 +86,13 @@ impl Inner {
             return Ok(Err(format!("tool `{}` is not available", binding.tool_id)));
         };
         let vars = ctx.state.lock().await.variables.clone();
-        let args = match complete_arguments(tool, binding, model_args, &vars) {
-            Ok(a) => a,
-            Err(e) => return Ok(Err(e.to_string())),
-        };
-        // The secret values revealed for this call, whatever its family.
-        let mut revealed = Vec::new();
-        let result = match tool.kind {
-            ToolKind::Http => {
-                self.run_http(ctx, tool, binding, &args, &vars, &mut revealed)
-                    .await?
-            }
-            ToolKind::Mcp => self.run_mcp(ctx, tool, args, &mut revealed).await?,
-            ToolKind::Client => self.run_client(ctx, tool, call_id, args).await,
-        };
-        let scrubber = Scrubber::new(&revealed);
-        drop(revealed);
-        let value = match result {
-            Ok(mut value) => {
-                scrubber.scrub_value(&mut value);
-                value
-            }
-            Err(message) => return Ok(Err(scrubber.scrub_str(&message))),
+        let client = Some((ctx, call_id));
+        let value = match self
+            .execute_bound(&ctx.workspace, tool, binding, model_args, &vars, client)
+            .await?
+        {
+            Ok(value) => value,
+            Err(message) => return Ok(Err(message)),
         };
         let changes = result_assignments(binding, &value);
         if !changes.is_empty() {
@@ -125,9 +110,52 @@ impl Inner {
         Ok(Ok(value))
     }
 
+    /// One call of a bound tool without touching a session's state: the
+    /// arguments completed from the binding's sources over `vars`, the
+    /// call run over HTTP or MCP (a client tool needs `client`, the
+    /// session and call whose host runs it), its result and error scrubbed
+    /// of the secrets revealed for it. Conversations and the reasoner's
+    /// tasks both call tools through here.
+    pub(crate) async fn execute_bound(
+        &self,
+        workspace: &str,
+        tool: &Tool,
+        binding: &ToolBinding,
+        model_args: &str,
+        vars: &Map<String, Value>,
+        client: Option<(&SessionCtx, &str)>,
+    ) -> Result<Result<Value, String>, RuntimeError> {
+        let args = match complete_arguments(tool, binding, model_args, vars) {
+            Ok(a) => a,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        // The secret values revealed for this call, whatever its family.
+        let mut revealed = Vec::new();
+        let result = match (tool.kind, client) {
+            (ToolKind::Http, _) => {
+                self.run_http(workspace, tool, binding, &args, vars, &mut revealed)
+                    .await?
+            }
+            (ToolKind::Mcp, _) => self.run_mcp(workspace, tool, args, &mut revealed).await?,
+            (ToolKind::Client, Some((ctx, call_id))) => {
+                self.run_client(ctx, tool, call_id, args).await
+            }
+            (ToolKind::Client, None) => Err("client tools run only in conversations".into()),
+        };
+        let scrubber = Scrubber::new(&revealed);
+        drop(revealed);
+        Ok(match result {
+            Ok(mut value) => {
+                scrubber.scrub_value(&mut value);
+                Ok(value)
+            }
+            Err(message) => Err(scrubber.scrub_str(&message)),
+        })
+    }
+
     async fn run_http(
         &self,
-        ctx: &SessionCtx,
+        workspace: &str,
         tool: &Tool,
         binding: &ToolBinding,
         args: &Map<String, Value>,
@@ -139,7 +167,7 @@ impl Inner {
         };
         let mut secrets = CallSecrets::default();
         for name in referenced_secrets(tool) {
-            match self.store.reveal_secret(&ctx.workspace, &name).await? {
+            match self.store.reveal_secret(workspace, &name).await? {
                 Some(v) => {
                     revealed.push(v.expose().to_owned());
                     secrets.0.insert(name, v.expose().to_owned());
@@ -158,7 +186,7 @@ impl Inner {
 
     async fn run_mcp(
         &self,
-        ctx: &SessionCtx,
+        workspace: &str,
         tool: &Tool,
         args: Map<String, Value>,
         revealed: &mut Vec<String>,
@@ -168,7 +196,7 @@ impl Inner {
         };
         let Some(server) = self
             .store
-            .get::<McpServer>(&ctx.workspace, &mcp.server_id)
+            .get::<McpServer>(workspace, &mcp.server_id)
             .await?
         else {
             return Ok(Err(format!(
@@ -177,13 +205,13 @@ impl Inner {
             )));
         };
         let headers = match self
-            .mcp_headers(&ctx.workspace, &server.transport, revealed)
+            .mcp_headers(workspace, &server.transport, revealed)
             .await?
         {
             Ok(h) => h,
             Err(e) => return Ok(Err(e)),
         };
-        let key = mcp_pool_key(&ctx.workspace, &mcp.server_id, server.updated_at.as_deref());
+        let key = mcp_pool_key(workspace, &mcp.server_id, server.updated_at.as_deref());
         let fallback = Value::Object(Map::new());
         let call = McpCall {
             key: &key,

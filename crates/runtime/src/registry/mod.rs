@@ -21,10 +21,6 @@ use rtc_protocol::{Assistant, BuiltInToolName, Tool};
 use crate::RuntimeConfig;
 use crate::tool::{Offer, ToolHandler};
 
-/// Names no tool resource may take: every built-in's, and those of the
-/// task-backend tools to come.
-const RESERVED_FOR_LATER: &[&str] = &["delegate_task", "get_task_status", "cancel_task"];
-
 /// The LLM's built-ins with their specs, built once.
 static BUILT_INS: LazyLock<Vec<(ToolSpec, Arc<dyn ToolHandler>)>> = LazyLock::new(|| {
     crate::builtins::all()
@@ -39,7 +35,6 @@ static RESERVED: LazyLock<BTreeSet<&'static str>> = LazyLock::new(|| {
         .iter()
         .map(|(s, _)| s.name.as_str())
         .chain(BuiltInToolName::ALL.iter().map(|b| b.as_str()))
-        .chain(RESERVED_FOR_LATER.iter().copied())
         .collect()
 });
 

@@ -56,7 +56,8 @@ impl Runtime {
                     ))
                 })?;
             let (own_tools, iface) = assistant_context(store, workspace, &assistant, None).await?;
-            self.check_assistant(&assistant, &own_tools, iface.as_ref())?;
+            self.check_assistant(workspace, &assistant, &own_tools, iface.as_ref())
+                .await?;
             tools.extend(own_tools);
             assistants.insert(assistant_id, assistant);
         }

@@ -10,7 +10,7 @@ use contract::Contract;
 
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
-    tools, workflows, workspaces,
+    tasks, tools, workflows, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -30,6 +30,7 @@ use crate::routes::{
         sessions::create, sessions::list, sessions::read, sessions::messages, sessions::send, sessions::state, sessions::end,
         sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
         interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,
+        tasks::list, tasks::read, tasks::cancel,
         memories::list, memories::forget_user, memories::forget,
     ),
     components(schemas(

@@ -9,6 +9,7 @@ pub mod memories;
 pub mod realtime;
 pub mod secrets;
 pub mod sessions;
+pub mod tasks;
 pub mod tools;
 pub mod workflows;
 pub mod workspaces;
@@ -48,6 +49,7 @@ fn noun(kind: ResourceKind) -> &'static str {
         ResourceKind::RealtimeInterface => "realtime interface",
         ResourceKind::Secret => "secret",
         ResourceKind::Workflow => "workflow",
+        ResourceKind::TaskBackend => "task backend",
     }
 }
 

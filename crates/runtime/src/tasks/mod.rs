@@ -1,0 +1,509 @@
+//! Tasks delegated to task backends (R-TK, design `task-backends.md`).
+//!
+//! A task is a durable row (`rtc_store::TaskRecord`) driven by the
+//! instance holding its lease: `service.rs` answers the three task tools
+//! and the API, `reasoner.rs` runs a reasoner task (a background agent over
+//! its stored transcript), `opencode.rs` drives a task on an OpenCode
+//! server. Here: what a task runs with ([`TaskConfig`], taken at
+//! delegation), the drivers running in this process, how a task ends (once,
+//! with its report in the session's inbox, so the conversation hears of it
+//! exactly once), and the keeper that renews leases, notices tasks ended
+//! elsewhere and takes over the tasks of instances that died.
+
+pub(crate) mod opencode;
+mod reasoner;
+mod service;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{
+    LlmConfig, Task, TaskBackend, TaskBackendType, TaskCompleted, TaskMessage, TaskStatus,
+    TaskToolCall, TaskUpdated, Tool,
+};
+use rtc_store::{InboxItem, InboxKind, TaskEnding, TaskRecord, now_millis};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::loops::millis;
+use crate::{Inner, RuntimeError};
+
+/// Longest result or error a report carries, in characters.
+const MAX_REPORT_CHARS: usize = 100_000;
+/// Most orphaned tasks taken over in one round of the keeper.
+const CLAIM_BATCH: i64 = 50;
+
+/// What a task runs with, taken when it was delegated: a running task is
+/// not changed by later edits, and a takeover resumes it the same way.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TaskConfig {
+    pub backend: TaskBackend,
+    /// The reasoner's bound tools, by id.
+    #[serde(default)]
+    pub tools: BTreeMap<String, Tool>,
+    /// The delegating session's variables (for `variable` sources).
+    #[serde(default)]
+    pub variables: Map<String, Value>,
+    /// The delegating assistant's model settings (the reasoner's defaults).
+    #[serde(default)]
+    pub assistant_llm: LlmConfig,
+}
+
+/// How a task ended, as its driver saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Ending {
+    Completed(String),
+    Failed(String),
+    Cancelled(String),
+}
+
+impl Ending {
+    fn status(&self) -> TaskStatus {
+        match self {
+            Self::Completed(_) => TaskStatus::Completed,
+            Self::Failed(_) => TaskStatus::Failed,
+            Self::Cancelled(_) => TaskStatus::Cancelled,
+        }
+    }
+}
+
+/// A driver running in this process.
+struct Driver {
+    /// Asks the driver to stop the backend's work (a cancellation).
+    cancel: CancellationToken,
+    /// Drops the driver without touching the backend (shutdown, or the
+    /// task was lost to another instance).
+    handle: tokio::task::AbortHandle,
+}
+
+/// The drivers of this process, by task id.
+#[derive(Default)]
+pub(crate) struct TaskDrivers {
+    map: Mutex<HashMap<String, Driver>>,
+}
+
+impl TaskDrivers {
+    fn ids(&self) -> Vec<String> {
+        self.map
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn cancel(&self, id: &str) -> bool {
+        let driver = self
+            .map
+            .lock()
+            .ok()
+            .and_then(|m| m.get(id).map(|d| d.cancel.clone()));
+        driver.is_some_and(|c| {
+            c.cancel();
+            true
+        })
+    }
+
+    fn drop_driver(&self, id: &str) {
+        if let Some(d) = self.map.lock().ok().and_then(|mut m| m.remove(id)) {
+            d.handle.abort();
+        }
+    }
+
+    /// Drop every driver (shutdown): the tasks stay running in the store
+    /// and are resumed by the next start (or another instance).
+    pub(crate) fn abort_all(&self) {
+        let drained: Vec<Driver> = self
+            .map
+            .lock()
+            .map(|mut m| m.drain().map(|(_, d)| d).collect())
+            .unwrap_or_default();
+        for d in drained {
+            d.handle.abort();
+        }
+    }
+}
+
+/// The API view of a task row.
+pub(crate) fn task_view(t: &TaskRecord, with_transcript: bool) -> Task {
+    let backend_type = match t.backend_type.as_str() {
+        "opencode" => TaskBackendType::Opencode,
+        _ => TaskBackendType::Reasoner,
+    };
+    let transcript = with_transcript.then(|| {
+        serde_json::from_str::<Vec<rtc_core::llm::ChatMessage>>(&t.transcript)
+            .unwrap_or_default()
+            .into_iter()
+            .map(transcript_message)
+            .collect()
+    });
+    Task {
+        id: t.id.clone(),
+        session_id: t.session_id.clone(),
+        backend_id: t.backend_id.clone(),
+        backend_type,
+        title: t.title.clone(),
+        instruction: t.instruction.clone(),
+        status: TaskStatus::parse(&t.status).unwrap_or(TaskStatus::Failed),
+        result: t.result.clone(),
+        error: t.error.clone(),
+        detail: t.detail.clone(),
+        external_id: t.external_id.clone(),
+        steps: u32::try_from(t.steps).unwrap_or(u32::MAX),
+        started_at: rfc3339_from_millis(t.created_at),
+        updated_at: rfc3339_from_millis(t.updated_at),
+        finished_at: t.finished_at.map(rfc3339_from_millis),
+        transcript,
+    }
+}
+
+fn transcript_message(m: rtc_core::llm::ChatMessage) -> TaskMessage {
+    use rtc_core::llm::ChatMessage as M;
+    let plain = |role: &str, content: String| TaskMessage {
+        role: role.to_owned(),
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+        name: None,
+    };
+    match m {
+        M::System { content } => plain("system", content),
+        M::User { content } => plain("user", content),
+        M::Assistant {
+            content,
+            tool_calls,
+        } => TaskMessage {
+            tool_calls: tool_calls
+                .into_iter()
+                .map(|c| TaskToolCall {
+                    id: c.id,
+                    name: c.name,
+                    arguments: c.arguments,
+                })
+                .collect(),
+            ..plain("assistant", content)
+        },
+        M::Tool {
+            tool_call_id,
+            content,
+        } => TaskMessage {
+            tool_call_id: Some(tool_call_id),
+            ..plain("tool", content)
+        },
+    }
+}
+
+/// `text` cut to the report's limit.
+fn capped(text: &str) -> String {
+    match text.char_indices().nth(MAX_REPORT_CHARS) {
+        Some((at, _)) => format!("{}\n[… cut at {MAX_REPORT_CHARS} characters]", &text[..at]),
+        None => text.to_owned(),
+    }
+}
+
+/// The message a finished task becomes in its conversation.
+fn report_text(task: &TaskRecord, ending: &Ending) -> String {
+    let head = format!("[Task report] \"{}\" ({})", task.title, task.id);
+    match ending {
+        Ending::Completed(result) => format!("{head} completed:\n{result}"),
+        Ending::Failed(error) => format!("{head} failed: {error}"),
+        Ending::Cancelled(why) => format!("{head} cancelled: {why}"),
+    }
+}
+
+impl Inner {
+    /// Run `task`'s driver in this process (the lease is ours).
+    pub(crate) fn spawn_driver(self: &Arc<Self>, task: TaskRecord) {
+        let cancel = CancellationToken::new();
+        let id = task.id.clone();
+        let rt = self.clone();
+        let token = cancel.clone();
+        let Ok(mut map) = self.task_drivers.map.lock() else {
+            return;
+        };
+        if map.contains_key(&id) {
+            return;
+        }
+        let handle = tokio::spawn(async move {
+            let task_id = task.id.clone();
+            if let Err(e) = rt.clone().drive(task, token).await {
+                tracing::error!(task = %task_id, error = %e, "driving a task failed");
+            }
+            if let Ok(mut m) = rt.task_drivers.map.lock() {
+                m.remove(&task_id);
+            }
+        });
+        map.insert(
+            id,
+            Driver {
+                cancel,
+                handle: handle.abort_handle(),
+            },
+        );
+    }
+
+    /// Drive a task to its end and record it.
+    async fn drive(
+        self: Arc<Self>,
+        task: TaskRecord,
+        cancel: CancellationToken,
+    ) -> Result<(), RuntimeError> {
+        let config: TaskConfig = match serde_json::from_str(&task.config) {
+            Ok(c) => c,
+            Err(e) => {
+                let why = format!("the task's stored configuration is unreadable: {e}");
+                return self.end_task(&task, Ending::Failed(why)).await;
+            }
+        };
+        let ending = match config.backend.backend_type {
+            TaskBackendType::Reasoner => self.run_reasoner(&task, &config, &cancel).await?,
+            TaskBackendType::Opencode => self.follow_opencode(&task, &config, cancel).await,
+        };
+        // A task ended elsewhere (cancelled through another instance, or
+        // past its lease and taken over) is not ended twice: `end_task`
+        // writes only over `running`.
+        self.end_task(&task, ending).await
+    }
+
+    /// Record the end of `task` (once) and tell its conversation: the
+    /// report waits in the session's inbox, written with the status, and
+    /// is delivered now if the session is idle.
+    pub(crate) async fn end_task(
+        self: &Arc<Self>,
+        task: &TaskRecord,
+        ending: Ending,
+    ) -> Result<(), RuntimeError> {
+        let ending = match ending {
+            Ending::Completed(r) => Ending::Completed(capped(&r)),
+            Ending::Failed(e) => Ending::Failed(capped(&e)),
+            other => other,
+        };
+        let session = self
+            .store
+            .session(&task.workspace_id, &task.session_id)
+            .await?;
+        let active = session
+            .as_ref()
+            .is_some_and(|s| s.status != rtc_protocol::SessionStatus::Ended);
+        let report = active.then(|| {
+            let mut item = InboxItem::new(
+                &task.session_id,
+                InboxKind::TaskReport,
+                &task.id,
+                None,
+                report_text(task, &ending),
+            );
+            item.from_session_id = None;
+            item
+        });
+        self.finish_recorded(task, &ending, report.as_ref()).await
+    }
+
+    /// Write the end of `task` with `report` (if any) and announce it.
+    pub(crate) async fn finish_recorded(
+        self: &Arc<Self>,
+        task: &TaskRecord,
+        ending: &Ending,
+        report: Option<&InboxItem>,
+    ) -> Result<(), RuntimeError> {
+        let (result, error) = match ending {
+            Ending::Completed(r) => (Some(r.as_str()), None),
+            Ending::Failed(e) | Ending::Cancelled(e) => (None, Some(e.as_str())),
+        };
+        let status = ending.status();
+        let won = self
+            .store
+            .finish_task(
+                &task.id,
+                &TaskEnding {
+                    status: status.as_str(),
+                    result,
+                    error,
+                    report,
+                },
+            )
+            .await?;
+        if !won {
+            return Ok(());
+        }
+        let Ok(ctx) = self.session(&task.session_id).await else {
+            return Ok(());
+        };
+        let event = TaskCompleted {
+            task_id: task.id.clone(),
+            title: task.title.clone(),
+            status,
+            result: result.map(str::to_owned),
+            error: error.map(str::to_owned),
+        };
+        ctx.events.emit(event.into()).await?;
+        if report.is_some() {
+            self.kick(&ctx).await?;
+        }
+        Ok(())
+    }
+
+    /// Save a running task's progress and announce it; `false` when the
+    /// task is no longer ours to drive (ended elsewhere or taken over).
+    pub(crate) async fn task_progress(
+        &self,
+        task: &TaskRecord,
+        transcript: &str,
+        steps: u32,
+        detail: &str,
+    ) -> Result<bool, RuntimeError> {
+        let held = self
+            .store
+            .save_task_progress(
+                &task.id,
+                &self.config.loops.instance,
+                transcript,
+                i64::from(steps),
+                Some(detail),
+            )
+            .await?;
+        if held && let Ok(ctx) = self.session(&task.session_id).await {
+            let event = TaskUpdated {
+                task_id: task.id.clone(),
+                detail: detail.to_owned(),
+                steps,
+            };
+            ctx.events.emit(event.into()).await?;
+        }
+        Ok(held)
+    }
+
+    /// The running tasks of a session that ended stop with it (no report:
+    /// nobody is left to read it).
+    pub(crate) async fn cancel_session_tasks(
+        self: &Arc<Self>,
+        session: &str,
+    ) -> Result<(), RuntimeError> {
+        for id in self.store.running_session_tasks(session).await? {
+            let Some(task) = self.store.task_by_id(&id).await? else {
+                continue;
+            };
+            let ending = Ending::Cancelled("the session ended".into());
+            self.finish_recorded(&task, &ending, None).await?;
+            self.task_drivers.cancel(&id);
+        }
+        Ok(())
+    }
+
+    /// One round of the keeper: renew our leases, stop drivers of tasks
+    /// that ended elsewhere or were taken over, and take over orphaned
+    /// tasks (`first`: also those this instance's name held before a
+    /// restart).
+    async fn keep_tasks(self: &Arc<Self>, first: bool) -> Result<(), RuntimeError> {
+        let me = &self.config.loops.instance;
+        let lease = millis(self.config.loops.lease);
+        let now = now_millis();
+        self.store.renew_task_leases(me, now + lease).await?;
+        let mine = self.task_drivers.ids();
+        if !mine.is_empty() {
+            for lost in self.store.tasks_lost_by(me, &mine).await? {
+                // Ended elsewhere: a cancellation also stops the backend's
+                // work; taken over: just stop following it.
+                let ended = self
+                    .store
+                    .task_by_id(&lost)
+                    .await?
+                    .is_none_or(|t| t.status == TaskStatus::Cancelled.as_str());
+                if ended {
+                    self.task_drivers.cancel(&lost);
+                } else {
+                    self.task_drivers.drop_driver(&lost);
+                }
+            }
+        }
+        if self.tasks.is_closed() {
+            return Ok(());
+        }
+        let claimed = self
+            .store
+            .claim_orphan_tasks(me, now, now + lease, CLAIM_BATCH, first)
+            .await?;
+        for task in claimed {
+            tracing::info!(task = %task.id, "resuming a task");
+            self.spawn_driver(task);
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Follow an OpenCode task (started by `delegate_task`, or re-attached
+    /// by its OpenCode session id after a restart or takeover).
+    async fn follow_opencode(
+        self: &Arc<Self>,
+        task: &TaskRecord,
+        config: &TaskConfig,
+        cancel: CancellationToken,
+    ) -> Ending {
+        let Some(external) = task.external_id.as_deref() else {
+            return Ending::Failed(
+                "the server restarted before the task reached the OpenCode server".into(),
+            );
+        };
+        let remaining = u64::try_from(task.deadline_at - now_millis()).unwrap_or(0);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(remaining);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        let rt = self.clone();
+        let updated = task.clone();
+        let forward = tokio::spawn(async move {
+            while let Some(detail) = rx.recv().await {
+                if let Err(e) = rt.task_progress(&updated, "[]", 0, &detail).await {
+                    tracing::warn!(task = %updated.id, error = %e, "recording task progress failed");
+                }
+            }
+        });
+        let progress = move |detail: String| {
+            let _ = tx.send(detail);
+        };
+        let end = self
+            .opencode
+            .follow_task(
+                &self.store,
+                &task.workspace_id,
+                &config.backend,
+                external,
+                deadline,
+                cancel,
+                &progress,
+            )
+            .await;
+        drop(progress);
+        let _ = forward.await;
+        match end {
+            opencode::TaskEnd::Completed(result) => Ending::Completed(result),
+            opencode::TaskEnd::Failed(error) => Ending::Failed(error),
+            opencode::TaskEnd::Cancelled => Ending::Cancelled("cancelled".into()),
+        }
+    }
+}
+
+/// Start the keeper: after recovery, every third of a lease.
+pub(crate) fn spawn_keeper(inner: &Arc<Inner>) {
+    let weak = Arc::downgrade(inner);
+    let every = (inner.config.loops.lease / 3).max(Duration::from_millis(200));
+    tokio::spawn(async move {
+        let mut first = true;
+        loop {
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.tasks.is_closed() {
+                inner.task_drivers.abort_all();
+                return;
+            }
+            if inner.recover().await.is_ok() {
+                if let Err(e) = inner.keep_tasks(first).await {
+                    tracing::warn!(error = %e, "keeping tasks failed");
+                }
+                first = false;
+            }
+            drop(inner);
+            tokio::time::sleep(every).await;
+        }
+    });
+}

@@ -1,0 +1,328 @@
+//! The built-in reasoner (design §0.1): a background agent with its own
+//! prompt and model (the delegating assistant's where the backend sets
+//! none), its own transcript (the instruction as the first user message; no
+//! access to the conversation or its built-ins), and only the HTTP/MCP
+//! tools bound to the backend, run exactly like a conversation's (guard,
+//! secrets in headers only, scrubbing, result caps). At most `maxSteps`
+//! model calls within the task's deadline; the final text is the result.
+//! The transcript is saved after every step, so a takeover or restart
+//! resumes where it stopped.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, OutputFormat, ToolCall};
+use rtc_core::model_tools::{ToolTarget, model_tools, model_view, render_variables};
+use rtc_protocol::{Assistant, BuiltInTools, LlmConfig, ReasonerSettings, RunMode, ToolBinding};
+use rtc_store::{TaskRecord, now_millis};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Ending, TaskConfig};
+use crate::{Inner, RuntimeError};
+
+/// The system prompt of a reasoner whose backend sets none.
+const DEFAULT_PROMPT: &str = "You work on a task in the background for an assistant that is talking with a user. Nobody can answer questions: use your tools, then answer with the complete, self-contained result of the task.";
+
+/// What a call cut off by a crash or takeover is told.
+const CUT_OFF: &str =
+    "Error: this call was cut off (the server restarted); it may or may not have run.";
+
+/// The reasoner's own model settings over the delegating assistant's.
+fn model_settings(own: &LlmConfig, assistant: &LlmConfig) -> LlmConfig {
+    LlmConfig {
+        provider: own.provider.clone().or_else(|| assistant.provider.clone()),
+        model: own.model.clone().or_else(|| {
+            // The assistant's model belongs to the assistant's provider.
+            own.provider
+                .is_none()
+                .then(|| assistant.model.clone())
+                .flatten()
+        }),
+        temperature: own.temperature.or(assistant.temperature),
+        max_tokens: own.max_tokens.or(assistant.max_tokens),
+    }
+}
+
+/// An assistant that offers exactly the reasoner's bindings.
+fn reasoner_assistant(settings: &ReasonerSettings, llm: LlmConfig) -> Assistant {
+    Assistant {
+        id: None,
+        name: "reasoner".to_owned(),
+        description: String::new(),
+        run_mode: RunMode::Pipeline,
+        realtime_interface_id: None,
+        llm,
+        system_prompt: settings.system_prompt.clone(),
+        first_message: None,
+        dynamic_variables: Vec::new(),
+        built_in_tools: BuiltInTools::default(),
+        tool_bindings: settings.tool_bindings.clone(),
+        startup_actions: Vec::new(),
+        task_backend_id: None,
+        features: rtc_protocol::Features::default(),
+        created_at: None,
+        updated_at: None,
+    }
+}
+
+/// The first messages of a new transcript, or the stored one with a
+/// result for every call a crash left without one.
+fn start_transcript(
+    task: &TaskRecord,
+    settings: &ReasonerSettings,
+    config: &TaskConfig,
+) -> Vec<ChatMessage> {
+    let mut transcript: Vec<ChatMessage> =
+        serde_json::from_str(&task.transcript).unwrap_or_default();
+    if transcript.is_empty() {
+        let prompt = if settings.system_prompt.trim().is_empty() {
+            DEFAULT_PROMPT.to_owned()
+        } else {
+            render_variables(&settings.system_prompt, &config.variables)
+        };
+        return vec![
+            ChatMessage::System { content: prompt },
+            ChatMessage::User {
+                content: task.instruction.clone(),
+            },
+        ];
+    }
+    let last_calls = transcript
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(at, m)| match m {
+            ChatMessage::Assistant { tool_calls, .. } if !tool_calls.is_empty() => {
+                Some((at, tool_calls.clone()))
+            }
+            _ => None,
+        });
+    let pending: Vec<String> = match last_calls {
+        Some((at, calls)) => {
+            let answered: Vec<&str> = transcript[at + 1..]
+                .iter()
+                .filter_map(|m| match m {
+                    ChatMessage::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            calls
+                .into_iter()
+                .filter(|c| !answered.contains(&c.id.as_str()))
+                .map(|c| c.id)
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    for id in pending {
+        transcript.push(ChatMessage::Tool {
+            tool_call_id: id,
+            content: CUT_OFF.to_owned(),
+        });
+    }
+    transcript
+}
+
+impl Inner {
+    /// Run (or resume) a reasoner task to its end.
+    pub(super) async fn run_reasoner(
+        self: &Arc<Self>,
+        task: &TaskRecord,
+        config: &TaskConfig,
+        cancel: &CancellationToken,
+    ) -> Result<Ending, RuntimeError> {
+        let Some(settings) = &config.backend.reasoner else {
+            return Ok(Ending::Failed(
+                "the task backend has no reasoner settings".into(),
+            ));
+        };
+        let assistant = reasoner_assistant(
+            settings,
+            model_settings(&settings.llm, &config.assistant_llm),
+        );
+        let provider = self.provider_for(&assistant);
+        let model = assistant
+            .llm
+            .model
+            .clone()
+            .unwrap_or_else(|| provider.default_model.clone());
+        let offered: Vec<(rtc_core::llm::ToolSpec, &ToolBinding)> =
+            model_tools(&assistant, &config.tools)
+                .into_iter()
+                .filter_map(|(spec, target)| match target {
+                    ToolTarget::Binding(i) => assistant.tool_bindings.get(i).map(|b| (spec, b)),
+                    ToolTarget::BuiltIn(_) => None,
+                })
+                .collect();
+        let specs: Vec<_> = offered.iter().map(|(s, _)| s.clone()).collect();
+        let mut transcript = start_transcript(task, settings, config);
+        let mut steps = u32::try_from(task.steps).unwrap_or(u32::MAX);
+        let remaining = u64::try_from(task.deadline_at - now_millis()).unwrap_or(0);
+        let deadline = Instant::now() + std::time::Duration::from_millis(remaining);
+        let timed_out = || {
+            Ending::Failed(format!(
+                "the task timed out after {} s",
+                config.backend.timeout_seconds
+            ))
+        };
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(Ending::Cancelled("cancelled".into()));
+            }
+            if Instant::now() >= deadline {
+                return Ok(timed_out());
+            }
+            if steps >= settings.max_steps {
+                return Ok(Ending::Failed(format!(
+                    "the reasoner reached its limit of {} model calls without a final answer",
+                    settings.max_steps
+                )));
+            }
+            let request = ChatRequest {
+                model: model.clone(),
+                messages: transcript.clone(),
+                tools: specs.clone(),
+                temperature: assistant.llm.temperature,
+                max_tokens: assistant.llm.max_tokens,
+                output: OutputFormat::Text,
+            };
+            let answer = tokio::select! {
+                () = cancel.cancelled() => return Ok(Ending::Cancelled("cancelled".into())),
+                () = tokio::time::sleep_until(deadline) => return Ok(timed_out()),
+                answer = complete(provider, request) => answer,
+            };
+            steps += 1;
+            let (content, calls) = match answer {
+                Ok(a) => a,
+                Err(e) => {
+                    return Ok(Ending::Failed(format!(
+                        "the reasoner's model call failed: {e}"
+                    )));
+                }
+            };
+            transcript.push(ChatMessage::Assistant {
+                content: content.clone(),
+                tool_calls: calls.clone(),
+            });
+            if calls.is_empty() {
+                self.save_transcript(task, &transcript, steps, "finished")
+                    .await?;
+                let result = if content.trim().is_empty() {
+                    "(the reasoner finished without an answer)".to_owned()
+                } else {
+                    content
+                };
+                return Ok(Ending::Completed(result));
+            }
+            for call in &calls {
+                let result = tokio::select! {
+                    () = cancel.cancelled() => return Ok(Ending::Cancelled("cancelled".into())),
+                    () = tokio::time::sleep_until(deadline) => return Ok(timed_out()),
+                    r = self.reasoner_call(task, config, &offered, call) => r?,
+                };
+                transcript.push(ChatMessage::Tool {
+                    tool_call_id: call.id.clone(),
+                    content: result,
+                });
+            }
+            let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+            let detail = format!("step {steps}: called {}", names.join(", "));
+            if !self
+                .save_transcript(task, &transcript, steps, &detail)
+                .await?
+            {
+                // Ended elsewhere (cancelled) or taken over: stop here.
+                return Ok(Ending::Cancelled("no longer driven here".into()));
+            }
+        }
+    }
+
+    async fn save_transcript(
+        &self,
+        task: &TaskRecord,
+        transcript: &[ChatMessage],
+        steps: u32,
+        detail: &str,
+    ) -> Result<bool, RuntimeError> {
+        let text =
+            serde_json::to_string(transcript).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+        self.task_progress(task, &text, steps, detail).await
+    }
+
+    /// One tool call of the reasoner's model, as the model reads its result.
+    async fn reasoner_call(
+        &self,
+        task: &TaskRecord,
+        config: &TaskConfig,
+        offered: &[(rtc_core::llm::ToolSpec, &ToolBinding)],
+        call: &ToolCall,
+    ) -> Result<String, RuntimeError> {
+        let Some((_, binding)) = offered.iter().find(|(s, _)| s.name == call.name) else {
+            return Ok(format!("Error: there is no tool named `{}`", call.name));
+        };
+        let Some(tool) = config.tools.get(&binding.tool_id) else {
+            return Ok(format!(
+                "Error: tool `{}` is not available",
+                binding.tool_id
+            ));
+        };
+        let outcome = self
+            .execute_bound(
+                &task.workspace_id,
+                tool,
+                binding,
+                &call.arguments,
+                &config.variables,
+                None,
+            )
+            .await?;
+        Ok(match outcome {
+            Ok(value) => match model_view(binding, &value) {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            },
+            Err(message) => format!("Error: {message}"),
+        })
+    }
+}
+
+/// The model's whole answer: its text and its tool calls.
+async fn complete(
+    provider: &crate::Provider,
+    request: ChatRequest,
+) -> Result<(String, Vec<ToolCall>), String> {
+    let mut stream = provider.client.stream(request);
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(LlmEvent::Done(r)) => return Ok((r.content, r.tool_calls)),
+            Ok(LlmEvent::TextDelta(_)) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("the model stream ended without an answer".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reasoners_model_falls_back_to_the_assistants() {
+        let own = LlmConfig::default();
+        let assistant = LlmConfig {
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            temperature: Some(0.3),
+            max_tokens: None,
+        };
+        assert_eq!(model_settings(&own, &assistant), assistant);
+        let other_provider = LlmConfig {
+            provider: Some("q".into()),
+            ..LlmConfig::default()
+        };
+        let merged = model_settings(&other_provider, &assistant);
+        assert_eq!(merged.provider.as_deref(), Some("q"));
+        assert_eq!(merged.model, None, "q's default model, not p's model");
+    }
+}
