@@ -134,7 +134,7 @@ function liveSession(sid) {
         const tasks = await sessionTasks(sid);
         if (mine !== asked) return;
         taskCard.hidden = !tasks.length;
-        taskBody.replaceChildren(tasksPanel(tasks, (t) => taskView.show(t)));
+        taskBody.replaceChildren(tasksPanel(tasks, (t) => taskView.show(t), sid));
       };
     })(),
   };

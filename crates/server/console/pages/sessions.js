@@ -67,7 +67,7 @@ export async function sessionDetail(id) {
       ? h("div", { class: "toolcard" }, h("strong", {}, `${m.name || "tool"} result`), h("pre", {}, m.content))
       : h("div", { class: `msg ${m.role}` }, h("span", { class: "who" }, m.name ? `${m.role} · ${m.name}` : m.role), m.content || (m.toolCalls || []).map((c) => `→ ${c.name}(${c.arguments})`).join("\n")))
       : h("p", { class: "muted" }, "No messages.")),
-    h("div", { hidden: !tasks.length }, h("h2", {}, "Tasks"), h("section", { class: "card", "aria-label": "Tasks" }, tasksPanel(tasks, (t) => taskView.show(t))), taskView.element),
+    h("div", { hidden: !tasks.length }, h("h2", {}, "Tasks"), h("section", { class: "card", "aria-label": "Tasks" }, tasksPanel(tasks, (t) => taskView.show(t), s.status === "ended" ? null : id)), taskView.element),
     h("h2", {}, "Event log"), log);
   const events = await storedEvents(id);
   log.replaceChildren(h("table", { "aria-label": "Event log" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "Type"), h("th", {}, "Time"), h("th", {}, "Data"))),

@@ -1,9 +1,10 @@
 // A session's delegated tasks (task backends): the playground's Tasks
 // panel and one task opened in a dialog with its instruction, outcome and,
-// for a reasoner task, the background agent's transcript.
+// for a reasoner task, the background agent's transcript; a running task
+// can be cancelled from either.
 
-import { get, list } from "../api.js";
-import { h, formatTime } from "../ui.js";
+import { get, list, post } from "../api.js";
+import { h, formatTime, toast } from "../ui.js";
 
 const STATUS_CLASS = { running: "", completed: "ok", failed: "bad", cancelled: "bad" };
 
@@ -21,14 +22,33 @@ function outcome(t) {
 }
 
 /** The session's tasks, newest first; `open(task)` shows one. */
-export function tasksPanel(tasks, open) {
+export function tasksPanel(tasks, open, sid) {
   if (!tasks.length) return h("p", { class: "muted small" }, "No tasks.");
   const sorted = [...tasks].sort((a, b) => (b.startedAt || "").localeCompare(a.startedAt || ""));
   return h("ul", { class: "tasks" }, sorted.map((t) => h("li", { dataset: { taskId: t.id } },
     statusPill(t.status), " ", h("strong", {}, t.title),
     h("div", { class: "status" }, `${t.backendType} · ${t.steps} step${t.steps === 1 ? "" : "s"}`),
     outcome(t),
-    h("button", { type: "button", class: "link", "aria-label": `Open task ${t.title}`, onclick: () => open(t) }, "Open"))));
+    h("div", { class: "actions" },
+      h("button", { type: "button", class: "link", "aria-label": `Open task ${t.title}`, onclick: () => open(t) }, "Open"),
+      t.status === "running" && sid ? cancelButton(sid, t) : null))));
+}
+
+/** Cancel a running task (the conversation gets its report). */
+function cancelButton(sid, t) {
+  const button = h("button", { type: "button", class: "link", "aria-label": `Cancel task ${t.title}` }, "Cancel");
+  button.addEventListener("click", async () => {
+    if (!confirm(`Cancel the task “${t.title}”?`)) return;
+    button.disabled = true;
+    try {
+      await post(`/v1/sessions/${encodeURIComponent(sid)}/tasks/${encodeURIComponent(t.id)}/cancel`, {});
+      toast(`Task ${t.title} cancelled`);
+    } catch (e) {
+      button.disabled = false;
+      toast(`${e.code}: ${e.message}`);
+    }
+  });
+  return button;
 }
 
 /** The session's tasks from the API. */
@@ -47,7 +67,7 @@ function transcriptMessage(m) {
 }
 
 /** The body of the task dialog. */
-export function taskDetail(t) {
+export function taskDetail(t, sid) {
   const rows = [
     ["Status", statusPill(t.status)],
     ["Backend", `${t.backendId} (${t.backendType})`],
@@ -59,6 +79,7 @@ export function taskDetail(t) {
   ].filter(Boolean);
   const transcript = t.transcript || [];
   return [
+    t.status === "running" ? h("div", { class: "actions" }, cancelButton(sid, t)) : null,
     h("dl", { class: "task-facts" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
     h("h3", {}, "Instruction"), h("pre", { class: "task-instruction" }, t.instruction),
     t.status === "completed" && t.result !== undefined ? [h("h3", {}, "Result"), h("pre", { class: "task-result" }, t.result)] : null,
@@ -91,7 +112,7 @@ export function taskDialog(sid) {
       const t = await sessionTask(sid, taskId);
       if (mine !== asked || shown !== taskId) return;
       title.textContent = `Task ${t.title}`;
-      body.replaceChildren(...taskDetail(t).flat().filter(Boolean));
+      body.replaceChildren(...taskDetail(t, sid).flat().filter(Boolean));
     } catch (e) {
       if (mine === asked) body.replaceChildren(h("div", { class: "banner bad", role: "alert" }, `${e.code}: ${e.message}`));
     }
