@@ -159,7 +159,8 @@ export async function taskBackendEditor(id) {
   kind.addEventListener("change", sync);
   sync();
   const users = assistants.filter((a) => !isNew && a.taskBackendId === id);
-  const form = h("form", { "aria-label": "Task backend" },
+  // The server checks every limit and its error is shown at the field.
+  const form = h("form", { "aria-label": "Task backend", novalidate: true },
     h("fieldset", { class: "card" }, h("legend", {}, "Basics"),
       isNew ? field("Id", "id", newId) : null,
       h("div", { class: "row" }, field("Name", "name", name), field("Type", "type", kind)),
