@@ -69,7 +69,7 @@ function transcriptMessage(m) {
 /** The body of the task dialog. */
 export function taskDetail(t, sid) {
   const rows = [
-    ["Status", statusPill(t.status)],
+    ["Status", [statusPill(t.status), t.status === "running" ? [" ", cancelButton(sid, t)] : null]],
     ["Backend", `${t.backendId} (${t.backendType})`],
     ["Steps", String(t.steps)],
     ["Started", formatTime(t.startedAt)],
@@ -79,15 +79,14 @@ export function taskDetail(t, sid) {
   ].filter(Boolean);
   const transcript = t.transcript || [];
   return [
-    t.status === "running" ? h("div", { class: "actions" }, cancelButton(sid, t)) : null,
-    h("dl", { class: "task-facts" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    h("dl", { class: "task-facts" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, [v].flat(2))])),
     h("h3", {}, "Instruction"), h("pre", { class: "task-instruction" }, t.instruction),
     t.status === "completed" && t.result !== undefined ? [h("h3", {}, "Result"), h("pre", { class: "task-result" }, t.result)] : null,
     t.error ? [h("h3", {}, t.status === "cancelled" ? "Cancelled" : "Error"), h("p", { class: "task-error" }, t.error)] : null,
     t.detail && t.status === "running" ? [h("h3", {}, "Progress"), h("p", { class: "task-detail" }, t.detail)] : null,
     t.backendType === "reasoner" ? [h("h3", {}, "Transcript"),
       h("div", { class: "log task-transcript", role: "log", "aria-label": "Task transcript" },
-        transcript.length ? transcript.map(transcriptMessage) : h("p", { class: "muted small" }, "No messages yet."))]
+        transcript.length ? transcript.flatMap(transcriptMessage) : h("p", { class: "muted small" }, "No messages yet."))]
       : h("p", { class: "hint" }, "The OpenCode server keeps this task's conversation; its session id is above."),
   ];
 }
