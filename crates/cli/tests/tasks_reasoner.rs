@@ -562,3 +562,83 @@ async fn survives_restart_sqlite() -> anyhow::Result<()> {
 async fn survives_restart_postgres() -> anyhow::Result<()> {
     survives_restart(Engine::Postgres).await
 }
+
+/// Two instances on one PostgreSQL: the instance driving a task dies
+/// mid-task; the other takes it over after the lease and reports once.
+#[tokio::test]
+async fn a_dead_instances_task_is_taken_over_once() -> anyhow::Result<()> {
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let reasoner: Arc<Script> = {
+        let first = first.clone();
+        Arc::new(move |_, n| match n {
+            0 => MockReply::call("lookup_order", json!({"order_id": "A-7"})),
+            _ if first.swap(false, std::sync::atomic::Ordering::SeqCst) => {
+                MockReply::Delayed(Duration::from_secs(60), Box::new(MockReply::text("never")))
+            }
+            _ => MockReply::text("Order A-7 ships Monday."),
+        })
+    };
+    let speaker: Arc<Script> = Arc::new(|_, n| match n {
+        0 => delegate(),
+        1 => MockReply::text("On it."),
+        _ => MockReply::text("Done."),
+    });
+    let mock = mock(reasoner, speaker).await?;
+    let env = |instance: &str| {
+        HashMap::from([
+            ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+            ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
+            ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+            ("RTC_INSTANCE_ID".to_owned(), instance.to_owned()),
+            ("RTC_LOOP_LEASE_SECS".to_owned(), "2".to_owned()),
+        ])
+    };
+    let Some(a) = crate::harness::start(Engine::Postgres, env("inst-a")).await? else {
+        return Ok(());
+    };
+    let b = rtc_testkit::ServerProcess::start(
+        &crate::harness::binary(),
+        &a.db.url,
+        a.data_dir.path(),
+        &env("inst-b"),
+    )
+    .await?;
+    let (base, seen) = orders().await?;
+    let (_, ws_a) = a.workspace("A").await?;
+    let ws_b = Api {
+        base: b.base_url.clone(),
+        ..ws_a.clone()
+    };
+    let id = setup(&ws_a, &base, json!({})).await?;
+    let (sid, _) = open(&ws_a, json!({"assistantId": id})).await?;
+    say(&ws_a, &sid, "Look up A-7.").await?;
+    tasks_when(&ws_a, &sid, |t| t.first().is_some_and(|t| t["steps"] == 1)).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let Server {
+        process,
+        db,
+        data_dir,
+        ..
+    } = a;
+    process.kill().await;
+    let h = reports_when(&ws_b, &sid, 1).await?;
+    assert!(
+        reports(&h)[0].ends_with("completed:\nOrder A-7 ships Monday."),
+        "{:?}",
+        reports(&h)
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "the finished tool call is not run again"
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        reports(&history(&ws_b, &sid).await?).len(),
+        1,
+        "reported exactly once"
+    );
+    b.kill().await;
+    drop((db, data_dir));
+    Ok(())
+}

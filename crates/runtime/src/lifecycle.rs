@@ -131,6 +131,7 @@ impl Inner {
                 Some("model"),
             )
             .await?;
+        self.cancel_session_tasks(&ctx.id).await?;
         ctx.events
             .emit(
                 SessionEnded {
@@ -252,7 +253,7 @@ impl Inner {
     /// End a session (host, model, or a stopping parent): its turn stops,
     /// the end is recorded and announced, its sub-agents stop with it.
     pub(crate) async fn end_session(
-        self: &Arc<Self>,
+        &self,
         ctx: &SessionCtx,
         reason: Option<&str>,
         by: &str,
@@ -262,19 +263,19 @@ impl Inner {
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
+        self.cancel_session_tasks(&ctx.id).await?;
         let ended = SessionEnded {
             reason: reason.map(str::to_owned),
             ended_by: by.to_owned(),
         };
         ctx.events.emit(ended.into()).await?;
         self.forget(&ctx.id);
-        self.cancel_session_tasks(&ctx.id).await
+        Ok(())
     }
 
     /// After a session ended by itself (`endConversation`): its sub-agents
     /// stop, and a sub-agent reports its end to its parent.
     pub(crate) async fn after_end(self: &Arc<Self>, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        self.cancel_session_tasks(&ctx.id).await?;
         self.stop_descendants(&ctx.id, &ctx.root_id).await?;
         self.report_if_done(ctx).await
     }

@@ -301,13 +301,30 @@ impl Inner {
         self.finish_recorded(task, &ending, report.as_ref()).await
     }
 
-    /// Write the end of `task` with `report` (if any) and announce it.
+    /// Write the end of `task` with `report` (if any) and announce it; a
+    /// report is delivered now if the session is idle.
     pub(crate) async fn finish_recorded(
         self: &Arc<Self>,
         task: &TaskRecord,
         ending: &Ending,
         report: Option<&InboxItem>,
     ) -> Result<(), RuntimeError> {
+        if let Some(ctx) = self.write_ending(task, ending, report).await?
+            && report.is_some()
+        {
+            self.kick(&ctx).await?;
+        }
+        Ok(())
+    }
+
+    /// Write the end of `task` (only over `running`) with its report and
+    /// emit `task.completed`; the session's context when it was written.
+    async fn write_ending(
+        &self,
+        task: &TaskRecord,
+        ending: &Ending,
+        report: Option<&InboxItem>,
+    ) -> Result<Option<Arc<crate::session::SessionCtx>>, RuntimeError> {
         let (result, error) = match ending {
             Ending::Completed(r) => (Some(r.as_str()), None),
             Ending::Failed(e) | Ending::Cancelled(e) => (None, Some(e.as_str())),
@@ -326,10 +343,10 @@ impl Inner {
             )
             .await?;
         if !won {
-            return Ok(());
+            return Ok(None);
         }
         let Ok(ctx) = self.session(&task.session_id).await else {
-            return Ok(());
+            return Ok(None);
         };
         let event = TaskCompleted {
             task_id: task.id.clone(),
@@ -339,10 +356,7 @@ impl Inner {
             error: error.map(str::to_owned),
         };
         ctx.events.emit(event.into()).await?;
-        if report.is_some() {
-            self.kick(&ctx).await?;
-        }
-        Ok(())
+        Ok(Some(ctx))
     }
 
     /// Save a running task's progress and announce it; `false` when the
@@ -375,18 +389,16 @@ impl Inner {
         Ok(held)
     }
 
-    /// The running tasks of a session that ended stop with it (no report:
-    /// nobody is left to read it).
-    pub(crate) async fn cancel_session_tasks(
-        self: &Arc<Self>,
-        session: &str,
-    ) -> Result<(), RuntimeError> {
+    /// The running tasks of a session that ends stop with it (no report:
+    /// nobody is left to read it); called before the end is announced, so
+    /// their `task.completed` comes before `session.ended`.
+    pub(crate) async fn cancel_session_tasks(&self, session: &str) -> Result<(), RuntimeError> {
         for id in self.store.running_session_tasks(session).await? {
             let Some(task) = self.store.task_by_id(&id).await? else {
                 continue;
             };
             let ending = Ending::Cancelled("the session ended".into());
-            self.finish_recorded(&task, &ending, None).await?;
+            self.write_ending(&task, &ending, None).await?;
             self.task_drivers.cancel(&id);
         }
         Ok(())

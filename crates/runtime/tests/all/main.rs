@@ -20,5 +20,6 @@ mod loops;
 mod secrets;
 mod shutdown;
 mod small_model;
+mod tasks;
 mod web;
 mod workflows;

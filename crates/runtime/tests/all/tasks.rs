@@ -1,0 +1,142 @@
+//! Tasks on the reasoner in-process (R-TK): the report reaches the
+//! conversation once and starts a turn, with the task events in order;
+//! ending the session cancels its running task without a report.
+
+use std::time::Duration;
+
+use rtc_protocol::{EventBody, TaskBackend};
+use rtc_testkit::{MockLlm, MockReply, OrderService};
+use serde_json::{Value, json};
+
+use crate::harness::{Harness, WS};
+
+const REASONER: &str = "You look things up.";
+
+fn is_reasoner(req: &Value) -> bool {
+    req["messages"][0]["content"] == REASONER
+}
+
+fn answers(req: &Value) -> usize {
+    req["messages"]
+        .as_array()
+        .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+}
+
+/// The order tool at `base`, a reasoner backend over it, and an assistant.
+async fn setup(h: &Harness, base: &str) -> String {
+    let tool: rtc_protocol::Tool = serde_json::from_value(json!({"name": "query_order", "type": "http",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
+        "http": {"method": "GET", "url": format!("{base}/orders/{{{{order_id}}}}")}}))
+    .unwrap();
+    h.store
+        .insert(WS, Some("query_order".into()), tool)
+        .await
+        .unwrap();
+    let backend: TaskBackend = serde_json::from_value(json!({"name": "Research", "type": "reasoner",
+        "reasoner": {"systemPrompt": REASONER,
+            "toolBindings": [{"toolId": "query_order", "argumentBindings": {"order_id": {"source": "model"}}}]}}))
+    .unwrap();
+    h.store
+        .insert(WS, Some("tb".into()), backend)
+        .await
+        .unwrap();
+    h.assistant("desk", json!({"name": "Desk", "taskBackendId": "tb"}))
+        .await
+}
+
+#[tokio::test]
+async fn a_reasoners_report_reaches_the_conversation_once() {
+    let mock = MockLlm::with_recorded_responder(|req| match (is_reasoner(req), answers(req)) {
+        (true, 0) => MockReply::call("query_order", json!({"order_id": "A-1"})),
+        (true, _) => MockReply::text("A-1 has shipped."),
+        (false, 0) => MockReply::call(
+            "delegate_task",
+            json!({"title": "Check A-1", "instruction": "Is A-1 shipped?"}),
+        ),
+        (false, 1) => MockReply::text("Checking."),
+        (false, _) => MockReply::text("It has shipped."),
+    })
+    .await
+    .unwrap();
+    let h = Harness::on(mock, |_| {}).await;
+    let orders = OrderService::start(Ok("shipped"), Duration::ZERO)
+        .await
+        .unwrap();
+    let desk = setup(&h, &orders.base_url).await;
+    let s = h.session(&desk).await;
+    let mut events = h.events(&s).await;
+    h.rt.send_user_message(WS, &s, "Is A-1 shipped?")
+        .await
+        .unwrap();
+    let started = events.next_of("task.started").await;
+    let EventBody::TaskStarted(started) = started.body else {
+        unreachable!()
+    };
+    assert_eq!(started.title, "Check A-1");
+    events.next_of("task.updated").await;
+    let done = events.next_of("task.completed").await;
+    let EventBody::TaskCompleted(done) = done.body else {
+        unreachable!()
+    };
+    assert_eq!(done.result.as_deref(), Some("A-1 has shipped."));
+    events
+        .until("message.completed", |e| e["content"] == "It has shipped.")
+        .await;
+    let history = h.rt.messages(WS, &s).await.unwrap();
+    let reports: Vec<&str> = history
+        .iter()
+        .map(|m| m.content.as_str())
+        .filter(|c| c.starts_with("[Task report]"))
+        .collect();
+    assert_eq!(
+        reports,
+        [format!(
+            "[Task report] \"Check A-1\" ({}) completed:\nA-1 has shipped.",
+            started.task_id
+        )
+        .as_str()]
+    );
+    assert_eq!(orders.requests(), ["A-1?"]);
+    let tasks = h.rt.tasks(WS, &s).await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].steps, 2);
+}
+
+#[tokio::test]
+async fn ending_the_session_cancels_its_task_without_a_report() {
+    let mock = MockLlm::with_recorded_responder(|req| match (is_reasoner(req), answers(req)) {
+        (true, _) => MockReply::Delayed(Duration::from_secs(30), Box::new(MockReply::text("late"))),
+        (false, 0) => MockReply::call(
+            "delegate_task",
+            json!({"title": "Slow", "instruction": "Take your time."}),
+        ),
+        (false, _) => MockReply::text("Started."),
+    })
+    .await
+    .unwrap();
+    let h = Harness::on(mock, |_| {}).await;
+    let orders = OrderService::start(Ok("shipped"), Duration::ZERO)
+        .await
+        .unwrap();
+    let desk = setup(&h, &orders.base_url).await;
+    let s = h.session(&desk).await;
+    let mut events = h.events(&s).await;
+    h.rt.send_user_message(WS, &s, "Go.").await.unwrap();
+    events.next_of("task.started").await;
+    events
+        .until("message.completed", |e| e["content"] == "Started.")
+        .await;
+    h.rt.end(WS, &s, None).await.unwrap();
+    let done = events.next_of("task.completed").await;
+    let EventBody::TaskCompleted(done) = done.body else {
+        unreachable!()
+    };
+    assert_eq!(done.status, rtc_protocol::TaskStatus::Cancelled);
+    assert_eq!(done.error.as_deref(), Some("the session ended"));
+    let history = h.rt.messages(WS, &s).await.unwrap();
+    assert!(
+        history
+            .iter()
+            .all(|m| !m.content.starts_with("[Task report]"))
+    );
+}
