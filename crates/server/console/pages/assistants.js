@@ -55,7 +55,8 @@ export async function assistantEditor(id) {
   const maxTokens = h("input", { type: "number", min: 1, value: a.llm?.maxTokens ?? "" });
   const runMode = select([["pipeline", "Pipeline (text model)"], ["realtime", "Realtime (speech-to-speech)"]], a.runMode);
   const iface = select([["", "— none —"], ...ifaces.map((i) => [i.id, i.name])], a.realtimeInterfaceId || "");
-  const taskBackend = select([["", "— none —"], ...backends.map((b) => [b.id, `${b.name} (${b.type})`])], a.taskBackendId || "");
+  const missing = a.taskBackendId && !backends.some((b) => b.id === a.taskBackendId) ? [[a.taskBackendId, `${a.taskBackendId} (not found)`]] : [];
+  const taskBackend = select([["", "— none —"], ...backends.map((b) => [b.id, `${b.name} (${b.type})`]), ...missing], a.taskBackendId || "");
   const taskField = field("Task backend", "taskBackendId", taskBackend, " ");
   const syncTasks = () => {
     const realtime = runMode.value === "realtime";
