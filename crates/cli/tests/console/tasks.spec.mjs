@@ -1,6 +1,7 @@
 // Task backends in a real browser: a reasoner backend and an OpenCode
 // backend made through the forms (a bad value shown at its field each
-// time; the reasoner offers only HTTP and MCP tools), an assistant given
+// time, a started server refused to a workspace key at its command; the
+// reasoner offers only HTTP and MCP tools), an assistant given
 // the reasoner (not while realtime), and a playground conversation whose
 // model delegates a task: the delegate_task tool card, the Tasks panel
 // with the task running then completed with its result, the report's
@@ -51,15 +52,20 @@ await scenario("tasks", async (t) => {
   await page.getByRole("heading", { name: "New task backend" }).waitFor();
   await page.getByLabel("Name", { exact: true }).fill("Coder");
   await page.getByLabel("Type", { exact: true }).selectOption("opencode");
-  // A server rtc-agent starts needs the admin token: the form says so.
+  await page.getByLabel("Provider id").fill("mock");
+  await page.getByLabel("Model id").fill("tools-0");
+  // A server rtc-agent starts needs the admin token: the form says so, and
+  // the workspace key's refusal is shown at the command.
   await page.getByLabel("OpenCode server").selectOption("started");
   await page.getByText("Only the admin token may save a backend that starts a server").waitFor();
-  await page.getByLabel("Command").waitFor();
+  await page.getByLabel("Command").fill("opencode");
+  await page.getByLabel("Configuration (JSON)").fill('{"autoupdate": false}');
+  await page.getByRole("button", { name: "Create task backend" }).click();
+  await t.fieldError("opencode.command").waitFor();
+  assert.match(await t.fieldError("opencode.command").innerText(), /admin token/);
   await page.getByLabel("OpenCode server").selectOption("server");
   await page.getByLabel("Base URL").fill("http://127.0.0.1:4096");
   await page.getByLabel("Password").selectOption("{{secret__opencode_pw}}");
-  await page.getByLabel("Provider id").fill("mock");
-  await page.getByLabel("Model id").fill("tools-0");
   await page.getByLabel("Directory").fill("work");
   await page.getByLabel("Time limit per task (s)").fill("1800");
   await page.getByRole("button", { name: "Create task backend" }).click();
