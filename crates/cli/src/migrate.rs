@@ -305,7 +305,7 @@ async fn validate(
             tools: &tools,
             realtime_interface: interface(a.realtime_interface_id.as_ref()),
             providers,
-            // The earlier format had no task backends.
+            // v3 had no task backends: the mapping names none.
             task_backend: None,
         };
         match validate_assistant(a, &ctx) {

@@ -27,6 +27,7 @@ mod operations;
 mod secrets;
 mod shutdown;
 mod subagents;
+mod task_backends;
 mod tasks_reasoner;
 mod tools;
 mod web;

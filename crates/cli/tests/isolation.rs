@@ -49,6 +49,9 @@ fn body_for(method: &Method, path: &str) -> Option<Value> {
         }
         ("PUT", p) if p.starts_with("/v1/secrets/") => json!({"value": "b-value-0123456789"}),
         ("PUT", p) if p.starts_with("/v1/workflows/") => b_workflow(),
+        ("PUT", p) if p.starts_with("/v1/task-backends/") => {
+            json!({"name": "b", "type": "reasoner", "reasoner": {}})
+        }
         ("PUT", _) => json!({"name": "b"}),
         ("POST", p) if p.ends_with("/messages") => json!({"text": "hello from B"}),
         ("POST", p) if p.ends_with("/end") => json!({"reason": "B was here"}),
@@ -254,6 +257,20 @@ fn collection_writes(fx: &Fixture, method: &Method, template: &str) -> Option<Ve
                 201,
             ),
         ],
+        ("POST", "/v1/task-backends") => vec![
+            (
+                json!({"name": "b", "type": "reasoner", "reasoner": {"toolBindings": [{"toolId": first("tools")}]}}),
+                422,
+            ),
+            (
+                json!({"name": "b", "type": "opencode", "opencode": {"baseUrl": "http://127.0.0.1:9", "password": "{{secret__a_only}}", "model": {"providerID": "p", "modelID": "m"}}}),
+                422,
+            ),
+            (
+                json!({"id": first("task-backends"), "name": "b", "type": "reasoner", "reasoner": {}}),
+                201,
+            ),
+        ],
         ("POST", "/v1/realtime-interfaces") => {
             vec![(
                 json!({"id": first("realtime-interfaces"), "name": "b"}),
@@ -267,6 +284,10 @@ fn collection_writes(fx: &Fixture, method: &Method, template: &str) -> Option<Ve
             ),
             (
                 json!({"name": "b", "runMode": "realtime", "realtimeInterfaceId": first("realtime-interfaces")}),
+                422,
+            ),
+            (
+                json!({"name": "b", "taskBackendId": first("task-backends")}),
                 422,
             ),
             (json!({"id": first("assistants"), "name": "b"}), 201),

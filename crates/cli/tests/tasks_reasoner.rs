@@ -308,7 +308,7 @@ fn last_tool_result(mock: &MockLlm, name: &str) -> Value {
         .iter()
         .rev()
         .filter(|r| !is_reasoner(r))
-        .flat_map(messages)
+        .flat_map(|r| messages(r).into_iter().rev())
         .find(|m| m["role"] == "tool" && m["name"].as_str().is_none_or(|n| n == name))
         .and_then(|m| serde_json::from_str(m["content"].as_str()?).ok())
         .unwrap_or(Value::Null)

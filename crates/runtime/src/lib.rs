@@ -53,7 +53,7 @@ pub use error::RuntimeError;
 pub use limits::SessionLimits;
 pub use loops::LoopSettings;
 pub use session::{ClientConnection, SessionConfig};
-pub use start::{assistant_context, find_interface};
+pub use start::{AssistantDeps, assistant_context, find_interface};
 pub use subagents::SubAgentLimits;
 
 /// A named chat model provider, its default model, and the small model it

@@ -9,7 +9,7 @@ use rtc_core::realtime::shipped_interfaces;
 use rtc_protocol::{
     Assistant, CreateSessionParams, CreateSessionResponse, EventBody, HandoffReleased, McpServer,
     McpToolInfo, Message, MessageCompleted, MessageRole, RealtimeInterface, SessionEvent,
-    SessionStarted, SessionStatus, Tool, ToolCalled, ToolCompleted,
+    SessionStarted, SessionStatus, TaskBackend, Tool, ToolCalled, ToolCompleted,
 };
 use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token};
 use serde_json::{Map, Value, json};
@@ -35,14 +35,25 @@ pub async fn find_interface(
     store.get(workspace, id).await
 }
 
+/// What validating an assistant needs from its workspace.
+pub struct AssistantDeps {
+    /// The tools it references that exist, by id.
+    pub tools: BTreeMap<String, Tool>,
+    /// The realtime interface named by `realtimeInterfaceId`, if it exists.
+    pub interface: Option<RealtimeInterface>,
+    /// The task backend named by `taskBackendId`, if it exists.
+    pub task_backend: Option<TaskBackend>,
+}
+
 /// What validating `assistant` needs: its tools (with `replacement`
-/// standing in for its stored version) and its realtime interface.
+/// standing in for its stored version), its realtime interface and its
+/// task backend.
 pub async fn assistant_context(
     store: &Store,
     workspace: &str,
     assistant: &Assistant,
     replacement: Option<&Tool>,
-) -> Result<(BTreeMap<String, Tool>, Option<RealtimeInterface>), StoreError> {
+) -> Result<AssistantDeps, StoreError> {
     let mut tools: BTreeMap<String, Tool> = store
         .get_many(workspace, referenced_tools(assistant))
         .await?;
@@ -51,53 +62,63 @@ pub async fn assistant_context(
     {
         tools.insert(id.clone(), t.clone());
     }
-    let iface = match &assistant.realtime_interface_id {
+    let interface = match &assistant.realtime_interface_id {
         Some(id) => find_interface(store, workspace, id).await?,
         None => None,
     };
-    Ok((tools, iface))
+    let task_backend = match &assistant.task_backend_id {
+        Some(id) => store.get(workspace, id).await?,
+        None => None,
+    };
+    Ok(AssistantDeps {
+        tools,
+        interface,
+        task_backend,
+    })
 }
 
 impl Runtime {
-    pub(crate) async fn check_assistant(
+    pub(crate) fn check_assistant(
         &self,
-        workspace: &str,
         assistant: &Assistant,
-        tools: &BTreeMap<String, Tool>,
-        iface: Option<&RealtimeInterface>,
+        deps: &AssistantDeps,
     ) -> Result<(), RuntimeError> {
         let providers = self.provider_names();
-        let backend = match &assistant.task_backend_id {
-            Some(id) => {
-                self.inner
-                    .store
-                    .get::<rtc_protocol::TaskBackend>(workspace, id)
-                    .await?
-            }
-            None => None,
-        };
         let ctx = AssistantContext {
-            tools,
-            realtime_interface: iface,
+            tools: &deps.tools,
+            realtime_interface: deps.interface.as_ref(),
             providers: &providers,
-            task_backend: backend.as_ref(),
+            task_backend: deps.task_backend.as_ref(),
         };
         Ok(validate_assistant(assistant, &ctx)?)
     }
 
     /// Validate an assistant against its workspace (its tools, realtime
-    /// interface and the configured providers), with `replacement` standing
-    /// in for the stored version of one of its tools.
+    /// interface, task backend and the configured providers), with
+    /// `replacement` standing in for the stored version of one of its
+    /// tools.
     pub async fn validate_assistant(
         &self,
         workspace: &str,
         assistant: &Assistant,
         replacement: Option<&Tool>,
     ) -> Result<(), RuntimeError> {
-        let (tools, iface) =
-            assistant_context(&self.inner.store, workspace, assistant, replacement).await?;
-        self.check_assistant(workspace, assistant, &tools, iface.as_ref())
-            .await
+        let deps = assistant_context(&self.inner.store, workspace, assistant, replacement).await?;
+        self.check_assistant(assistant, &deps)
+    }
+
+    /// Validate an assistant with `backend` standing in for the stored
+    /// version of its task backend (a change of the backend must not break
+    /// the assistants naming it).
+    pub async fn validate_assistant_with_backend(
+        &self,
+        workspace: &str,
+        assistant: &Assistant,
+        backend: &TaskBackend,
+    ) -> Result<(), RuntimeError> {
+        let mut deps = assistant_context(&self.inner.store, workspace, assistant, None).await?;
+        deps.task_backend = Some(backend.clone());
+        self.check_assistant(assistant, &deps)
     }
 
     /// The tools an MCP server offers, listed on its pooled connection (a
@@ -182,10 +203,9 @@ impl Runtime {
                         format!("assistant `{assistant_id}` does not exist"),
                     ))
                 })?;
-        let (tools, iface) = assistant_context(&inner.store, workspace, &assistant, None).await?;
-        self.check_assistant(workspace, &assistant, &tools, iface.as_ref())
-            .await?;
-        Ok((assistant_id.to_owned(), assistant, tools))
+        let deps = assistant_context(&inner.store, workspace, &assistant, None).await?;
+        self.check_assistant(&assistant, &deps)?;
+        Ok((assistant_id.to_owned(), assistant, deps.tools))
     }
 
     /// What a new session runs: an assistant, or a workflow; with the id

@@ -118,8 +118,28 @@ pub fn shape_problem(schema_name: &str, value: &Value) -> Option<(String, String
         return None;
     };
     let error = validator.iter_errors(value).next()?;
+    let error = through_optional(&error);
     let path = field_path(&error.instance_path().to_string());
     Some((path, error.masked().to_string()))
+}
+
+/// An `Option<T>` field is `oneOf [null, T]` in the document: when a value
+/// fails both, the `null` branch's mismatch says nothing, so the error is
+/// the `T` branch's own (`opencode.config`, not `opencode`), however deep.
+fn through_optional<'a, 'e>(
+    error: &'e jsonschema::ValidationError<'a>,
+) -> &'e jsonschema::ValidationError<'a> {
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let Kind::OneOfNotValid { context } = error.kind() else {
+        return error;
+    };
+    let at = error.instance_path();
+    let not_null = |branch: &Vec<jsonschema::ValidationError<'static>>| matches!(branch.as_slice(), [e] if e.instance_path() == at && matches!(e.kind(), Kind::Type { .. }));
+    match context.as_slice() {
+        [a, b] if not_null(a) && !b.is_empty() => through_optional(&b[0]),
+        [a, b] if not_null(b) && !a.is_empty() => through_optional(&a[0]),
+        _ => error,
+    }
 }
 
 /// A JSON pointer (`/toolBindings/0/toolId`) as the API names fields.
@@ -153,6 +173,7 @@ mod tests {
             rtc_protocol::Workflow::name(),
             rtc_protocol::Tool::name(),
             rtc_protocol::McpServer::name(),
+            rtc_protocol::TaskBackend::name(),
             rtc_protocol::RealtimeInterface::name(),
             rtc_protocol::PutSecretParams::name(),
             rtc_protocol::CreateWorkspaceParams::name(),
@@ -231,6 +252,23 @@ mod tests {
         let mut disabled = example.clone();
         disabled["nodes"][0]["builtInTools"]["endConversation"] = Value::Null;
         assert_eq!(shape_problem("Workflow", &disabled), None, "null disables");
+    }
+
+    #[test]
+    fn a_bad_optional_field_is_named_itself() {
+        let (field, message) = shape_problem(
+            "TaskBackend",
+            &json!({"name": "b", "type": "opencode", "opencode": {"command": "x", "config": ["hunter2-secret"], "model": {"providerID": "p", "modelID": "m"}}}),
+        )
+        .unwrap_or_default();
+        assert_eq!(field, "opencode.config");
+        assert!(!message.contains("hunter2"), "{message}");
+        let (field, _) = shape_problem(
+            "TaskBackend",
+            &json!({"name": "b", "type": "reasoner", "reasoner": {"toolBindings": [{"toolId": 3}]}}),
+        )
+        .unwrap_or_default();
+        assert_eq!(field, "reasoner.toolBindings[0].toolId");
     }
 
     #[test]

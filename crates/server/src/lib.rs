@@ -66,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::secrets::router())
         .merge(routes::mcp_servers::router())
         .merge(routes::tools::router())
+        .merge(routes::task_backends::router())
         .merge(routes::realtime::router())
         .merge(routes::assistants::router())
         .merge(routes::workflows::router())

@@ -181,11 +181,17 @@ impl Document for TaskBackend {
         &self.name
     }
     fn references(&self) -> Vec<Reference> {
-        self.reasoner
-            .iter()
-            .flat_map(|r| &r.tool_bindings)
-            .map(|b| Reference::new(ResourceKind::Tool, &b.tool_id))
-            .collect()
+        use rtc_core::task_backend_rules::{referenced_secrets, referenced_tools};
+        let mut refs: Vec<Reference> = referenced_tools(self)
+            .into_iter()
+            .map(|id| Reference::new(ResourceKind::Tool, id))
+            .collect();
+        refs.extend(
+            referenced_secrets(self)
+                .into_iter()
+                .map(|s| Reference::new(ResourceKind::Secret, s)),
+        );
+        refs
     }
     meta!();
 }

@@ -82,38 +82,76 @@ fn record(row: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
     })
 }
 
+async fn insert<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    t: &TaskRecord,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO tasks ({COLUMNS}) VALUES \
+         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&t.id)
+        .bind(&t.workspace_id)
+        .bind(&t.session_id)
+        .bind(&t.backend_id)
+        .bind(&t.backend_type)
+        .bind(&t.config)
+        .bind(&t.title)
+        .bind(&t.instruction)
+        .bind(&t.status)
+        .bind(&t.result)
+        .bind(&t.error)
+        .bind(&t.detail)
+        .bind(&t.external_id)
+        .bind(&t.transcript)
+        .bind(t.steps)
+        .bind(&t.lease_owner)
+        .bind(t.lease_until)
+        .bind(t.deadline_at)
+        .bind(t.created_at)
+        .bind(t.updated_at)
+        .bind(t.finished_at)
+        .execute(executor)
+        .await?;
+    Ok(())
+}
+
 impl Store {
     /// Record a new task.
     pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
-        let sql = format!(
-            "INSERT INTO tasks ({COLUMNS}) VALUES \
-             ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(&t.id)
-            .bind(&t.workspace_id)
-            .bind(&t.session_id)
-            .bind(&t.backend_id)
-            .bind(&t.backend_type)
-            .bind(&t.config)
-            .bind(&t.title)
-            .bind(&t.instruction)
-            .bind(&t.status)
-            .bind(&t.result)
-            .bind(&t.error)
-            .bind(&t.detail)
-            .bind(&t.external_id)
-            .bind(&t.transcript)
-            .bind(t.steps)
-            .bind(&t.lease_owner)
-            .bind(t.lease_until)
-            .bind(t.deadline_at)
-            .bind(t.created_at)
-            .bind(t.updated_at)
-            .bind(t.finished_at)
-            .execute(&self.writer)
-            .await?;
-        Ok(())
+        insert(&self.writer, t).await
+    }
+
+    /// Record a new task unless its backend already runs `limit` tasks in
+    /// the workspace; `false` when it does. Counting and inserting are one
+    /// step (SQLite's write lock; a PostgreSQL advisory lock per backend),
+    /// so tasks delegated at once cannot pass the limit together.
+    pub async fn insert_task_within(&self, t: &TaskRecord, limit: i64) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if self.dialect() == crate::Dialect::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1)::bigint)")
+                .bind(format!(
+                    "rtc-task-backend/{}/{}",
+                    t.workspace_id, t.backend_id
+                ))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n FROM tasks WHERE workspace_id = $1 AND backend_id = $2 AND status = 'running'",
+        )
+        .bind(&t.workspace_id)
+        .bind(&t.backend_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let running: i64 = row.try_get("n")?;
+        if running >= limit {
+            return Ok(false);
+        }
+        insert(&mut *tx, t).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// One task of a session (`None` for another session's or workspace's).

@@ -81,6 +81,11 @@ pub(super) fn model(req: &Value) -> MockReply {
                 json!({"prompt": "a-only loop marker", "interval_seconds": 7 * 24 * 3600, "max_turns": 2}),
             ),
         ])
+    } else if said("setup-three") {
+        MockReply::call(
+            "delegate_task",
+            json!({"title": "a-only task marker", "instruction": "a-only instruction marker"}),
+        )
     } else if said("setup-two") {
         MockReply::call(
             "askUser",
@@ -134,8 +139,17 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     let iface = a
         .create("/v1/realtime-interfaces", json!({"name": "a-only-iface"}))
         .await?;
+    let reasoner = a
+        .create("/v1/task-backends", json!({"name": "a-only-reasoner", "type": "reasoner",
+            "reasoner": {"systemPrompt": "a-only-reasoner-marker", "toolBindings": [{"toolId": id(&http)}]}}))
+        .await?;
+    let opencode = a
+        .create("/v1/task-backends", json!({"name": "a-only-opencode", "type": "opencode",
+            "opencode": {"baseUrl": "http://127.0.0.1:9", "password": "{{secret__a_only}}", "model": {"providerID": "mock", "modelID": "tools-0"}}}))
+        .await?;
     let asst = a
         .create("/v1/assistants", json!({"name": "A-only assistant", "systemPrompt": "a-only-prompt-marker",
+            "taskBackendId": id(&reasoner),
             "toolBindings": [{"toolId": id(&http)}, {"toolId": id(&mcp_tool), "argumentBindings": {"mode": {"source": "model"}}}, {"toolId": id(&client)}]}))
         .await?;
     let workflow = a
@@ -187,6 +201,20 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     .assert_status(202);
     let token2 = s2["clientToken"].as_str().unwrap_or_default();
     events_until(srv, token2, &sid2, 0, |e| e["type"] == "ask_user.question").await?;
+    a.post(
+        &format!("/v1/sessions/{sid1}/messages"),
+        json!({"text": "setup-three"}),
+    )
+    .await?
+    .assert_status(202);
+    let tasks = format!("/v1/sessions/{sid1}/tasks");
+    let tasks_path = &tasks;
+    until("A's task is done", || async move {
+        let t = api.get(tasks_path).await?.body;
+        Ok(t["data"][0]["status"] == "completed")
+    })
+    .await?;
+    let task = id(&a.get(&tasks).await?.body["data"][0]);
     let goal = id(&a.get(&goals).await?.body["data"][0]);
     let memories = a.get(&format!("/v1/memories?userId={user}")).await?;
     let memory = id(&memories.assert_status(200)["data"][0]);
@@ -211,10 +239,15 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             vec![id(&http), id(&mcp_tool), id(&client)],
         ),
         ("realtime-interfaces".to_owned(), vec![id(&iface)]),
+        (
+            "task-backends".to_owned(),
+            vec![id(&reasoner), id(&opencode)],
+        ),
         ("assistants".to_owned(), vec![id(&asst)]),
         ("workflows".to_owned(), vec![id(&workflow)]),
         ("sessions".to_owned(), vec![sid1, sid2]),
         ("goals".to_owned(), vec![goal]),
+        ("tasks".to_owned(), vec![task]),
         ("memories".to_owned(), vec![memory]),
     ]);
     let markers = [
@@ -225,6 +258,8 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a_only_client",
         "aOnlyFn",
         "a-only-iface",
+        "a-only-reasoner",
+        "a-only-opencode",
         "a-only-prompt-marker",
         "a-only-workflow-marker",
         "a-only todo marker",
@@ -232,6 +267,8 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a-only goal marker",
         "a-only loop marker",
         "a-only question marker",
+        "a-only task marker",
+        "a-only instruction marker",
         "setup-one",
         "setup-two",
         "a-only-secret-value",

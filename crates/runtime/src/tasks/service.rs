@@ -64,16 +64,6 @@ impl Inner {
                 "task backend `{backend_id}` no longer exists"
             )));
         };
-        let running = self
-            .store
-            .running_backend_tasks(&ctx.workspace, backend_id)
-            .await?;
-        if running >= i64::from(backend.max_concurrent_tasks) {
-            return Ok(CallOutcome::error(format!(
-                "task backend \"{}\" already runs {running} tasks (its limit); wait for a report or cancel a task",
-                backend.name
-            )));
-        }
         let mut tools = BTreeMap::new();
         if let Some(reasoner) = &backend.reasoner {
             for b in &reasoner.tool_bindings {
@@ -115,7 +105,13 @@ impl Inner {
             updated_at: now,
             finished_at: None,
         };
-        self.store.insert_task(&task).await?;
+        let limit = i64::from(backend.max_concurrent_tasks);
+        if !self.store.insert_task_within(&task, limit).await? {
+            return Ok(CallOutcome::error(format!(
+                "task backend \"{}\" already runs {limit} tasks (its limit); wait for a report or cancel a task",
+                backend.name
+            )));
+        }
         if backend.backend_type == TaskBackendType::Opencode {
             // Started now, so an unreachable server is the call's error.
             match self

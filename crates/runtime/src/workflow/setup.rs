@@ -55,10 +55,9 @@ impl Runtime {
                         format!("the workflow transfers to assistant `{assistant_id}`, which does not exist"),
                     ))
                 })?;
-            let (own_tools, iface) = assistant_context(store, workspace, &assistant, None).await?;
-            self.check_assistant(workspace, &assistant, &own_tools, iface.as_ref())
-                .await?;
-            tools.extend(own_tools);
+            let deps = assistant_context(store, workspace, &assistant, None).await?;
+            self.check_assistant(&assistant, &deps)?;
+            tools.extend(deps.tools);
             assistants.insert(assistant_id, assistant);
         }
         // The assistants it may transfer to run on the session's variables:

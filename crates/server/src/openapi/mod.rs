@@ -10,7 +10,7 @@ use contract::Contract;
 
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
-    tasks, tools, workflows, workspaces,
+    task_backends, tasks, tools, workflows, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -23,6 +23,7 @@ use crate::routes::{
         secrets::put, secrets::list, secrets::read, secrets::remove,
         mcp_servers::create, mcp_servers::list, mcp_servers::read, mcp_servers::replace, mcp_servers::remove, mcp_servers::discover,
         tools::create, tools::list, tools::read, tools::replace, tools::remove,
+        task_backends::create, task_backends::list, task_backends::read, task_backends::replace, task_backends::remove,
         realtime::create, realtime::list, realtime::read, realtime::replace, realtime::remove,
         assistants::create, assistants::list, assistants::read, assistants::replace, assistants::remove,
         assistants::report, assistants::cleanup,

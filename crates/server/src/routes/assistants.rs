@@ -105,8 +105,8 @@ async fn issues_of(
     workspace: &str,
     a: &Assistant,
 ) -> ApiResult<Vec<CompatibilityIssue>> {
-    let (tools, iface) = rtc_runtime::assistant_context(&s.store, workspace, a, None).await?;
-    Ok(compatibility(a, &tools, iface.as_ref()))
+    let deps = rtc_runtime::assistant_context(&s.store, workspace, a, None).await?;
+    Ok(compatibility(a, &deps.tools, deps.interface.as_ref()))
 }
 
 /// The items the assistant's realtime interface does not support.

@@ -9,6 +9,7 @@ pub mod memories;
 pub mod realtime;
 pub mod secrets;
 pub mod sessions;
+pub mod task_backends;
 pub mod tasks;
 pub mod tools;
 pub mod workflows;

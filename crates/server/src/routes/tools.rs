@@ -5,11 +5,13 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::tool_rules::{ToolContext, validate_tool};
-use rtc_protocol::{Assistant, ErrorResponse, ListResponse, Tool, ToolKind, Workflow};
+use rtc_protocol::{Assistant, ErrorResponse, ListResponse, TaskBackend, Tool, ToolKind, Workflow};
 use rtc_store::ResourceKind;
 use serde_json::Value;
 
-use super::{assistants, chosen_id, delete_doc, mcp_servers, replace_doc, workflows};
+use super::{
+    assistants, chosen_id, delete_doc, mcp_servers, replace_doc, task_backends, workflows,
+};
 use crate::extract::{ApiPath, RawJson, Scope, parse_value};
 use crate::{ApiError, ApiResult, AppState};
 
@@ -116,8 +118,9 @@ pub async fn read(
         .map(Json)
 }
 
-/// Replace a tool. Refused (409) when an assistant's or a workflow's
-/// bindings would no longer be valid with the new definition.
+/// Replace a tool. Refused (409) when an assistant's, a workflow's or a
+/// task backend's bindings would no longer be valid with the new
+/// definition.
 #[utoipa::path(put, operation_id = "replaceTool", path = "/v1/tools/{id}", tag = "tools", request_body = Tool, security(("bearer" = [])),
     responses((status = 200, body = Tool), (status = 400, body = ErrorResponse, description = SYSTEM_TOOLS), (status = 404, body = ErrorResponse), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
 pub async fn replace(
@@ -151,6 +154,13 @@ pub async fn replace(
                 };
                 let check = workflows::validate(&s, &scope.workspace, &w, Some(&tool)).await;
                 ("workflow", "breaks_workflow", check)
+            }
+            ResourceKind::TaskBackend => {
+                let Some(b) = s.store.get::<TaskBackend>(&scope.workspace, &r.id).await? else {
+                    continue;
+                };
+                let check = task_backends::validate(&s, &scope.workspace, &b, Some(&tool)).await;
+                ("task backend", "breaks_task_backend", check)
             }
             _ => continue,
         };

@@ -41,6 +41,27 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
         .insert_task(&task("task_2", "sess_t", "inst_a", 1_000))
         .await?;
     assert_eq!(store.running_backend_tasks("ws_t", "tb_1").await?, 2);
+    let (tx_, ty_) = (
+        task("task_x", "sess_t", "inst_a", 1_000),
+        task("task_y", "sess_t", "inst_a", 1_000),
+    );
+    let (x, y) = tokio::join!(
+        store.insert_task_within(&tx_, 3),
+        store.insert_task_within(&ty_, 3)
+    );
+    assert!(
+        x? ^ y?,
+        "two tasks delegated at once cannot both pass a limit of 3 with 2 running"
+    );
+    for id in ["task_x", "task_y"] {
+        let gone = TaskEnding {
+            status: "failed",
+            result: None,
+            error: Some("e"),
+            report: None,
+        };
+        store.finish_task(id, &gone).await?;
+    }
     assert!(
         store.task("ws_u", "sess_t", "task_1").await?.is_none(),
         "workspaces are isolated"
@@ -137,6 +158,10 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
         "an ended task takes no progress"
     );
     assert_eq!(store.running_session_tasks("sess_t").await?, ["task_2"]);
-    assert_eq!(store.session_tasks("ws_t", "sess_t").await?.len(), 2);
+    assert_eq!(
+        store.session_tasks("ws_t", "sess_t").await?.len(),
+        3,
+        "task_1, task_2 and the one that passed the limit"
+    );
     Ok(())
 });
