@@ -130,7 +130,7 @@ await scenario("tasks", async (t) => {
   const transcript = dialog.getByRole("log", { name: "Task transcript" });
   await transcript.locator(".msg.user", { hasText: "Find out when order A-7 ships." }).waitFor();
   await transcript.locator(".toolcard", { hasText: "query_order" }).first().waitFor();
-  await transcript.locator(".toolcard", { hasText: "shipped Monday" }).waitFor();
+  await transcript.locator(".toolcard", { hasText: "query_order result" }).filter({ hasText: "shipped Monday" }).waitFor();
   await transcript.locator(".msg.assistant", { hasText: "Order A-7 ships Monday." }).waitFor();
   assert.match(await dialog.innerText(), /Research|tb_/);
   await t.shot("07-task-transcript");

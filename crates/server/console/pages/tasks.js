@@ -57,9 +57,11 @@ export const sessionTasks = (sid) => list(`/v1/sessions/${encodeURIComponent(sid
 /** One task with its transcript. */
 export const sessionTask = (sid, taskId) => get(`/v1/sessions/${encodeURIComponent(sid)}/tasks/${encodeURIComponent(taskId)}`);
 
-function transcriptMessage(m) {
+/** One transcript message; `called` names the tool of each call id. */
+function transcriptMessage(m, called) {
   if (m.role === "tool") {
-    return h("div", { class: "toolcard" }, h("span", { class: "pill" }, "tool"), " ", h("strong", {}, `${m.name || "tool"} result`), h("pre", {}, m.content));
+    const name = m.name || called.get(m.toolCallId) || "tool";
+    return h("div", { class: "toolcard", dataset: { callId: m.toolCallId || "" } }, h("span", { class: "pill" }, "tool"), " ", h("strong", {}, `${name} result`), h("pre", {}, m.content));
   }
   const calls = (m.toolCalls || []).map((c) => h("div", { class: "toolcard", dataset: { callId: c.id } },
     h("span", { class: "pill" }, "tool"), " ", h("strong", {}, c.name), h("pre", { class: "args" }, c.arguments || "{}")));
@@ -78,6 +80,7 @@ export function taskDetail(t, sid) {
     t.externalId ? ["OpenCode session", h("code", {}, t.externalId)] : null,
   ].filter(Boolean);
   const transcript = t.transcript || [];
+  const called = new Map(transcript.flatMap((m) => (m.toolCalls || []).map((c) => [c.id, c.name])));
   return [
     h("dl", { class: "task-facts" }, rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, [v].flat(2))])),
     h("h3", {}, "Instruction"), h("pre", { class: "task-instruction" }, t.instruction),
@@ -86,7 +89,7 @@ export function taskDetail(t, sid) {
     t.detail && t.status === "running" ? [h("h3", {}, "Progress"), h("p", { class: "task-detail" }, t.detail)] : null,
     t.backendType === "reasoner" ? [h("h3", {}, "Transcript"),
       h("div", { class: "log task-transcript", role: "log", "aria-label": "Task transcript" },
-        transcript.length ? transcript.flatMap(transcriptMessage) : h("p", { class: "muted small" }, "No messages yet."))]
+        transcript.length ? transcript.flatMap((m) => transcriptMessage(m, called)) : h("p", { class: "muted small" }, "No messages yet."))]
       : h("p", { class: "hint" }, "The OpenCode server keeps this task's conversation; its session id is above."),
   ];
 }
