@@ -394,8 +394,9 @@ async fn console_workflow_playground_in_a_real_browser() -> anyhow::Result<()> {
 }
 
 /// The front desk and its reasoner, told apart by the system prompt: the
-/// desk delegates the order lookup and answers the task's report; the
-/// reasoner looks the order up with its bound tool, then answers.
+/// desk delegates an order lookup and answers the task's report; the
+/// reasoner looks the order (A-7 or B-9) up with its bound tool, then
+/// answers.
 fn task_script(req: &Value) -> MockReply {
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let answers = msgs.iter().filter(|m| m["role"] == "assistant").count();
@@ -403,9 +404,18 @@ fn task_script(req: &Value) -> MockReply {
         .first()
         .is_some_and(|m| m["content"] == "You research orders.")
     {
+        let instruction = msgs
+            .get(1)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let order = if instruction.contains("B-9") {
+            "B-9"
+        } else {
+            "A-7"
+        };
         return match answers {
-            0 => MockReply::call("query_order", json!({"order_id": "A-7"})),
-            _ => MockReply::text("Order A-7 ships Monday."),
+            0 => MockReply::call("query_order", json!({"order_id": order})),
+            _ => MockReply::text(&format!("Order {order} ships Monday.")),
         };
     }
     let last_user = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
@@ -419,7 +429,14 @@ fn task_script(req: &Value) -> MockReply {
             "delegate_task",
             json!({"title": "Order lookup", "instruction": "Find out when order A-7 ships."}),
         ),
-        ("look up order A-7", _) => MockReply::text("I have started a task."),
+        ("look up order B-9", 0) => MockReply::call(
+            "delegate_task",
+            json!({"title": "Second lookup", "instruction": "Find out when order B-9 ships."}),
+        ),
+        ("look up order A-7" | "look up order B-9", _) => MockReply::text("I have started a task."),
+        (t, _) if t.starts_with("[Task report]") && t.contains("cancelled") => {
+            MockReply::text("The second lookup was cancelled.")
+        }
         (t, _) if t.starts_with("[Task report]") => MockReply::text("Your order A-7 ships Monday."),
         _ => MockReply::text("ok"),
     }
@@ -438,7 +455,7 @@ async fn console_task_backends_in_a_real_browser() -> anyhow::Result<()> {
     let (_, ws) = srv.workspace("Tasks").await?;
     // The lookup takes a moment, so the browser sees the task running.
     let orders =
-        rtc_testkit::OrderService::start(Ok("shipped Monday"), Duration::from_secs(3)).await?;
+        rtc_testkit::OrderService::start(Ok("shipped Monday"), Duration::from_secs(5)).await?;
     ws.create(
         "/v1/tools",
         workflow_fixture("tool_query_order.json", &orders.base_url)?,
@@ -494,12 +511,33 @@ async fn console_task_backends_in_a_real_browser() -> anyhow::Result<()> {
         .unwrap()
         .to_owned();
     let tasks = ws.get(&format!("/v1/sessions/{sid}/tasks")).await?;
-    let task = &tasks.assert_status(200)["data"][0];
+    let tasks = tasks.assert_status(200)["data"].clone();
+    let status = |i: usize| {
+        (
+            tasks[i]["title"].as_str(),
+            tasks[i]["status"].as_str(),
+            tasks[i]["result"].as_str(),
+        )
+    };
     assert_eq!(
-        (task["status"].as_str(), task["result"].as_str()),
-        (Some("completed"), Some("Order A-7 ships Monday."))
+        status(0),
+        (
+            Some("Order lookup"),
+            Some("completed"),
+            Some("Order A-7 ships Monday.")
+        )
     );
-    assert_eq!(orders.requests(), vec!["A-7?tenant=acme".to_owned()]);
+    assert_eq!(
+        status(1),
+        (Some("Second lookup"), Some("cancelled"), None),
+        "cancelled in the Tasks panel"
+    );
+    // The reasoner's bound tool ran with the literal the form set (the
+    // cancelled task may or may not have got as far as its own lookup).
+    assert_eq!(
+        orders.requests().first().map(String::as_str),
+        Some("A-7?tenant=acme")
+    );
     Ok(())
 }
 

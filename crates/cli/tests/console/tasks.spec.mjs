@@ -5,7 +5,8 @@
 // the reasoner (not while realtime), and a playground conversation whose
 // model delegates a task: the delegate_task tool card, the Tasks panel
 // with the task running then completed with its result, the report's
-// answer, and the task opened with the reasoner's transcript.
+// answer, the task opened with the reasoner's transcript, and a second
+// task cancelled from the panel.
 
 import assert from "node:assert/strict";
 import { scenario } from "./lib.mjs";
@@ -136,4 +137,16 @@ await scenario("tasks", async (t) => {
   await t.shot("07-task-transcript");
   await dialog.getByRole("button", { name: "Close" }).click();
   await dialog.waitFor({ state: "hidden" });
+
+  t.step = "a second task cancelled from the Tasks panel";
+  await t.say("look up order B-9");
+  const second = tasks.locator("li", { hasText: "Second lookup" });
+  await second.locator(".pill", { hasText: "running" }).waitFor();
+  page.once("dialog", (d) => d.accept());
+  await second.getByRole("button", { name: "Cancel task Second lookup" }).click();
+  await second.locator(".pill", { hasText: "cancelled" }).waitFor();
+  await page.locator(".sysline", { hasText: "task “Second lookup” cancelled" }).waitFor();
+  await t.reply("The second lookup was cancelled.").waitFor();
+  assert.equal(await second.getByRole("button", { name: "Cancel task Second lookup" }).count(), 0, "an ended task has no cancel");
+  await t.shot("08-task-cancelled");
 });
