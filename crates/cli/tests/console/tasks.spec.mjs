@@ -6,7 +6,7 @@
 // model delegates a task: the delegate_task tool card, the Tasks panel
 // with the task running then completed with its result, the report's
 // answer, the task opened with the reasoner's transcript, and a second
-// task cancelled from the panel.
+// task cancelled from the panel; the session page lists both.
 
 import assert from "node:assert/strict";
 import { scenario } from "./lib.mjs";
@@ -149,4 +149,14 @@ await scenario("tasks", async (t) => {
   await t.reply("The second lookup was cancelled.").waitFor();
   assert.equal(await second.getByRole("button", { name: "Cancel task Second lookup" }).count(), 0, "an ended task has no cancel");
   await t.shot("08-task-cancelled");
+
+  t.step = "the session page lists the tasks too, one opened from there";
+  await page.getByRole("link", { name: "Sessions", exact: true }).click();
+  await page.getByRole("heading", { name: "Sessions" }).waitFor();
+  await page.locator("tbody a").first().click();
+  const listedTasks = page.getByRole("region", { name: "Tasks" });
+  await listedTasks.locator("li", { hasText: "Second lookup" }).locator(".pill", { hasText: "cancelled" }).waitFor();
+  await listedTasks.getByRole("button", { name: "Open task Order lookup" }).click();
+  await page.getByRole("dialog", { name: "Task Order lookup" }).getByRole("log", { name: "Task transcript" })
+    .locator(".msg.assistant", { hasText: "Order A-7 ships Monday." }).waitFor();
 });

@@ -72,7 +72,7 @@ function transcriptMessage(m, called) {
 export function taskDetail(t, sid) {
   const rows = [
     ["Status", [statusPill(t.status), t.status === "running" ? [" ", cancelButton(sid, t)] : null]],
-    ["Backend", `${t.backendId} (${t.backendType})`],
+    ["Backend", [h("a", { href: `#/task-backends/${encodeURIComponent(t.backendId)}` }, t.backendId), ` (${t.backendType})`]],
     ["Steps", String(t.steps)],
     ["Started", formatTime(t.startedAt)],
     ["Updated", formatTime(t.updatedAt)],
