@@ -28,6 +28,7 @@ mod secrets;
 mod shutdown;
 mod subagents;
 mod task_backends;
+mod tasks_opencode;
 mod tasks_reasoner;
 mod tools;
 mod web;

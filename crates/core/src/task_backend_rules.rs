@@ -315,7 +315,8 @@ fn check_base_url(url: &str) -> Rule {
     Ok(())
 }
 
-/// Exactly one `{{secret__name}}` reference to an existing secret. The
+/// Exactly one `{{secret__name}}` reference to an existing secret, written
+/// as just that (the whole value is the secret's). The
 /// value itself is never quoted: it may be a password typed in by mistake.
 fn check_password(password: &str, secret_exists: &dyn Fn(&str) -> bool) -> Rule {
     let field = "opencode.password";
@@ -323,7 +324,7 @@ fn check_password(password: &str, secret_exists: &dyn Fn(&str) -> bool) -> Rule 
     let [Placeholder::Secret(name)] = found.as_slice() else {
         return Err(not_a_reference());
     };
-    if password.trim() != format!("{{{{{name}}}}}") {
+    if password != format!("{{{{{name}}}}}") {
         return Err(not_a_reference());
     }
     if !secret_exists(name) {

@@ -353,6 +353,13 @@ fn task_backend_rules_table() {
         (
             o(),
             "/opencode/password",
+            json!(" {{secret__opencode_pw}}"),
+            "invalid_placeholder",
+            "opencode.password",
+        ),
+        (
+            o(),
+            "/opencode/password",
             json!("{{tenant}}"),
             "invalid_placeholder",
             "opencode.password",

@@ -1,6 +1,7 @@
 //! Test support shared by the crates' integration tests: throwaway
 //! databases on both engines, the real `rtc-agent` binary started as a
-//! child process, the real MCP "everything" server from npm, and a scripted
+//! child process, the real MCP "everything" server from npm, a real
+//! `opencode serve` (npm `opencode-ai`), a scripted
 //! OpenAI-compatible mock LLM, and the stand-ins workflow tests share.
 //!
 //! PostgreSQL tests need `RTC_TEST_POSTGRES_URL` (an admin URL of a running
@@ -11,6 +12,7 @@
 mod db;
 mod mcp;
 mod mock_llm;
+mod opencode;
 mod processes;
 mod server;
 mod workflow_stand_ins;
@@ -18,6 +20,10 @@ mod workflow_stand_ins;
 pub use db::{Engine, TestDatabase};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
 pub use mock_llm::{MockLlm, MockReply};
+pub use opencode::{
+    OPENCODE_MODELS, OPENCODE_OFFLINE_ENV, OpencodeServer, opencode_binary, opencode_reply,
+    opencode_test_config, twenty_words,
+};
 pub use processes::processes_with;
 pub use server::{ServerProcess, free_port};
 pub use workflow_stand_ins::{OrderService, StageScript, judge_requests, stage_requests};

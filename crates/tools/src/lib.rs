@@ -2,12 +2,14 @@
 //! every HTTP client of the platform is built with (R-SEC-2), the HTTP tool
 //! executor, the MCP client and connection pool (R-TR-2), and the web
 //! built-ins: webSearch over four engines and webFetch with Markdown
-//! conversion (R-WS, R-WFF). What the model sees of those built-ins lives
-//! with the runtime's tool registry.
+//! conversion (R-WS, R-WFF), and the OpenCode task backend's client, event
+//! stream and server supervisor (R-TK). What the model sees of those
+//! built-ins lives with the runtime's tool registry.
 
 pub mod http_exec;
 pub mod mcp;
 pub mod net_guard;
+pub mod opencode;
 pub mod scrub;
 pub mod web_fetch;
 pub mod web_search;

@@ -219,6 +219,17 @@ pub fn guarded_client_same_origin_streaming(
     build_guarded(policy, None, Redirects::SameOrigin)
 }
 
+/// Like [`guarded_client_same_origin`], with a chosen connect timeout and
+/// no overall timeout (each request sets its own, and a long-lived stream
+/// sets none): for clients that must tell "down" from "slow" quickly, like
+/// the OpenCode task backend's.
+pub fn guarded_client_same_origin_connecting_within(
+    policy: AddressPolicy,
+    connect_timeout: Duration,
+) -> reqwest::Result<reqwest::Client> {
+    build_guarded_with(policy, None, connect_timeout, Redirects::SameOrigin)
+}
+
 /// Like [`guarded_client`], but a redirect to another host is not followed:
 /// the 3xx response comes back to the caller (R-WFF-4). Redirects within
 /// the host are followed, each target checked.
@@ -256,6 +267,17 @@ fn build_guarded(
     timeout: Option<Duration>,
     redirects: Redirects,
 ) -> reqwest::Result<reqwest::Client> {
+    let connect_timeout = Duration::from_secs(10);
+    let connect_timeout = timeout.map_or(connect_timeout, |t| t.min(connect_timeout));
+    build_guarded_with(policy, timeout, connect_timeout, redirects)
+}
+
+fn build_guarded_with(
+    policy: AddressPolicy,
+    timeout: Option<Duration>,
+    connect_timeout: Duration,
+    redirects: Redirects,
+) -> reqwest::Result<reqwest::Client> {
     crate::init_tls();
     let redirect = reqwest::redirect::Policy::custom(move |attempt| {
         if attempt.previous().len() >= 5 {
@@ -275,11 +297,10 @@ fn build_guarded(
         }
         attempt.follow()
     });
-    let connect_timeout = Duration::from_secs(10);
     let mut builder = reqwest::Client::builder()
         .dns_resolver(Arc::new(GuardedResolver { policy }))
         .redirect(redirect)
-        .connect_timeout(timeout.map_or(connect_timeout, |t| t.min(connect_timeout)));
+        .connect_timeout(connect_timeout);
     if let Some(timeout) = timeout {
         builder = builder.timeout(timeout);
     }

@@ -48,12 +48,24 @@ pub(super) fn judge_no() -> MockReply {
     MockReply::text(&json!({"satisfied": false, "reason": "not yet"}).to_string())
 }
 
+/// The system prompt of A's reasoner backend.
+const REASONER_PROMPT: &str = "a-only-reasoner-marker";
+
 /// The model of A's sessions: the first session's setup message makes one
-/// of each interaction resource, the second one asks a question; judge
+/// of each interaction resource (and, later, delegates a task to A's
+/// reasoner, which answers at once), the second one asks a question; judge
 /// calls keep the goal going until it is exhausted; anything else is "ok".
 pub(super) fn model(req: &Value) -> MockReply {
     if req.get("response_format").is_some() {
         return judge_no();
+    }
+    let first = req["messages"]
+        .as_array()
+        .and_then(|m| m.first())
+        .cloned()
+        .unwrap_or_default();
+    if first["content"] == REASONER_PROMPT {
+        return MockReply::text("a-only task result marker");
     }
     let last = req["messages"]
         .as_array()
@@ -141,7 +153,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         .await?;
     let reasoner = a
         .create("/v1/task-backends", json!({"name": "a-only-reasoner", "type": "reasoner",
-            "reasoner": {"systemPrompt": "a-only-reasoner-marker", "toolBindings": [{"toolId": id(&http)}]}}))
+            "reasoner": {"systemPrompt": REASONER_PROMPT, "toolBindings": [{"toolId": id(&http)}]}}))
         .await?;
     let opencode = a
         .create("/v1/task-backends", json!({"name": "a-only-opencode", "type": "opencode",
@@ -193,6 +205,31 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             && l["data"][0].is_object())
     })
     .await?;
+    // A task, delegated and reported back (the report's turn ended, so
+    // nothing of A changes while B probes).
+    a.post(
+        &format!("/v1/sessions/{sid1}/messages"),
+        json!({"text": "setup-three"}),
+    )
+    .await?
+    .assert_status(202);
+    let token1 = s1["clientToken"].as_str().unwrap_or_default();
+    let reported = std::cell::Cell::new(false);
+    events_until(srv, token1, &sid1, 0, |e| {
+        if e["type"] == "message.completed"
+            && e["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[Task report]"))
+        {
+            reported.set(true);
+        }
+        reported.get() && e["type"] == "turn.completed"
+    })
+    .await?;
+    let tasks = a.get(&format!("/v1/sessions/{sid1}/tasks")).await?;
+    let task = &tasks.assert_status(200)["data"][0];
+    anyhow::ensure!(task["status"] == "completed", "A's task: {task}");
+    let task = id(task);
     a.post(
         &format!("/v1/sessions/{sid2}/messages"),
         json!({"text": "setup-two"}),
@@ -201,20 +238,6 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     .assert_status(202);
     let token2 = s2["clientToken"].as_str().unwrap_or_default();
     events_until(srv, token2, &sid2, 0, |e| e["type"] == "ask_user.question").await?;
-    a.post(
-        &format!("/v1/sessions/{sid1}/messages"),
-        json!({"text": "setup-three"}),
-    )
-    .await?
-    .assert_status(202);
-    let tasks = format!("/v1/sessions/{sid1}/tasks");
-    let tasks_path = &tasks;
-    until("A's task is done", || async move {
-        let t = api.get(tasks_path).await?.body;
-        Ok(t["data"][0]["status"] == "completed")
-    })
-    .await?;
-    let task = id(&a.get(&tasks).await?.body["data"][0]);
     let goal = id(&a.get(&goals).await?.body["data"][0]);
     let memories = a.get(&format!("/v1/memories?userId={user}")).await?;
     let memory = id(&memories.assert_status(200)["data"][0]);
@@ -267,10 +290,12 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a-only goal marker",
         "a-only loop marker",
         "a-only question marker",
-        "a-only task marker",
-        "a-only instruction marker",
         "setup-one",
         "setup-two",
+        "setup-three",
+        "a-only task marker",
+        "a-only instruction marker",
+        "a-only task result marker",
         "a-only-secret-value",
     ]
     .iter()

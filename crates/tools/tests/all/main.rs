@@ -4,6 +4,7 @@
 
 mod mcp;
 mod mcp_pool;
+mod opencode;
 mod redirects;
 mod web_fetch;
 mod web_search;

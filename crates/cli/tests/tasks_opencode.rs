@@ -1,0 +1,524 @@
+//! Tasks on a real OpenCode server end to end (R-TK, design §5): a prompt
+//! pipeline assistant delegates to an `opencode` task backend pointing at
+//! a real `opencode serve` (npm `opencode-ai`, pinned; `RTC_TEST_OPENCODE`)
+//! wired to the scripted mock LLM, which also plays the speaking model.
+//! Delegation answers at once; one `[Task report]` carries OpenCode's
+//! answer; status, cancel (abort), a server that is down or refuses the
+//! password, a server that dies or whose model is unreachable mid-task, an
+//! OpenCode error, and two tasks at once that keep to their sessions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rtc_testkit::{
+    Engine, MockLlm, MockReply, OpencodeServer, opencode_binary, opencode_reply, twenty_words,
+};
+use serde_json::{Value, json};
+
+use crate::conversation::{assistant, open, server};
+use crate::harness::{Api, Server};
+
+/// The speaking model's answer to its `n`-th call of a conversation.
+type Script = dyn Fn(&Value, usize) -> MockReply + Send + Sync;
+
+fn messages(req: &Value) -> Vec<Value> {
+    req["messages"].as_array().cloned().unwrap_or_default()
+}
+
+fn answers(req: &Value) -> usize {
+    messages(req)
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count()
+}
+
+/// The task id the speaking model was given (from `delegate_task`).
+fn task_of(req: &Value) -> String {
+    messages(req)
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| serde_json::from_str::<Value>(m["content"].as_str()?).ok())
+        .find_map(|v| v["task_id"].as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// One mock for OpenCode's model ids and the speaking model.
+async fn mock(speaker: Arc<Script>) -> anyhow::Result<MockLlm> {
+    MockLlm::with_recorded_responder(move |req| {
+        opencode_reply(req).unwrap_or_else(|| speaker(req, answers(req)))
+    })
+    .await
+}
+
+fn delegate(title: &str) -> MockReply {
+    MockReply::call(
+        "delegate_task",
+        json!({"title": title, "instruction": "Fix the failing build."}),
+    )
+}
+
+/// The platform and a real OpenCode server wired to the same mock, or
+/// None when the test is skipped.
+async fn stand(engine: Engine, mock: &MockLlm) -> anyhow::Result<Option<(Server, OpencodeServer)>> {
+    let Some(binary) = opencode_binary() else {
+        return Ok(None);
+    };
+    let Some(srv) = server(engine, mock).await? else {
+        return Ok(None);
+    };
+    let opencode = OpencodeServer::start(&binary, &mock.base_url).await?;
+    Ok(Some((srv, opencode)))
+}
+
+/// An `opencode` backend `id` at `base_url` (its password in a secret) and
+/// an assistant delegating to it.
+async fn setup(
+    ws: &Api,
+    id: &str,
+    base_url: &str,
+    password: &str,
+    model: &str,
+    timeout: u32,
+) -> anyhow::Result<String> {
+    let secret = format!("secret__{id}_pw");
+    ws.put(&format!("/v1/secrets/{secret}"), json!({"value": password}))
+        .await?
+        .assert_status(201);
+    ws.create(
+        "/v1/task-backends",
+        json!({"id": id, "name": "Coder", "type": "opencode",
+               "opencode": {"baseUrl": base_url, "password": format!("{{{{{secret}}}}}"),
+                            "model": {"providerID": "mock", "modelID": model}},
+               "timeoutSeconds": timeout, "maxConcurrentTasks": 4}),
+    )
+    .await?;
+    assistant(
+        ws,
+        json!({"name": "Desk", "systemPrompt": "You are the front desk.", "taskBackendId": id}),
+    )
+    .await
+}
+
+async fn history(ws: &Api, sid: &str) -> anyhow::Result<Vec<Value>> {
+    let body = ws.get(&format!("/v1/sessions/{sid}/messages")).await?.body;
+    Ok(body["data"].as_array().cloned().unwrap_or_default())
+}
+
+fn reports(history: &[Value]) -> Vec<String> {
+    history
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|c| c.starts_with("[Task report]"))
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn say(ws: &Api, sid: &str, text: &str) -> anyhow::Result<()> {
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": text}),
+    )
+    .await?
+    .assert_status(202);
+    Ok(())
+}
+
+/// Wait (40 s at most) until the history holds a task report and the
+/// session answered it.
+async fn report(ws: &Api, sid: &str) -> anyhow::Result<(String, Vec<Value>)> {
+    for _ in 0..400 {
+        let h = history(ws, sid).await?;
+        let r = reports(&h);
+        if let Some(first) = r.first()
+            && h.last().is_some_and(|m| m["role"] == "assistant")
+        {
+            return Ok((first.clone(), h));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("no task report: {:?}", history(ws, sid).await?)
+}
+
+/// Wait until the session has `n` non-empty assistant answers.
+async fn answered(ws: &Api, sid: &str, n: usize) -> anyhow::Result<Vec<Value>> {
+    for _ in 0..300 {
+        let h = history(ws, sid).await?;
+        if h.iter()
+            .filter(|m| m["role"] == "assistant" && m["content"] != "")
+            .count()
+            >= n
+        {
+            return Ok(h);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("no answer {n}: {:?}", history(ws, sid).await?)
+}
+
+/// The session's only task.
+async fn the_task(ws: &Api, sid: &str) -> anyhow::Result<Value> {
+    let list = ws.get(&format!("/v1/sessions/{sid}/tasks")).await?.body;
+    let tasks = list["data"].as_array().cloned().unwrap_or_default();
+    anyhow::ensure!(tasks.len() == 1, "one task: {list}");
+    Ok(tasks[0].clone())
+}
+
+/// A tool's results the session holds, newest last.
+fn tool_results(h: &[Value], name: &str) -> Vec<String> {
+    h.iter()
+        .filter(|m| m["role"] == "tool" && m["name"] == name)
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// GET on the OpenCode server itself.
+async fn opencode_get(oc: &OpencodeServer, path: &str) -> anyhow::Result<Value> {
+    rtc_testkit::init_tls();
+    let reply = reqwest::Client::new()
+        .get(format!("{}{path}", oc.base_url))
+        .basic_auth("opencode", Some(&oc.password))
+        .send()
+        .await?
+        .error_for_status()?;
+    Ok(reply.json().await?)
+}
+
+fn speaker_delegating(title: &'static str) -> Arc<Script> {
+    Arc::new(move |_, n| match n {
+        0 => delegate(title),
+        1 => MockReply::text("I handed it to the coder."),
+        _ => MockReply::text("The coder is done."),
+    })
+}
+
+/// §5.1: delegate → one report with OpenCode's answer, the OpenCode
+/// session titled like the task with one user and a finished assistant
+/// message.
+async fn delegate_and_report(engine: Engine) -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Fix the build")).await?;
+    let Some((srv, oc)) = stand(engine, &mock).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let id = setup(
+        &ws,
+        "tb_code",
+        &oc.base_url,
+        &oc.password,
+        "tools-0-words-20",
+        120,
+    )
+    .await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "The build is red.").await?;
+    let (text, h) = report(&ws, &sid).await?;
+    let started: Value = serde_json::from_str(&tool_results(&h, "delegate_task")[0])?;
+    assert_eq!(started["status"], "running", "answered at once: {started}");
+    let task_id = started["task_id"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(
+        text,
+        format!(
+            "[Task report] \"Fix the build\" ({task_id}) completed:\n{}",
+            twenty_words()
+        )
+    );
+    assert_eq!(reports(&h).len(), 1, "one report");
+    assert_eq!(h.last().unwrap()["content"], "The coder is done.");
+
+    let task = the_task(&ws, &sid).await?;
+    assert_eq!(task["status"], "completed");
+    assert_eq!(task["backendType"], "opencode");
+    assert_eq!(task["result"], twenty_words());
+    let external = task["externalId"].as_str().unwrap_or_default().to_owned();
+    assert!(external.starts_with("ses_"), "{task}");
+    let session = opencode_get(&oc, &format!("/session/{external}")).await?;
+    assert_eq!(session["title"], "Fix the build");
+    let msgs = opencode_get(&oc, &format!("/session/{external}/message")).await?;
+    let msgs = msgs.as_array().cloned().unwrap_or_default();
+    let users = msgs.iter().filter(|m| m["info"]["role"] == "user").count();
+    assert_eq!(users, 1);
+    assert!(
+        msgs.iter()
+            .any(|m| m["info"]["role"] == "assistant" && m["info"]["finish"] == "stop")
+    );
+    assert!(
+        !serde_json::to_string(&h)?.contains(&oc.password),
+        "the password reaches no message"
+    );
+    oc.stop().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn opencode_delegate_and_report_sqlite() -> anyhow::Result<()> {
+    delegate_and_report(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn opencode_delegate_and_report_postgres() -> anyhow::Result<()> {
+    delegate_and_report(Engine::Postgres).await
+}
+
+/// §5.2 and §5.3: running while OpenCode works, an unknown id, cancel →
+/// abort (MessageAbortedError, no status entry), no completion report.
+#[tokio::test]
+async fn opencode_status_and_cancel() -> anyhow::Result<()> {
+    let speaker: Arc<Script> = Arc::new(|req, n| match n {
+        0 => delegate("Slow job"),
+        1 => MockReply::text("Started."),
+        2 => MockReply::call("get_task_status", json!({"task_id": task_of(req)})),
+        3 => MockReply::text("Still running."),
+        4 => MockReply::call("get_task_status", json!({"task_id": "task_made_up"})),
+        5 => MockReply::text("No such task."),
+        6 => MockReply::call("cancel_task", json!({"task_id": task_of(req)})),
+        _ => MockReply::text("Cancelled."),
+    });
+    let mock = mock(speaker).await?;
+    let Some((srv, oc)) = stand(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let id = setup(
+        &ws,
+        "tb_code",
+        &oc.base_url,
+        &oc.password,
+        "tools-0-delay-30s",
+        120,
+    )
+    .await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "Start it.").await?;
+    answered(&ws, &sid, 1).await?;
+    say(&ws, &sid, "Status?").await?;
+    let h = answered(&ws, &sid, 2).await?;
+    let status: Value = serde_json::from_str(tool_results(&h, "get_task_status").last().unwrap())?;
+    assert_eq!(status["status"], "running", "{status}");
+    assert_eq!(status["title"], "Slow job");
+    let external = the_task(&ws, &sid).await?["externalId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let busy = opencode_get(&oc, "/session/status").await?;
+    assert!(
+        busy.get(&external).is_some(),
+        "OpenCode works on it: {busy}"
+    );
+
+    say(&ws, &sid, "And task_made_up?").await?;
+    let h = answered(&ws, &sid, 3).await?;
+    let unknown = tool_results(&h, "get_task_status")
+        .last()
+        .cloned()
+        .unwrap_or_default();
+    assert!(unknown.contains("not found"), "{unknown}");
+
+    say(&ws, &sid, "Cancel it.").await?;
+    answered(&ws, &sid, 4).await?;
+    let cancelled_at = std::time::Instant::now();
+    let mut task = the_task(&ws, &sid).await?;
+    while task["status"] == "running" && cancelled_at.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        task = the_task(&ws, &sid).await?;
+    }
+    assert_eq!(task["status"], "cancelled", "{task}");
+    // OpenCode was told: the message is aborted and the session idle.
+    let mut aborted = false;
+    for _ in 0..50 {
+        let msgs = opencode_get(&oc, &format!("/session/{external}/message")).await?;
+        aborted = msgs.as_array().is_some_and(|m| {
+            m.iter()
+                .any(|m| m["info"]["error"]["name"] == "MessageAbortedError")
+        });
+        if aborted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(aborted, "the OpenCode session was aborted");
+    assert!(
+        opencode_get(&oc, "/session/status")
+            .await?
+            .get(&external)
+            .is_none()
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let r = reports(&history(&ws, &sid).await?);
+    assert!(
+        r.len() <= 1 && r.iter().all(|r| r.contains("cancelled")),
+        "no result report after a cancel: {r:?}"
+    );
+    oc.stop().await;
+    Ok(())
+}
+
+/// §5.4: a closed port and a wrong password are told apart, at once, and
+/// leave no running task; the conversation goes on.
+#[tokio::test]
+async fn opencode_down_or_refusing_is_a_clear_tool_error() -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Fix the build")).await?;
+    let Some((srv, oc)) = stand(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let port = rtc_testkit::free_port()?;
+    let closed = format!("http://127.0.0.1:{port}");
+    for (backend, url, password, expected) in [
+        (
+            "tb_down",
+            closed.clone(),
+            "some-password-1",
+            format!("task backend \"opencode\" unreachable at {closed}: connection refused"),
+        ),
+        (
+            "tb_refused",
+            oc.base_url.clone(),
+            "wrong-password-1",
+            "authentication failed".to_owned(),
+        ),
+    ] {
+        let id = setup(&ws, backend, &url, password, "tools-0", 60).await?;
+        let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+        let asked = std::time::Instant::now();
+        say(&ws, &sid, "The build is red.").await?;
+        let h = answered(&ws, &sid, 1).await?;
+        assert!(asked.elapsed() < Duration::from_secs(8), "no hang");
+        let result = tool_results(&h, "delegate_task").pop().unwrap_or_default();
+        assert!(result.contains(&expected), "{backend}: {result}");
+        assert!(!result.contains(password), "{result}");
+        assert_eq!(h.last().unwrap()["content"], "I handed it to the coder.");
+        let list = ws.get(&format!("/v1/sessions/{sid}/tasks")).await?.body;
+        let running = list["data"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["status"] == "running"));
+        assert!(!running, "no task left running: {list}");
+    }
+    oc.stop().await;
+    Ok(())
+}
+
+/// §5.5a: the server dies mid-task → failed, reported, within the budget.
+#[tokio::test]
+async fn opencode_dying_mid_task_fails_the_task() -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Slow job")).await?;
+    let Some((srv, mut oc)) = stand(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let id = setup(
+        &ws,
+        "tb_code",
+        &oc.base_url,
+        &oc.password,
+        "tools-0-delay-30s",
+        300,
+    )
+    .await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "Start it.").await?;
+    answered(&ws, &sid, 1).await?;
+    oc.kill().await;
+    let killed = std::time::Instant::now();
+    let (text, _) = report(&ws, &sid).await?;
+    assert!(
+        killed.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        killed.elapsed()
+    );
+    assert!(text.contains("failed:"), "{text}");
+    assert!(text.contains("unreachable"), "{text}");
+    assert_eq!(the_task(&ws, &sid).await?["status"], "failed");
+    Ok(())
+}
+
+/// §5.5b: the model endpoint is down, OpenCode retries forever; at the
+/// backend's timeout the session is aborted and the report quotes the
+/// retry message.
+#[tokio::test]
+async fn opencode_retrying_model_fails_at_the_timeout() -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Doomed job")).await?;
+    let Some(binary) = opencode_binary() else {
+        return Ok(());
+    };
+    let Some(srv) = server(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let dead_llm = format!("http://127.0.0.1:{}/v1", rtc_testkit::free_port()?);
+    let oc = OpencodeServer::start(&binary, &dead_llm).await?;
+    let (_, ws) = srv.workspace("A").await?;
+    let id = setup(&ws, "tb_code", &oc.base_url, &oc.password, "tools-0", 6).await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "Start it.").await?;
+    let (text, _) = report(&ws, &sid).await?;
+    assert!(text.contains("failed:"), "{text}");
+    assert!(text.contains("Cannot connect to API"), "{text}");
+    let task = the_task(&ws, &sid).await?;
+    assert_eq!(task["status"], "failed");
+    let external = task["externalId"].as_str().unwrap_or_default().to_owned();
+    let mut idle = false;
+    for _ in 0..50 {
+        idle = opencode_get(&oc, "/session/status")
+            .await?
+            .get(&external)
+            .is_none();
+        if idle {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(idle, "the retrying session was aborted");
+    oc.stop().await;
+    Ok(())
+}
+
+/// §5.6: an OpenCode error (unknown model) fails the task with its
+/// message; two tasks at once from two conversations keep to their own,
+/// one of them with a tool step that needs no approval.
+#[tokio::test]
+async fn opencode_errors_surface_and_tasks_stay_apart() -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Job")).await?;
+    let Some((srv, oc)) = stand(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let nope = setup(&ws, "tb_nope", &oc.base_url, &oc.password, "nope", 60).await?;
+    let tool = setup(&ws, "tb_tool", &oc.base_url, &oc.password, "tools-1", 60).await?;
+    let words = setup(
+        &ws,
+        "tb_words",
+        &oc.base_url,
+        &oc.password,
+        "tools-0-words-20",
+        60,
+    )
+    .await?;
+    let (s_nope, _) = open(&ws, json!({"assistantId": nope})).await?;
+    let (s_tool, _) = open(&ws, json!({"assistantId": tool})).await?;
+    let (s_words, _) = open(&ws, json!({"assistantId": words})).await?;
+    for sid in [&s_nope, &s_tool, &s_words] {
+        say(&ws, sid, "Go.").await?;
+    }
+    let (text, _) = report(&ws, &s_nope).await?;
+    assert!(
+        text.contains("failed:\nModel not found: mock/nope.")
+            || text.contains("Model not found: mock/nope."),
+        "{text}"
+    );
+    assert_eq!(the_task(&ws, &s_nope).await?["status"], "failed");
+    let (text, _) = report(&ws, &s_tool).await?;
+    assert!(text.ends_with("completed:\ndone"), "{text}");
+    let (text, _) = report(&ws, &s_words).await?;
+    assert!(
+        text.ends_with(&format!("completed:\n{}", twenty_words())),
+        "{text}"
+    );
+    for sid in [&s_nope, &s_tool, &s_words] {
+        assert_eq!(
+            reports(&history(&ws, sid).await?).len(),
+            1,
+            "one report each"
+        );
+    }
+    oc.stop().await;
+    Ok(())
+}
