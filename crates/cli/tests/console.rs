@@ -9,7 +9,11 @@
 //! real everything server, an MCP tool. `workflows`: the design's §5
 //! workflow drawn as a graph, a stage edited and a node dragged, validation
 //! errors at the edge and node they name, a workflow made through the
-//! forms. Screenshots land in `target/test-output/console/`.
+//! forms. `tasks`: a reasoner and an OpenCode task backend made through the
+//! forms (errors at their fields), an assistant given the reasoner, and a
+//! playground conversation that delegates a task and shows it running,
+//! completed and with its transcript. Screenshots land in
+//! `target/test-output/console/`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -386,6 +390,154 @@ async fn console_workflow_playground_in_a_real_browser() -> anyhow::Result<()> {
         json!(["greet", "lookup_order", "assess", "wrap_up"])
     );
     assert_eq!(session["variables"]["order_id"], "A-1");
+    Ok(())
+}
+
+/// The front desk and its reasoner, told apart by the system prompt: the
+/// desk delegates an order lookup and answers the task's report; the
+/// reasoner looks the order (A-7 or B-9) up with its bound tool, then
+/// answers.
+fn task_script(req: &Value) -> MockReply {
+    let msgs = req["messages"].as_array().cloned().unwrap_or_default();
+    let answers = msgs.iter().filter(|m| m["role"] == "assistant").count();
+    if msgs
+        .first()
+        .is_some_and(|m| m["content"] == "You research orders.")
+    {
+        let instruction = msgs
+            .get(1)
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let order = if instruction.contains("B-9") {
+            "B-9"
+        } else {
+            "A-7"
+        };
+        return match answers {
+            0 => MockReply::call("query_order", json!({"order_id": order})),
+            _ => MockReply::text(&format!("Order {order} ships Monday.")),
+        };
+    }
+    let last_user = msgs.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    let text = msgs[last_user]["content"].as_str().unwrap_or("");
+    let after = msgs[last_user..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    match (text, after) {
+        ("look up order A-7", 0) => MockReply::call(
+            "delegate_task",
+            json!({"title": "Order lookup", "instruction": "Find out when order A-7 ships."}),
+        ),
+        ("look up order B-9", 0) => MockReply::call(
+            "delegate_task",
+            json!({"title": "Second lookup", "instruction": "Find out when order B-9 ships."}),
+        ),
+        ("look up order A-7" | "look up order B-9", _) => MockReply::text("I have started a task."),
+        (t, _) if t.starts_with("[Task report]") && t.contains("cancelled") => {
+            MockReply::text("The second lookup was cancelled.")
+        }
+        (t, _) if t.starts_with("[Task report]") => MockReply::text("Your order A-7 ships Monday."),
+        _ => MockReply::text("ok"),
+    }
+}
+
+#[tokio::test]
+async fn console_task_backends_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = MockLlm::with_recorded_responder(task_script).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Tasks").await?;
+    // The lookup takes a moment, so the browser sees the task running.
+    let orders =
+        rtc_testkit::OrderService::start(Ok("shipped Monday"), Duration::from_secs(5)).await?;
+    ws.create(
+        "/v1/tools",
+        workflow_fixture("tool_query_order.json", &orders.base_url)?,
+    )
+    .await?;
+    ws.create(
+        "/v1/tools",
+        json!({"name": "show_map", "type": "client", "description": "Shows a map in the app.",
+            "parameters": {"type": "object", "properties": {}},
+            "client": {"functionName": "show_map", "waitForResponse": false}}),
+    )
+    .await?;
+    ws.put(
+        "/v1/secrets/secret__opencode_pw",
+        json!({"value": "pw-0123456789"}),
+    )
+    .await?
+    .assert_status(201);
+    run_scenario("tasks.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+
+    // What the forms saved is what the API holds.
+    let backends = ws.get("/v1/task-backends").await?;
+    let backends = backends.assert_status(200)["data"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let research = backends.iter().find(|b| b["name"] == "Research").unwrap();
+    assert_eq!(research["type"], "reasoner");
+    assert_eq!(research["reasoner"]["maxSteps"], 5);
+    assert_eq!(research["reasoner"]["llm"]["model"], "reasoner-model");
+    assert_eq!(
+        research["reasoner"]["toolBindings"],
+        json!([{"toolId": "tool_query_order", "argumentBindings": {
+            "order_id": {"source": "model"}, "tenant": {"source": "literal", "value": "acme"}}}])
+    );
+    let coder = backends.iter().find(|b| b["name"] == "Coder").unwrap();
+    assert_eq!(
+        (coder["type"].as_str(), coder["timeoutSeconds"].as_u64()),
+        (Some("opencode"), Some(1800))
+    );
+    assert_eq!(
+        coder["opencode"],
+        json!({"baseUrl": "http://127.0.0.1:4096", "password": "{{secret__opencode_pw}}",
+            "model": {"providerID": "mock", "modelID": "tools-0"}, "directory": "/srv/work"})
+    );
+    let assistants = ws.get("/v1/assistants").await?;
+    let desk = &assistants.assert_status(200)["data"][0];
+    assert_eq!(desk["taskBackendId"], research["id"]);
+    // The task the browser showed is the session's, done through the tool.
+    let sessions = ws.get("/v1/sessions").await?;
+    let sid = sessions.assert_status(200)["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tasks = ws.get(&format!("/v1/sessions/{sid}/tasks")).await?;
+    let tasks = tasks.assert_status(200)["data"].clone();
+    let status = |i: usize| {
+        (
+            tasks[i]["title"].as_str(),
+            tasks[i]["status"].as_str(),
+            tasks[i]["result"].as_str(),
+        )
+    };
+    assert_eq!(
+        status(0),
+        (
+            Some("Order lookup"),
+            Some("completed"),
+            Some("Order A-7 ships Monday.")
+        )
+    );
+    assert_eq!(
+        status(1),
+        (Some("Second lookup"), Some("cancelled"), None),
+        "cancelled in the Tasks panel"
+    );
+    // The reasoner's bound tool ran with the literal the form set (the
+    // cancelled task may or may not have got as far as its own lookup).
+    assert_eq!(
+        orders.requests().first().map(String::as_str),
+        Some("A-7?tenant=acme")
+    );
     Ok(())
 }
 

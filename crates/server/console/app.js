@@ -5,6 +5,7 @@ import { get, key, setKey, ApiError } from "./api.js";
 import { h, page, field, showError } from "./ui.js";
 import { secretsPage } from "./pages/secrets.js";
 import { mcpPage, mcpEditor } from "./pages/mcp.js";
+import { taskBackendsPage, taskBackendEditor } from "./pages/task_backends.js";
 import { toolsPage, toolEditor } from "./pages/tools.js";
 import { assistantsPage, assistantEditor } from "./pages/assistants.js";
 import { realtimePage, realtimeEditor } from "./pages/realtime.js";
@@ -21,6 +22,8 @@ const routes = [
   [/^\/tools\/(.+)$/, toolEditor],
   [/^\/mcp$/, mcpPage],
   [/^\/mcp\/(.+)$/, mcpEditor],
+  [/^\/task-backends$/, taskBackendsPage],
+  [/^\/task-backends\/(.+)$/, taskBackendEditor],
   [/^\/secrets$/, secretsPage],
   [/^\/realtime$/, realtimePage],
   [/^\/realtime\/(.+)$/, realtimeEditor],

@@ -138,7 +138,7 @@ export function parseJson(textValue, path, fallback) {
 
 export function page(title, ...children) {
   const main = document.getElementById("main");
-  main.replaceChildren(h("h1", {}, title), ...children);
+  main.replaceChildren(h("h1", {}, title), ...children.filter((c) => c !== null && c !== undefined && c !== false));
   document.title = `${title} · rtc-agent`;
   return main;
 }

@@ -35,6 +35,11 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../console/pages/realtime.js"),
     ),
     (
+        "pages/task_backends.js",
+        include_str!("../console/pages/task_backends.js"),
+    ),
+    ("pages/tasks.js", include_str!("../console/pages/tasks.js")),
+    (
         "pages/sessions.js",
         include_str!("../console/pages/sessions.js"),
     ),

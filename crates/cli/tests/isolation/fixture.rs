@@ -238,20 +238,6 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     .assert_status(202);
     let token2 = s2["clientToken"].as_str().unwrap_or_default();
     events_until(srv, token2, &sid2, 0, |e| e["type"] == "ask_user.question").await?;
-    a.post(
-        &format!("/v1/sessions/{sid1}/messages"),
-        json!({"text": "setup-three"}),
-    )
-    .await?
-    .assert_status(202);
-    let tasks = format!("/v1/sessions/{sid1}/tasks");
-    let tasks_path = &tasks;
-    until("A's task is done", || async move {
-        let t = api.get(tasks_path).await?.body;
-        Ok(t["data"][0]["status"] == "completed")
-    })
-    .await?;
-    let task = id(&a.get(&tasks).await?.body["data"][0]);
     let goal = id(&a.get(&goals).await?.body["data"][0]);
     let memories = a.get(&format!("/v1/memories?userId={user}")).await?;
     let memory = id(&memories.assert_status(200)["data"][0]);
@@ -304,8 +290,6 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a-only goal marker",
         "a-only loop marker",
         "a-only question marker",
-        "a-only task marker",
-        "a-only instruction marker",
         "setup-one",
         "setup-two",
         "setup-three",

@@ -37,11 +37,12 @@ function markIncompatible(form, paths) {
 
 export async function assistantEditor(id) {
   const isNew = id === "new";
-  const [a, tools, ifaces] = await Promise.all([
+  const [a, tools, ifaces, backends] = await Promise.all([
     isNew ? Promise.resolve({ name: "", systemPrompt: "", runMode: "pipeline", llm: {}, dynamicVariables: [], builtInTools: {}, toolBindings: [], startupActions: [], features: {} })
       : get(`/v1/assistants/${encodeURIComponent(id)}`),
     list("/v1/tools"),
     list("/v1/realtime-interfaces"),
+    list("/v1/task-backends"),
   ]);
   const newId = text("", { placeholder: "optional" });
   const name = text(a.name);
@@ -54,6 +55,20 @@ export async function assistantEditor(id) {
   const maxTokens = h("input", { type: "number", min: 1, value: a.llm?.maxTokens ?? "" });
   const runMode = select([["pipeline", "Pipeline (text model)"], ["realtime", "Realtime (speech-to-speech)"]], a.runMode);
   const iface = select([["", "— none —"], ...ifaces.map((i) => [i.id, i.name])], a.realtimeInterfaceId || "");
+  const missing = a.taskBackendId && !backends.some((b) => b.id === a.taskBackendId) ? [[a.taskBackendId, `${a.taskBackendId} (not found)`]] : [];
+  const taskBackend = select([["", "— none —"], ...backends.map((b) => [b.id, `${b.name} (${b.type})`]), ...missing], a.taskBackendId || "");
+  const taskField = field("Task backend", "taskBackendId", taskBackend, " ");
+  const syncTasks = () => {
+    const realtime = runMode.value === "realtime";
+    taskBackend.disabled = realtime;
+    taskField.querySelector(".hint").textContent = realtime
+      ? "Task backends work with pipeline assistants only: a realtime assistant cannot delegate tasks."
+      : backends.length
+        ? "The model gets delegate_task, get_task_status and cancel_task and hands long tasks to this backend."
+        : "No task backends yet: create one on the Task backends page.";
+  };
+  runMode.addEventListener("change", syncTasks);
+  syncTasks();
   const vars = variableRows(a.dynamicVariables || []);
   const variables = () => readVariables(vars).map((v) => v.name).filter(Boolean);
   const built = builtInsSection(a.builtInTools || {}, { variables: () => readVariables(vars).filter((v) => v.name) });
@@ -72,7 +87,7 @@ export async function assistantEditor(id) {
     h("fieldset", { class: "card" }, h("legend", {}, "Model and run mode"),
       h("div", { class: "row" }, field("Provider", "llm.provider", provider), field("Model", "llm.model", model),
         field("Temperature", "llm.temperature", temperature), field("Max tokens", "llm.maxTokens", maxTokens)),
-      h("div", { class: "row" }, field("Run mode", "runMode", runMode), field("Realtime interface", "realtimeInterfaceId", iface))),
+      h("div", { class: "row" }, field("Run mode", "runMode", runMode), field("Realtime interface", "realtimeInterfaceId", iface), taskField)),
     h("fieldset", { class: "card" }, h("legend", {}, "Dynamic variables"),
       h("div", { class: "field", dataset: { field: "dynamicVariables" } }, vars, h("p", { class: "error" }))),
     built,
@@ -123,6 +138,7 @@ export async function assistantEditor(id) {
       if (isNew && newId.value.trim()) out.id = newId.value.trim();
       if (first.value) out.firstMessage = first.value;
       if (iface.value) out.realtimeInterfaceId = iface.value;
+      if (taskBackend.value && runMode.value !== "realtime") out.taskBackendId = taskBackend.value;
       if (provider.value.trim()) out.llm.provider = provider.value.trim();
       if (model.value.trim()) out.llm.model = model.value.trim();
       if (temperature.value !== "") out.llm.temperature = Number(temperature.value);

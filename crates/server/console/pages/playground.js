@@ -1,13 +1,15 @@
 // The playground: start a session with variable values, chat over the
 // live WebSocket with streamed replies, tool calls as cards, askUser
 // questions as option chips, client tools answered by hand or
-// automatically, handoff replies as the human agent, and live panels.
+// automatically, handoff replies as the human agent, and live panels
+// (delegated tasks among them, each openable with its transcript).
 // A dropped connection resumes from the last event seen.
 
 import { get, list, post, wsUrl } from "../api.js";
 import { h, page, field, text, area, select, showError, clearErrors, toast } from "../ui.js";
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
 import { workflowPanel } from "./workflows/live.js";
+import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
 
 const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
 
@@ -97,13 +99,17 @@ function liveSession(sid) {
   const [goalCard, goalBody] = panel("Goals");
   const [loopCard, loopBody] = panel("Loops");
   const [treeCard, treeBody] = panel("Sub-agents");
+  const [taskCard, taskBody] = panel("Tasks");
+  taskCard.hidden = true;
+  const taskView = taskDialog(sid);
   const flowSlot = h("div");
   page("Playground",
     h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status),
     flowSlot,
     h("div", { class: "play" },
       h("div", { class: "chat" }, log, handoff, composer),
-      h("div", { class: "panels" }, todoCard, varCard, goalCard, loopCard, treeCard)));
+      h("div", { class: "panels" }, taskCard, todoCard, varCard, goalCard, loopCard, treeCard)),
+    taskView.element);
 
   const goals = new Map();
   const loops = new Map();
@@ -120,6 +126,17 @@ function liveSession(sid) {
     goals: async () => { (await list(`/v1/sessions/${sid}/goals`)).forEach((g) => goals.set(g.id, g)); goalBody.replaceChildren(goalsPanel([...goals.values()])); },
     loops: async () => { (await list(`/v1/sessions/${sid}/loops`)).forEach((l) => loops.set(l.id, l)); loopBody.replaceChildren(loopsPanel([...loops.values()])); },
     tree: async () => treeBody.replaceChildren(treePanel(await get(`/v1/sessions/${sid}/tree`))),
+    tasks: (() => {
+      // Answers may arrive out of order: only the latest asked is shown.
+      let asked = 0;
+      return async () => {
+        const mine = ++asked;
+        const tasks = await sessionTasks(sid);
+        if (mine !== asked) return;
+        taskCard.hidden = !tasks.length;
+        taskBody.replaceChildren(tasksPanel(tasks, (t) => taskView.show(t), sid));
+      };
+    })(),
   };
   Object.values(refresh).forEach((f) => f().catch(() => {}));
 
@@ -269,6 +286,12 @@ function liveSession(sid) {
       case "subagent.started": case "subagent.completed":
         line(`sub-agent “${e.title}” ${e.type === "subagent.started" ? "started" : e.status}`);
         refresh.tree().catch(() => {});
+        break;
+      case "task.started": case "task.updated": case "task.completed":
+        if (e.type === "task.started") line(`task “${e.title}” started on ${e.backendType}`);
+        if (e.type === "task.completed") line(`task “${e.title}” ${e.status}`);
+        refresh.tasks().catch((err) => line(`tasks unavailable: ${err.message}`, "sysline bad"));
+        taskView.changed(e.taskId);
         break;
       case "ask_user.question": question(e); status.textContent = "waiting for your answer"; break;
       case "ask_user.answered": {

@@ -1,7 +1,8 @@
-// Past and current sessions: list, transcript and event log.
+// Past and current sessions: list, transcript, delegated tasks and event log.
 
 import { get, list, key } from "../api.js";
 import { h, page, formatTime } from "../ui.js";
+import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
 
 export async function sessionsPage() {
   const sessions = await list("/v1/sessions");
@@ -52,7 +53,8 @@ async function storedEvents(id) {
 }
 
 export async function sessionDetail(id) {
-  const [s, messages] = await Promise.all([get(`/v1/sessions/${encodeURIComponent(id)}`), list(`/v1/sessions/${encodeURIComponent(id)}/messages`)]);
+  const [s, messages, tasks] = await Promise.all([get(`/v1/sessions/${encodeURIComponent(id)}`), list(`/v1/sessions/${encodeURIComponent(id)}/messages`), sessionTasks(id)]);
+  const taskView = taskDialog(id);
   const log = h("div", { class: "card" }, h("p", { class: "muted" }, "Loading events…"));
   page(`Session ${s.title || s.id}`,
     h("p", {}, h("span", { class: `pill ${s.status === "ended" ? "bad" : "ok"}` }, s.status), " ",
@@ -65,6 +67,7 @@ export async function sessionDetail(id) {
       ? h("div", { class: "toolcard" }, h("strong", {}, `${m.name || "tool"} result`), h("pre", {}, m.content))
       : h("div", { class: `msg ${m.role}` }, h("span", { class: "who" }, m.name ? `${m.role} · ${m.name}` : m.role), m.content || (m.toolCalls || []).map((c) => `→ ${c.name}(${c.arguments})`).join("\n")))
       : h("p", { class: "muted" }, "No messages.")),
+    h("div", { hidden: !tasks.length }, h("h2", {}, "Tasks"), h("section", { class: "card", "aria-label": "Tasks" }, tasksPanel(tasks, (t) => taskView.show(t), s.status === "ended" ? null : id)), taskView.element),
     h("h2", {}, "Event log"), log);
   const events = await storedEvents(id);
   log.replaceChildren(h("table", { "aria-label": "Event log" }, h("thead", {}, h("tr", {}, h("th", {}, "#"), h("th", {}, "Type"), h("th", {}, "Time"), h("th", {}, "Data"))),
