@@ -7,6 +7,7 @@
 //! password, a server that dies or whose model is unreachable mid-task, an
 //! OpenCode error, and two tasks at once that keep to their sessions.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -601,4 +602,74 @@ async fn opencode_started_by_the_platform_runs_tasks() -> anyhow::Result<()> {
         "the server stops with the platform"
     );
     Ok(())
+}
+
+/// The platform is killed (`kill -9`) while OpenCode works on a task;
+/// after the restart the task is re-attached by its OpenCode session id
+/// (not started again) and reported once.
+async fn reattached_after_restart(engine: Engine) -> anyhow::Result<()> {
+    let mock = mock(speaker_delegating("Long job")).await?;
+    let Some(binary) = opencode_binary() else {
+        return Ok(());
+    };
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+        ("RTC_INSTANCE_ID".to_owned(), "inst-one".to_owned()),
+    ]);
+    let Some(srv) = crate::harness::start(engine, env.clone()).await? else {
+        return Ok(());
+    };
+    let oc = OpencodeServer::start(&binary, &mock.base_url).await?;
+    let (_, ws) = srv.workspace("A").await?;
+    let id = setup(
+        &ws,
+        "tb_code",
+        &oc.base_url,
+        &oc.password,
+        "tools-0-delay-8s",
+        120,
+    )
+    .await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "Start it.").await?;
+    answered(&ws, &sid, 1).await?;
+    let external = the_task(&ws, &sid).await?["externalId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(external.starts_with("ses_"), "{external}");
+    let srv = srv.kill_and_restart(&env).await?;
+    let ws = Api {
+        base: srv.process.base_url.clone(),
+        ..ws
+    };
+    let (text, _) = report(&ws, &sid).await?;
+    assert!(text.ends_with("completed:\ndone"), "{text}");
+    let task = the_task(&ws, &sid).await?;
+    assert_eq!(task["status"], "completed");
+    assert_eq!(
+        task["externalId"],
+        external.as_str(),
+        "the same OpenCode session"
+    );
+    let messages = opencode_get(&oc, &format!("/session/{external}/message")).await?;
+    let users = messages.as_array().map_or(0, |m| {
+        m.iter().filter(|m| m["info"]["role"] == "user").count()
+    });
+    assert_eq!(users, 1, "the instruction was sent once");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(reports(&history(&ws, &sid).await?).len(), 1);
+    Ok(())
+}
+
+#[tokio::test]
+async fn opencode_task_reattached_after_restart_sqlite() -> anyhow::Result<()> {
+    reattached_after_restart(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn opencode_task_reattached_after_restart_postgres() -> anyhow::Result<()> {
+    reattached_after_restart(Engine::Postgres).await
 }

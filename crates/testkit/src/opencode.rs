@@ -21,10 +21,11 @@ use tokio::process::{Child, Command};
 use crate::{MockReply, free_port};
 
 /// The model ids the test server's `mock` provider lists.
-pub const OPENCODE_MODELS: [&str; 4] = [
+pub const OPENCODE_MODELS: [&str; 5] = [
     "tools-0",
     "tools-0-words-20",
     "tools-0-delay-30s",
+    "tools-0-delay-8s",
     "tools-1",
 ];
 
@@ -76,7 +77,8 @@ fn is_title_request(request: &Value) -> bool {
 /// [`OPENCODE_MODELS`] (or its title generation); None for other models,
 /// so a test can combine it with a scripted speaking model in one mock:
 /// `tools-0` says "done"; `tools-0-words-20` streams `word0 … word19`;
-/// `tools-0-delay-30s` says "done" after 30 s; `tools-1` first calls the
+/// `tools-0-delay-30s` says "done" after 30 s (`tools-0-delay-8s` after
+/// 8 s); `tools-1` first calls the
 /// request's first tool with junk arguments, then says "done" once a tool
 /// result is in the messages.
 pub fn opencode_reply(request: &Value) -> Option<MockReply> {
@@ -91,6 +93,9 @@ pub fn opencode_reply(request: &Value) -> Option<MockReply> {
         "tools-0-words-20" => MockReply::Text(twenty_words()),
         "tools-0-delay-30s" => {
             MockReply::Delayed(Duration::from_secs(30), Box::new(MockReply::text("done")))
+        }
+        "tools-0-delay-8s" => {
+            MockReply::Delayed(Duration::from_secs(8), Box::new(MockReply::text("done")))
         }
         "tools-1" => {
             let messages = request.get("messages").and_then(Value::as_array);
