@@ -594,6 +594,38 @@ async fn opencode_started_by_the_platform_runs_tasks() -> anyhow::Result<()> {
         .expect("a HOME under the data folder");
     let marker = format!("HOME={}", home.display());
     assert_eq!(rtc_testkit::processes_with(&marker), 1, "one server runs");
+    // Deleting the backend stops its server.
+    ws.delete(&format!("/v1/assistants/{id}")).await?;
+    let gone = srv
+        .admin_in(&ws_id)
+        .delete("/v1/task-backends/tb_local")
+        .await?;
+    assert!(gone.status.is_success(), "{:?}", gone.body);
+    assert_eq!(
+        rtc_testkit::processes_with(&marker),
+        0,
+        "the deleted backend's server stopped"
+    );
+    // A backend started again runs a task again, and stops with the platform.
+    srv.admin_in(&ws_id)
+        .create(
+            "/v1/task-backends",
+            json!({"id": "tb_local", "name": "Local coder", "type": "opencode",
+                   "opencode": {"command": binary.display().to_string(), "config": config,
+                                "model": {"providerID": "mock", "modelID": "tools-0"}},
+                   "timeoutSeconds": 120}),
+        )
+        .await?;
+    let id = assistant(
+        &ws,
+        json!({"name": "Desk 2", "systemPrompt": "You are the front desk.", "taskBackendId": "tb_local"}),
+    )
+    .await?;
+    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
+    say(&ws, &sid, "Go.").await?;
+    let (text, _) = report(&ws, &sid).await?;
+    assert!(text.ends_with("completed:\ndone"), "{text}");
+    assert_eq!(rtc_testkit::processes_with(&marker), 1, "one server runs");
     let Server { process, .. } = srv;
     process.terminate(Duration::from_secs(20)).await?;
     assert_eq!(

@@ -150,6 +150,19 @@ impl OpencodeServers {
         follower.run(deadline, cancel, progress).await
     }
 
+    /// A backend was deleted: forget its server, and stop it if it was
+    /// started here (a task still following it fails as unreachable).
+    pub async fn forget(&self, workspace: &str, backend_id: &str) {
+        let key = (workspace.to_owned(), backend_id.to_owned());
+        let slot = self.slots.lock().ok().and_then(|mut s| s.remove(&key));
+        if let Some(slot) = slot
+            && let Some(server) = slot.server.get()
+            && let Endpoint::Supervised(process) = &server.endpoint
+        {
+            process.stop().await;
+        }
+    }
+
     /// Stop the servers started here (SIGTERM, then SIGKILL after 5 s).
     pub async fn shutdown(&self) {
         let slots: Vec<Arc<Slot>> = self

@@ -174,5 +174,7 @@ pub async fn remove(
 ) -> ApiResult<StatusCode> {
     let existing = super::load::<TaskBackend>(&s, &scope.workspace, &id).await?;
     command_needs_admin(&scope, &existing, "delete")?;
-    delete_doc::<TaskBackend>(&s, &scope.workspace, &id).await
+    let status = delete_doc::<TaskBackend>(&s, &scope.workspace, &id).await?;
+    s.runtime.task_backend_deleted(&scope.workspace, &id).await;
+    Ok(status)
 }
