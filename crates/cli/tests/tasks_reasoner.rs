@@ -285,7 +285,23 @@ async fn delegate_and_report(engine: Engine) -> anyhow::Result<()> {
     assert!(!serde_json::to_string(&events)?.contains(SECRET));
 
     // Another session's task id is not found, and no other session sees it.
-    let (other, _) = open(&ws, json!({"assistantId": id})).await?;
+    let (other, other_token) = open(&ws, json!({"assistantId": id})).await?;
+    let by_token = |t: &str| {
+        srv.client.get(format!(
+            "{}/v1/sessions/{sid}/tasks/{task_id}?token={t}",
+            srv.process.base_url
+        ))
+    };
+    assert_eq!(
+        by_token(&token).send().await?.status(),
+        200,
+        "the session's own client token reads its task"
+    );
+    assert_eq!(
+        by_token(&other_token).send().await?.status(),
+        401,
+        "another session's token does not"
+    );
     ws.get(&format!("/v1/sessions/{other}/tasks/{task_id}"))
         .await?
         .assert_error(404, "not_found", None);

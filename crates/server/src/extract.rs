@@ -394,7 +394,12 @@ impl FromRequestParts<AppState> for SessionAccess {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let ApiPath(session) = ApiPath::<String>::from_request_parts(parts, state).await?;
+        // The session is the path's `{id}` (other parameters, like a
+        // task's id, are the handler's).
+        let ApiPath(mut params) =
+            ApiPath::<std::collections::HashMap<String, String>>::from_request_parts(parts, state)
+                .await?;
+        let session = params.remove("id").unwrap_or_default();
         let token = request_token(parts).ok_or_else(|| {
             ApiError::unauthorized(
                 "missing `Authorization: Bearer <key>` header or `token` query parameter",

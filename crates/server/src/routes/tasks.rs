@@ -29,14 +29,18 @@ pub async fn list(
 }
 
 /// One task, with a reasoner task's transcript.
-#[utoipa::path(get, operation_id = "getSessionTask", path = "/v1/sessions/{id}/tasks/{task_id}", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, operation_id = "getSessionTask", path = "/v1/sessions/{id}/tasks/{task_id}", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = Task), (status = 404, body = ErrorResponse)))]
 pub async fn read(
-    scope: Scope,
+    access: SessionAccess,
     State(s): State<AppState>,
-    ApiPath((id, task_id)): ApiPath<(String, String)>,
+    ApiPath((_session, task_id)): ApiPath<(String, String)>,
 ) -> ApiResult<Json<Task>> {
-    Ok(Json(s.runtime.task(&scope.workspace, &id, &task_id).await?))
+    Ok(Json(
+        s.runtime
+            .task(&access.workspace, &access.session, &task_id)
+            .await?,
+    ))
 }
 
 /// Cancel a running task: the backend stops working on it and the
