@@ -131,7 +131,7 @@ impl Inner {
                 Some("model"),
             )
             .await?;
-        self.cancel_session_tasks(&ctx.id).await?;
+        self.cancel_session_tasks_logged(&ctx.id).await;
         ctx.events
             .emit(
                 SessionEnded {
@@ -263,7 +263,7 @@ impl Inner {
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
-        self.cancel_session_tasks(&ctx.id).await?;
+        self.cancel_session_tasks_logged(&ctx.id).await;
         let ended = SessionEnded {
             reason: reason.map(str::to_owned),
             ended_by: by.to_owned(),

@@ -50,6 +50,10 @@ pub struct TaskEnding<'a> {
     pub error: Option<&'a str>,
     /// The report for the session's inbox, if the conversation is told.
     pub report: Option<&'a InboxItem>,
+    /// The instance whose driver ends the task: written only while it
+    /// still holds the lease. `None` for a cancellation, which any
+    /// instance may write.
+    pub holder: Option<&'a str>,
 }
 
 const COLUMNS: &str = "id, workspace_id, session_id, backend_id, backend_type, config, title, \
@@ -280,13 +284,15 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let done = sqlx::query(
             "UPDATE tasks SET status = $1, result = $2, error = $3, updated_at = $4, finished_at = $4, \
-             lease_owner = NULL, lease_until = NULL WHERE id = $5 AND status = 'running'",
+             lease_owner = NULL, lease_until = NULL WHERE id = $5 AND status = 'running' \
+             AND ($6 = '' OR lease_owner = $6)",
         )
         .bind(ending.status)
         .bind(ending.result)
         .bind(ending.error)
         .bind(now)
         .bind(id)
+        .bind(ending.holder.unwrap_or(""))
         .execute(&mut *tx)
         .await?;
         if done.rows_affected() != 1 {
@@ -299,16 +305,28 @@ impl Store {
         Ok(true)
     }
 
-    /// Extend the leases of the running tasks `owner` drives.
-    pub async fn renew_task_leases(&self, owner: &str, until: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query(
-            "UPDATE tasks SET lease_until = $1 WHERE lease_owner = $2 AND status = 'running'",
-        )
-        .bind(until)
-        .bind(owner)
-        .execute(&self.writer)
-        .await?;
-        Ok(done.rows_affected())
+    /// Extend the leases of the running tasks `ids` that `owner` holds
+    /// (those its drivers run: a task whose driver is gone is not renewed,
+    /// so its lease runs out and it is taken over).
+    pub async fn renew_task_leases(
+        &self,
+        owner: &str,
+        ids: &[String],
+        until: i64,
+    ) -> Result<u64, StoreError> {
+        let mut renewed = 0;
+        for id in ids {
+            renewed += sqlx::query(
+                "UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_owner = $3 AND status = 'running'",
+            )
+            .bind(until)
+            .bind(id)
+            .bind(owner)
+            .execute(&self.writer)
+            .await?
+            .rows_affected();
+        }
+        Ok(renewed)
     }
 
     /// Which of `ids` no longer run (ended elsewhere, e.g. cancelled
@@ -340,25 +358,26 @@ impl Store {
     }
 
     /// Take over running tasks nobody drives: those whose lease ran out
-    /// (their instance died), and those `owner` held in an earlier life (a
-    /// restart under the same instance name). Each is claimed by an
-    /// optimistic update, so one instance wins it.
+    /// (their instance died, or their driver here ended without ending
+    /// them), and those `owner` held in an earlier life (a restart under
+    /// the same instance name: created before `own_before`). Each is
+    /// claimed by an optimistic update, so one instance wins it.
     pub async fn claim_orphan_tasks(
         &self,
         owner: &str,
         now: i64,
         until: i64,
         limit: i64,
-        include_own: bool,
+        own_before: Option<i64>,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM tasks WHERE status = 'running' \
-             AND (lease_until IS NULL OR lease_until < $1 OR ($2 = 1 AND lease_owner = $3)) \
+             AND (lease_until IS NULL OR lease_until < $1 OR (lease_owner = $3 AND created_at < $2)) \
              ORDER BY created_at LIMIT $4"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(now)
-            .bind(i32::from(include_own))
+            .bind(own_before.unwrap_or(i64::MIN))
             .bind(owner)
             .bind(limit)
             .fetch_all(&self.pool)

@@ -71,19 +71,48 @@ impl Ending {
     }
 }
 
-/// A driver running in this process.
+/// A driver running in this process (or reserved for a task being
+/// delegated, before its driver starts).
 struct Driver {
     /// Asks the driver to stop the backend's work (a cancellation).
     cancel: CancellationToken,
     /// Drops the driver without touching the backend (shutdown, or the
-    /// task was lost to another instance).
-    handle: tokio::task::AbortHandle,
+    /// task was lost to another instance); `None` while reserved.
+    handle: Option<tokio::task::AbortHandle>,
 }
 
-/// The drivers of this process, by task id.
-#[derive(Default)]
+/// The drivers of this process, by task id. Only their tasks' leases are
+/// renewed: a task whose driver is gone (it failed, panicked, or never
+/// started) runs out of lease and is taken over.
 pub(crate) struct TaskDrivers {
     map: Mutex<HashMap<String, Driver>>,
+    /// When this process started: its own tasks created earlier belong to
+    /// an earlier life (a restart under the same instance name).
+    since: i64,
+}
+
+impl Default for TaskDrivers {
+    fn default() -> Self {
+        Self {
+            map: Mutex::default(),
+            since: now_millis(),
+        }
+    }
+}
+
+/// Removes a driver's entry when its task ends, however it ends (a panic
+/// included), so the task is not held without a driver.
+struct DriverEntry<'a> {
+    drivers: &'a TaskDrivers,
+    id: String,
+}
+
+impl Drop for DriverEntry<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.drivers.map.lock() {
+            m.remove(&self.id);
+        }
+    }
 }
 
 impl TaskDrivers {
@@ -92,6 +121,44 @@ impl TaskDrivers {
             .lock()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The tasks whose driver runs (not those reserved while starting).
+    fn driven_ids(&self) -> Vec<String> {
+        self.map
+            .lock()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, d)| d.handle.is_some())
+                    .map(|(id, _)| id.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Hold `id` for a task being delegated: its lease is renewed and a
+    /// cancellation meanwhile reaches its driver once it starts.
+    pub(crate) fn reserve(&self, id: &str) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        if let Ok(mut m) = self.map.lock() {
+            m.insert(
+                id.to_owned(),
+                Driver {
+                    cancel: cancel.clone(),
+                    handle: None,
+                },
+            );
+        }
+        cancel
+    }
+
+    /// Give up a reservation whose task never started.
+    pub(crate) fn release(&self, id: &str) {
+        if let Ok(mut m) = self.map.lock()
+            && m.get(id).is_some_and(|d| d.handle.is_none())
+        {
+            m.remove(id);
+        }
     }
 
     fn cancel(&self, id: &str) -> bool {
@@ -107,8 +174,10 @@ impl TaskDrivers {
     }
 
     fn drop_driver(&self, id: &str) {
-        if let Some(d) = self.map.lock().ok().and_then(|mut m| m.remove(id)) {
-            d.handle.abort();
+        if let Some(d) = self.map.lock().ok().and_then(|mut m| m.remove(id))
+            && let Some(h) = d.handle
+        {
+            h.abort();
         }
     }
 
@@ -120,8 +189,8 @@ impl TaskDrivers {
             .lock()
             .map(|mut m| m.drain().map(|(_, d)| d).collect())
             .unwrap_or_default();
-        for d in drained {
-            d.handle.abort();
+        for h in drained.into_iter().filter_map(|d| d.handle) {
+            h.abort();
         }
     }
 }
@@ -195,12 +264,26 @@ fn transcript_message(m: rtc_core::llm::ChatMessage) -> TaskMessage {
     }
 }
 
-/// `text` cut to the report's limit.
+/// `text` without NUL characters (PostgreSQL text cannot hold them) and
+/// cut to the report's limit.
 fn capped(text: &str) -> String {
+    let text = text.replace('\0', "");
     match text.char_indices().nth(MAX_REPORT_CHARS) {
         Some((at, _)) => format!("{}\n[… cut at {MAX_REPORT_CHARS} characters]", &text[..at]),
         None => text.to_owned(),
     }
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut at = max;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}…", &text[..at])
 }
 
 /// The message a finished task becomes in its conversation.
@@ -214,37 +297,42 @@ fn report_text(task: &TaskRecord, ending: &Ending) -> String {
 }
 
 impl Inner {
-    /// Run `task`'s driver in this process (the lease is ours).
+    /// Run `task`'s driver in this process (the lease is ours); a
+    /// reservation made at delegation keeps its cancellation token.
     pub(crate) fn spawn_driver(self: &Arc<Self>, task: TaskRecord) {
-        let cancel = CancellationToken::new();
         let id = task.id.clone();
-        let rt = self.clone();
-        let token = cancel.clone();
         let Ok(mut map) = self.task_drivers.map.lock() else {
             return;
         };
-        if map.contains_key(&id) {
-            return;
-        }
+        let cancel = match map.get(&id) {
+            Some(d) if d.handle.is_some() => return,
+            Some(d) => d.cancel.clone(),
+            None => CancellationToken::new(),
+        };
+        let rt = self.clone();
+        let token = cancel.clone();
         let handle = tokio::spawn(async move {
+            let _entry = DriverEntry {
+                drivers: &rt.task_drivers,
+                id: task.id.clone(),
+            };
             let task_id = task.id.clone();
             if let Err(e) = rt.clone().drive(task, token).await {
-                tracing::error!(task = %task_id, error = %e, "driving a task failed");
-            }
-            if let Ok(mut m) = rt.task_drivers.map.lock() {
-                m.remove(&task_id);
+                // Not ended: its lease runs out and it is taken over.
+                tracing::error!(task = %task_id, error = %e, "driving a task failed; it will be resumed");
             }
         });
         map.insert(
             id,
             Driver {
                 cancel,
-                handle: handle.abort_handle(),
+                handle: Some(handle.abort_handle()),
             },
         );
     }
 
-    /// Drive a task to its end and record it.
+    /// Drive a task to its end and record it (while this instance still
+    /// holds it).
     async fn drive(
         self: Arc<Self>,
         task: TaskRecord,
@@ -259,12 +347,14 @@ impl Inner {
         };
         let ending = match config.backend.backend_type {
             TaskBackendType::Reasoner => self.run_reasoner(&task, &config, &cancel).await?,
-            TaskBackendType::Opencode => self.follow_opencode(&task, &config, cancel).await,
+            TaskBackendType::Opencode => Some(self.follow_opencode(&task, &config, cancel).await),
         };
-        // A task ended elsewhere (cancelled through another instance, or
-        // past its lease and taken over) is not ended twice: `end_task`
-        // writes only over `running`.
-        self.end_task(&task, ending).await
+        // `None`: the task is no longer ours (taken over, or ended
+        // elsewhere); a task ended elsewhere is not ended twice either.
+        match ending {
+            Some(ending) => self.end_task(&task, ending).await,
+            None => Ok(()),
+        }
     }
 
     /// Record the end of `task` (once) and tell its conversation: the
@@ -275,6 +365,20 @@ impl Inner {
         task: &TaskRecord,
         ending: Ending,
     ) -> Result<(), RuntimeError> {
+        let me = self.config.loops.instance.clone();
+        self.end_task_reported(task, ending, Some(&me))
+            .await
+            .map(|_| ())
+    }
+
+    /// [`Self::end_task`] for `holder` (`None`: a cancellation any
+    /// instance may write); whether this write ended the task.
+    pub(crate) async fn end_task_reported(
+        self: &Arc<Self>,
+        task: &TaskRecord,
+        ending: Ending,
+        holder: Option<&str>,
+    ) -> Result<bool, RuntimeError> {
         let ending = match ending {
             Ending::Completed(r) => Ending::Completed(capped(&r)),
             Ending::Failed(e) => Ending::Failed(capped(&e)),
@@ -298,23 +402,28 @@ impl Inner {
             item.from_session_id = None;
             item
         });
-        self.finish_recorded(task, &ending, report.as_ref()).await
+        self.finish_recorded(task, &ending, report.as_ref(), holder)
+            .await
     }
 
     /// Write the end of `task` with `report` (if any) and announce it; a
-    /// report is delivered now if the session is idle.
+    /// report is delivered now if the session is idle. `holder`: the
+    /// driver's instance, which must still hold the lease (`None` for a
+    /// cancellation). Returns whether this write ended the task.
     pub(crate) async fn finish_recorded(
         self: &Arc<Self>,
         task: &TaskRecord,
         ending: &Ending,
         report: Option<&InboxItem>,
-    ) -> Result<(), RuntimeError> {
-        if let Some(ctx) = self.write_ending(task, ending, report).await?
-            && report.is_some()
-        {
+        holder: Option<&str>,
+    ) -> Result<bool, RuntimeError> {
+        let Some(ctx) = self.write_ending(task, ending, report, holder).await? else {
+            return Ok(false);
+        };
+        if report.is_some() {
             self.kick(&ctx).await?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Write the end of `task` (only over `running`) with its report and
@@ -324,6 +433,7 @@ impl Inner {
         task: &TaskRecord,
         ending: &Ending,
         report: Option<&InboxItem>,
+        holder: Option<&str>,
     ) -> Result<Option<Arc<crate::session::SessionCtx>>, RuntimeError> {
         let (result, error) = match ending {
             Ending::Completed(r) => (Some(r.as_str()), None),
@@ -339,6 +449,7 @@ impl Inner {
                     result,
                     error,
                     report,
+                    holder,
                 },
             )
             .await?;
@@ -348,12 +459,15 @@ impl Inner {
         let Ok(ctx) = self.session(&task.session_id).await else {
             return Ok(None);
         };
+        // The event carries the result within the event bound; the report
+        // and the task carry it whole.
+        let max = self.config.limits.max_event_result_bytes;
         let event = TaskCompleted {
             task_id: task.id.clone(),
             title: task.title.clone(),
             status,
-            result: result.map(str::to_owned),
-            error: error.map(str::to_owned),
+            result: result.map(|r| cut_bytes(r, max)),
+            error: error.map(|e| cut_bytes(e, max)),
         };
         ctx.events.emit(event.into()).await?;
         Ok(Some(ctx))
@@ -368,6 +482,7 @@ impl Inner {
         steps: u32,
         detail: &str,
     ) -> Result<bool, RuntimeError> {
+        let detail = detail.replace('\0', "");
         let held = self
             .store
             .save_task_progress(
@@ -375,13 +490,13 @@ impl Inner {
                 &self.config.loops.instance,
                 transcript,
                 i64::from(steps),
-                Some(detail),
+                Some(&detail),
             )
             .await?;
         if held && let Ok(ctx) = self.session(&task.session_id).await {
             let event = TaskUpdated {
                 task_id: task.id.clone(),
-                detail: detail.to_owned(),
+                detail,
                 steps,
             };
             ctx.events.emit(event.into()).await?;
@@ -398,10 +513,19 @@ impl Inner {
                 continue;
             };
             let ending = Ending::Cancelled("the session ended".into());
-            self.write_ending(&task, &ending, None).await?;
+            self.write_ending(&task, &ending, None, None).await?;
             self.task_drivers.cancel(&id);
         }
         Ok(())
+    }
+
+    /// [`Self::cancel_session_tasks`], whose failure is logged: the
+    /// session's end is announced anyway (a task left running is ended by
+    /// its driver, which finds the session ended).
+    pub(crate) async fn cancel_session_tasks_logged(&self, session: &str) {
+        if let Err(e) = self.cancel_session_tasks(session).await {
+            tracing::error!(session = %session, error = %e, "cancelling the tasks of an ended session failed");
+        }
     }
 
     /// One round of the keeper: renew our leases, stop drivers of tasks
@@ -412,10 +536,11 @@ impl Inner {
         let me = &self.config.loops.instance;
         let lease = millis(self.config.loops.lease);
         let now = now_millis();
-        self.store.renew_task_leases(me, now + lease).await?;
         let mine = self.task_drivers.ids();
-        if !mine.is_empty() {
-            for lost in self.store.tasks_lost_by(me, &mine).await? {
+        self.store.renew_task_leases(me, &mine, now + lease).await?;
+        let driven = self.task_drivers.driven_ids();
+        if !driven.is_empty() {
+            for lost in self.store.tasks_lost_by(me, &driven).await? {
                 // Ended elsewhere: a cancellation also stops the backend's
                 // work; taken over: just stop following it.
                 let ended = self
@@ -433,9 +558,10 @@ impl Inner {
         if self.tasks.is_closed() {
             return Ok(());
         }
+        let own_before = first.then_some(self.task_drivers.since);
         let claimed = self
             .store
-            .claim_orphan_tasks(me, now, now + lease, CLAIM_BATCH, first)
+            .claim_orphan_tasks(me, now, now + lease, CLAIM_BATCH, own_before)
             .await?;
         for task in claimed {
             tracing::info!(task = %task.id, "resuming a task");
@@ -474,12 +600,26 @@ impl Inner {
         let progress = move |detail: String| {
             let _ = tx.send(detail);
         };
+        // Followed with the backend as it is now (an edit moves every task
+        // of it to the new connection settings; a started server is not
+        // kept twice), or as it was when the backend is gone.
+        let current = match &config.backend.id {
+            Some(id) => self
+                .store
+                .get::<rtc_protocol::TaskBackend>(&task.workspace_id, id)
+                .await
+                .ok()
+                .flatten()
+                .filter(|b| b.backend_type == TaskBackendType::Opencode),
+            None => None,
+        };
+        let backend = current.as_ref().unwrap_or(&config.backend);
         let end = self
             .opencode
             .follow_task(
                 &self.store,
                 &task.workspace_id,
-                &config.backend,
+                backend,
                 external,
                 deadline,
                 cancel,
@@ -509,10 +649,12 @@ pub(crate) fn spawn_keeper(inner: &Arc<Inner>) {
                 return;
             }
             if inner.recover().await.is_ok() {
-                if let Err(e) = inner.keep_tasks(first).await {
-                    tracing::warn!(error = %e, "keeping tasks failed");
+                match inner.keep_tasks(first).await {
+                    // Its own earlier tasks are taken back in the first
+                    // round that works (later ones find them past lease).
+                    Ok(()) => first = false,
+                    Err(e) => tracing::warn!(error = %e, "keeping tasks failed"),
                 }
-                first = false;
             }
             drop(inner);
             tokio::time::sleep(every).await;

@@ -75,6 +75,9 @@ pub(crate) struct OpencodeServers {
     policy: AddressPolicy,
     data_dir: Option<PathBuf>,
     slots: Mutex<HashMap<(String, String), Arc<Slot>>>,
+    /// Versions of started servers whose backend was deleted: never
+    /// started again (a task still following one fails instead).
+    retired: Mutex<std::collections::HashSet<String>>,
 }
 
 impl OpencodeServers {
@@ -83,6 +86,7 @@ impl OpencodeServers {
             policy,
             data_dir,
             slots: Mutex::default(),
+            retired: Mutex::default(),
         }
     }
 
@@ -159,6 +163,9 @@ impl OpencodeServers {
             && let Some(server) = slot.server.get()
             && let Endpoint::Supervised(process) = &server.endpoint
         {
+            if let Ok(mut retired) = self.retired.lock() {
+                retired.insert(slot.version.clone());
+            }
             process.stop().await;
         }
     }
@@ -222,6 +229,14 @@ impl OpencodeServers {
     ) -> Result<Arc<Server>, String> {
         let key = (workspace.to_owned(), backend.id.clone().unwrap_or_default());
         let version = slot_version(backend, password);
+        if self
+            .retired
+            .lock()
+            .map_err(|_| "the OpenCode servers' table is poisoned".to_owned())?
+            .contains(&version)
+        {
+            return Err("the task backend was deleted".to_owned());
+        }
         let (slot, replaced) = {
             let mut slots = self
                 .slots

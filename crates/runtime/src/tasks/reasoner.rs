@@ -125,17 +125,18 @@ fn start_transcript(
 }
 
 impl Inner {
-    /// Run (or resume) a reasoner task to its end.
+    /// Run (or resume) a reasoner task to its end; `None` when the task
+    /// stopped being this instance's (taken over, or ended elsewhere).
     pub(super) async fn run_reasoner(
         self: &Arc<Self>,
         task: &TaskRecord,
         config: &TaskConfig,
         cancel: &CancellationToken,
-    ) -> Result<Ending, RuntimeError> {
+    ) -> Result<Option<Ending>, RuntimeError> {
         let Some(settings) = &config.backend.reasoner else {
-            return Ok(Ending::Failed(
+            return Ok(Some(Ending::Failed(
                 "the task backend has no reasoner settings".into(),
-            ));
+            )));
         };
         let assistant = reasoner_assistant(
             settings,
@@ -168,16 +169,16 @@ impl Inner {
         };
         loop {
             if cancel.is_cancelled() {
-                return Ok(Ending::Cancelled("cancelled".into()));
+                return Ok(Some(Ending::Cancelled("cancelled".into())));
             }
             if Instant::now() >= deadline {
-                return Ok(timed_out());
+                return Ok(Some(timed_out()));
             }
             if steps >= settings.max_steps {
-                return Ok(Ending::Failed(format!(
+                return Ok(Some(Ending::Failed(format!(
                     "the reasoner reached its limit of {} model calls without a final answer",
                     settings.max_steps
-                )));
+                ))));
             }
             let request = ChatRequest {
                 model: model.clone(),
@@ -188,17 +189,17 @@ impl Inner {
                 output: OutputFormat::Text,
             };
             let answer = tokio::select! {
-                () = cancel.cancelled() => return Ok(Ending::Cancelled("cancelled".into())),
-                () = tokio::time::sleep_until(deadline) => return Ok(timed_out()),
+                () = cancel.cancelled() => return Ok(Some(Ending::Cancelled("cancelled".into()))),
+                () = tokio::time::sleep_until(deadline) => return Ok(Some(timed_out())),
                 answer = complete(provider, request) => answer,
             };
             steps += 1;
             let (content, calls) = match answer {
                 Ok(a) => a,
                 Err(e) => {
-                    return Ok(Ending::Failed(format!(
+                    return Ok(Some(Ending::Failed(format!(
                         "the reasoner's model call failed: {e}"
-                    )));
+                    ))));
                 }
             };
             transcript.push(ChatMessage::Assistant {
@@ -206,19 +207,23 @@ impl Inner {
                 tool_calls: calls.clone(),
             });
             if calls.is_empty() {
-                self.save_transcript(task, &transcript, steps, "finished")
-                    .await?;
+                if !self
+                    .save_transcript(task, &transcript, steps, "finished")
+                    .await?
+                {
+                    return Ok(None);
+                }
                 let result = if content.trim().is_empty() {
                     "(the reasoner finished without an answer)".to_owned()
                 } else {
                     content
                 };
-                return Ok(Ending::Completed(result));
+                return Ok(Some(Ending::Completed(result)));
             }
             for call in &calls {
                 let result = tokio::select! {
-                    () = cancel.cancelled() => return Ok(Ending::Cancelled("cancelled".into())),
-                    () = tokio::time::sleep_until(deadline) => return Ok(timed_out()),
+                    () = cancel.cancelled() => return Ok(Some(Ending::Cancelled("cancelled".into()))),
+                    () = tokio::time::sleep_until(deadline) => return Ok(Some(timed_out())),
                     r = self.reasoner_call(task, config, &offered, call) => r?,
                 };
                 transcript.push(ChatMessage::Tool {
@@ -233,7 +238,7 @@ impl Inner {
                 .await?
             {
                 // Ended elsewhere (cancelled) or taken over: stop here.
-                return Ok(Ending::Cancelled("no longer driven here".into()));
+                return Ok(None);
             }
         }
     }

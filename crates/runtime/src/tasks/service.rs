@@ -81,7 +81,7 @@ impl Inner {
         let now = now_millis();
         let lease = millis(self.config.loops.lease);
         let timeout = i64::from(backend.timeout_seconds) * 1000;
-        let mut task = TaskRecord {
+        let task = TaskRecord {
             id: new_id("task"),
             workspace_id: ctx.workspace.clone(),
             session_id: ctx.id.clone(),
@@ -106,48 +106,81 @@ impl Inner {
             finished_at: None,
         };
         let limit = i64::from(backend.max_concurrent_tasks);
+        // Held before it is recorded: its lease is renewed from the start,
+        // and a cancellation while it starts reaches its driver.
+        self.task_drivers.reserve(&task.id);
         if !self.store.insert_task_within(&task, limit).await? {
+            self.task_drivers.release(&task.id);
             return Ok(CallOutcome::error(format!(
                 "task backend \"{}\" already runs {limit} tasks (its limit); wait for a report or cancel a task",
                 backend.name
             )));
         }
+        // The rest runs to its end even if this call is dropped (a user
+        // message cancels the turn): a recorded task is always started or
+        // ended.
+        let rt = self.clone();
+        let session = ctx.clone();
+        tokio::spawn(async move { rt.start_delegated(&session, task, &backend).await })
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("starting a task: {e}")))?
+    }
+
+    /// Start a recorded task: an OpenCode task's session is created and
+    /// prompted now (so an unreachable server is the call's error), then
+    /// its driver runs.
+    async fn start_delegated(
+        self: &Arc<Self>,
+        ctx: &SessionCtx,
+        mut task: TaskRecord,
+        backend: &TaskBackend,
+    ) -> Result<CallOutcome, RuntimeError> {
+        let mut still_running = true;
         if backend.backend_type == TaskBackendType::Opencode {
-            // Started now, so an unreachable server is the call's error.
-            match self
+            let started = self
                 .opencode
                 .start_task(
                     &self.store,
                     &ctx.workspace,
-                    &backend,
+                    backend,
                     &task.title,
                     &task.instruction,
                 )
-                .await
-            {
+                .await;
+            match started {
                 Ok(external) => {
                     let me = &self.config.loops.instance;
-                    self.store
+                    still_running = self
+                        .store
                         .set_task_external_id(&task.id, me, &external)
-                        .await?;
+                        .await
+                        .unwrap_or(false);
+                    // Its driver runs even when the task was cancelled
+                    // meanwhile: it aborts the OpenCode session.
                     task.external_id = Some(external);
                 }
                 Err(message) => {
-                    self.finish_recorded(&task, &Ending::Failed(message.clone()), None)
+                    self.task_drivers.release(&task.id);
+                    self.finish_recorded(&task, &Ending::Failed(message.clone()), None, None)
                         .await?;
                     return Ok(CallOutcome::error(message));
                 }
             }
         }
+        let id = task.id.clone();
         let started = TaskStarted {
             task_id: task.id.clone(),
             title: task.title.clone(),
             backend_id: task.backend_id.clone(),
             backend_type: backend.backend_type,
         };
-        ctx.events.emit(started.into()).await?;
-        let id = task.id.clone();
         self.spawn_driver(task);
+        if !still_running {
+            return Ok(CallOutcome::ok(
+                json!({"task_id": id, "status": "cancelled"}),
+            ));
+        }
+        ctx.events.emit(started.into()).await?;
         Ok(CallOutcome::ok(json!({"task_id": id, "status": "running",
             "note": "The task runs in the background; its result will arrive as a message starting with [Task report]."})))
     }
@@ -181,7 +214,15 @@ impl Inner {
             ));
         }
         let ending = Ending::Cancelled("cancelled by the assistant".into());
-        self.cancel_running(&task, ending, false).await?;
+        if !self.cancel_running(&task, ending, false).await? {
+            // It ended just before: say how.
+            let status = match self.store.task(&ctx.workspace, &ctx.id, id).await? {
+                Some(t) => t.status,
+                None => return Ok(not_found(id)),
+            };
+            return Ok(CallOutcome::ok(json!({"task_id": id, "status": status,
+                "note": format!("the task had already {status}; nothing was cancelled")})));
+        }
         Ok(CallOutcome::ok(
             json!({"task_id": id, "status": "cancelled"}),
         ))
@@ -195,14 +236,16 @@ impl Inner {
         task: &TaskRecord,
         ending: Ending,
         report: bool,
-    ) -> Result<(), RuntimeError> {
-        if report {
-            self.end_task(task, ending).await?;
+    ) -> Result<bool, RuntimeError> {
+        let won = if report {
+            self.end_task_reported(task, ending, None).await?
         } else {
-            self.finish_recorded(task, &ending, None).await?;
+            self.finish_recorded(task, &ending, None, None).await?
+        };
+        if won {
+            self.task_drivers.cancel(&task.id);
         }
-        self.task_drivers.cancel(&task.id);
-        Ok(())
+        Ok(won)
     }
 }
 

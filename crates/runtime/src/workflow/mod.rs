@@ -490,7 +490,7 @@ impl Inner {
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, Some(reason), Some(ENDED_BY))
             .await?;
-        self.cancel_session_tasks(&ctx.id).await?;
+        self.cancel_session_tasks_logged(&ctx.id).await;
         let ended = SessionEnded {
             reason: Some(reason.to_owned()),
             ended_by: ENDED_BY.to_owned(),

@@ -59,6 +59,7 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
             result: None,
             error: Some("e"),
             report: None,
+            holder: None,
         };
         store.finish_task(id, &gone).await?;
     }
@@ -96,14 +97,19 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
     // A live lease is not taken; an expired one by exactly one instance.
     assert!(
         store
-            .claim_orphan_tasks("inst_b", 500, 9_000, 10, false)
+            .claim_orphan_tasks("inst_b", 500, 9_000, 10, None)
             .await?
             .is_empty()
     );
-    assert_eq!(store.renew_task_leases("inst_a", 2_000).await?, 2);
+    assert_eq!(
+        store
+            .renew_task_leases("inst_a", &["task_1".into(), "task_2".into()], 2_000)
+            .await?,
+        2
+    );
     let (b, c) = tokio::join!(
-        store.claim_orphan_tasks("inst_b", 2_500, 9_000, 10, false),
-        store.claim_orphan_tasks("inst_c", 2_500, 9_000, 10, false)
+        store.claim_orphan_tasks("inst_b", 2_500, 9_000, 10, None),
+        store.claim_orphan_tasks("inst_c", 2_500, 9_000, 10, None)
     );
     let (b, c) = (b?, c?);
     assert_eq!(b.len() + c.len(), 2, "each task is taken once: {b:?} {c:?}");
@@ -119,7 +125,7 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
     // A restart under the same name takes its own tasks back at once.
     if let Some(first) = b_ids.first() {
         let again = store
-            .claim_orphan_tasks("inst_b", 0, 9_500, 10, true)
+            .claim_orphan_tasks("inst_b", 0, 9_500, 10, Some(2))
             .await?;
         assert!(again.iter().any(|t| &t.id == first));
     }
@@ -131,6 +137,15 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
         result: Some("42"),
         error: None,
         report: Some(&report),
+        holder: Some("inst_a"),
+    };
+    assert!(
+        !store.finish_task("task_1", &ending).await?,
+        "a driver that lost the lease cannot end the task"
+    );
+    let ending = TaskEnding {
+        holder: None,
+        ..ending
     };
     assert!(store.finish_task("task_1", &ending).await?);
     let again = InboxItem::new("sess_t", InboxKind::TaskReport, "task_1", None, "{}".into());
