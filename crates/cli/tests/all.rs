@@ -30,6 +30,7 @@ mod subagents;
 mod task_backends;
 mod tasks_opencode;
 mod tasks_reasoner;
+mod tasks_support;
 mod tools;
 mod web;
 mod workflow_sessions;

@@ -18,20 +18,10 @@ use serde_json::{Value, json};
 
 use crate::conversation::{assistant, open, server};
 use crate::harness::{Api, Server};
+use crate::tasks_support::{answers, history, messages, reports, say};
 
 /// The speaking model's answer to its `n`-th call of a conversation.
 type Script = dyn Fn(&Value, usize) -> MockReply + Send + Sync;
-
-fn messages(req: &Value) -> Vec<Value> {
-    req["messages"].as_array().cloned().unwrap_or_default()
-}
-
-fn answers(req: &Value) -> usize {
-    messages(req)
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count()
-}
 
 /// The task id the speaking model was given (from `delegate_task`).
 fn task_of(req: &Value) -> String {
@@ -98,30 +88,6 @@ async fn setup(
         json!({"name": "Desk", "systemPrompt": "You are the front desk.", "taskBackendId": id}),
     )
     .await
-}
-
-async fn history(ws: &Api, sid: &str) -> anyhow::Result<Vec<Value>> {
-    let body = ws.get(&format!("/v1/sessions/{sid}/messages")).await?.body;
-    Ok(body["data"].as_array().cloned().unwrap_or_default())
-}
-
-fn reports(history: &[Value]) -> Vec<String> {
-    history
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .filter(|c| c.starts_with("[Task report]"))
-        .map(str::to_owned)
-        .collect()
-}
-
-async fn say(ws: &Api, sid: &str, text: &str) -> anyhow::Result<()> {
-    ws.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": text}),
-    )
-    .await?
-    .assert_status(202);
-    Ok(())
 }
 
 /// Wait (40 s at most) until the history holds a task report and the
@@ -568,24 +534,32 @@ async fn opencode_started_by_the_platform_runs_tasks() -> anyhow::Result<()> {
     .assert_status(201);
     let mut config = rtc_testkit::opencode_test_config(&mock.base_url);
     config["provider"]["mock"]["options"]["apiKey"] = json!("{{secret__llm_key}}");
-    srv.admin_in(&ws_id)
-        .create(
-            "/v1/task-backends",
-            json!({"id": "tb_local", "name": "Local coder", "type": "opencode",
-                   "opencode": {"command": binary.display().to_string(), "config": config,
-                                "model": {"providerID": "mock", "modelID": "tools-0"}},
-                   "timeoutSeconds": 120}),
-        )
-        .await?;
-    let id = assistant(
-        &ws,
-        json!({"name": "Desk", "systemPrompt": "You are the front desk.", "taskBackendId": "tb_local"}),
-    )
-    .await?;
-    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
-    say(&ws, &sid, "Go.").await?;
-    let (text, _) = report(&ws, &sid).await?;
-    assert!(text.ends_with("completed:\ndone"), "{text}");
+    // A started backend, an assistant on it, one task run to its report.
+    let run_one = |desk: &'static str| {
+        let (srv, ws, ws_id, binary, config) = (&srv, &ws, &ws_id, &binary, &config);
+        async move {
+            srv.admin_in(ws_id)
+                .create(
+                    "/v1/task-backends",
+                    json!({"id": "tb_local", "name": "Local coder", "type": "opencode",
+                           "opencode": {"command": binary.display().to_string(), "config": config,
+                                        "model": {"providerID": "mock", "modelID": "tools-0"}},
+                           "timeoutSeconds": 120}),
+                )
+                .await?;
+            let id = assistant(
+                ws,
+                json!({"name": desk, "systemPrompt": "You are the front desk.", "taskBackendId": "tb_local"}),
+            )
+            .await?;
+            let (sid, _) = open(ws, json!({"assistantId": id})).await?;
+            say(ws, &sid, "Go.").await?;
+            let (text, _) = report(ws, &sid).await?;
+            assert!(text.ends_with("completed:\ndone"), "{text}");
+            anyhow::Ok(id)
+        }
+    };
+    let id = run_one("Desk").await?;
     let homes = srv.data_dir.path().join("opencode");
     let home = std::fs::read_dir(&homes)?
         .filter_map(Result::ok)
@@ -607,24 +581,7 @@ async fn opencode_started_by_the_platform_runs_tasks() -> anyhow::Result<()> {
         "the deleted backend's server stopped"
     );
     // A backend started again runs a task again, and stops with the platform.
-    srv.admin_in(&ws_id)
-        .create(
-            "/v1/task-backends",
-            json!({"id": "tb_local", "name": "Local coder", "type": "opencode",
-                   "opencode": {"command": binary.display().to_string(), "config": config,
-                                "model": {"providerID": "mock", "modelID": "tools-0"}},
-                   "timeoutSeconds": 120}),
-        )
-        .await?;
-    let id = assistant(
-        &ws,
-        json!({"name": "Desk 2", "systemPrompt": "You are the front desk.", "taskBackendId": "tb_local"}),
-    )
-    .await?;
-    let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
-    say(&ws, &sid, "Go.").await?;
-    let (text, _) = report(&ws, &sid).await?;
-    assert!(text.ends_with("completed:\ndone"), "{text}");
+    run_one("Desk 2").await?;
     assert_eq!(rtc_testkit::processes_with(&marker), 1, "one server runs");
     let Server { process, .. } = srv;
     process.terminate(Duration::from_secs(20)).await?;

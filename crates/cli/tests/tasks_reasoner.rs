@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::conversation::{assistant, events_until, open, server};
 use crate::harness::{Api, Server};
+use crate::tasks_support::{answers, history, messages, reports, say};
 
 const SPEAKER: &str = "You are the front desk.";
 const REASONER: &str = "You research orders.";
@@ -23,21 +24,10 @@ const SECRET: &str = "sk-orders-0123456789";
 /// speaking model's conversation, told apart by the system prompt.
 type Script = dyn Fn(&Value, usize) -> MockReply + Send + Sync;
 
-fn messages(req: &Value) -> Vec<Value> {
-    req["messages"].as_array().cloned().unwrap_or_default()
-}
-
 fn is_reasoner(req: &Value) -> bool {
     messages(req)
         .first()
         .is_some_and(|m| m["content"] == REASONER)
-}
-
-fn answers(req: &Value) -> usize {
-    messages(req)
-        .iter()
-        .filter(|m| m["role"] == "assistant")
-        .count()
 }
 
 /// A mock whose reasoner and speaker follow their own scripts.
@@ -110,31 +100,6 @@ fn delegate() -> MockReply {
         "delegate_task",
         json!({"title": "Order lookup", "instruction": "Find out when order A-7 ships."}),
     )
-}
-
-/// The text of every stored message of a session.
-async fn history(ws: &Api, sid: &str) -> anyhow::Result<Vec<Value>> {
-    let body = ws.get(&format!("/v1/sessions/{sid}/messages")).await?.body;
-    Ok(body["data"].as_array().cloned().unwrap_or_default())
-}
-
-fn reports(history: &[Value]) -> Vec<String> {
-    history
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .filter(|c| c.starts_with("[Task report]"))
-        .map(str::to_owned)
-        .collect()
-}
-
-async fn say(ws: &Api, sid: &str, text: &str) -> anyhow::Result<()> {
-    ws.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": text}),
-    )
-    .await?
-    .assert_status(202);
-    Ok(())
 }
 
 /// The session's tasks, once `done` holds for them (10 s at most).
@@ -437,9 +402,10 @@ async fn status_and_cancel_postgres() -> anyhow::Result<()> {
     status_and_cancel(Engine::Postgres).await
 }
 
-/// A reasoner that never stops calling tools fails at its step limit; one
-/// whose model is too slow fails at the time limit; the concurrency limit
-/// refuses a third task. Each failure is one report.
+/// Three slow tasks delegated in one answer against a limit of two: one
+/// is refused, the two others fail at the time limit; then a reasoner
+/// that never stops calling tools fails at its step limit. Each failure
+/// is one report.
 #[tokio::test]
 async fn limits_end_tasks_with_a_failure_report() -> anyhow::Result<()> {
     let reasoner: Arc<Script> = Arc::new(|req, _| {
@@ -453,21 +419,18 @@ async fn limits_end_tasks_with_a_failure_report() -> anyhow::Result<()> {
             MockReply::call("lookup_order", json!({"order_id": "A-7"}))
         }
     });
-    let speaker: Arc<Script> = Arc::new(|_, n| match n {
-        0 => MockReply::ToolCalls(vec![
-            (
-                "delegate_task".into(),
-                json!({"title": "Loop", "instruction": "Keep looking."}),
-            ),
-            (
-                "delegate_task".into(),
-                json!({"title": "Slow", "instruction": "A slow one."}),
-            ),
-            (
-                "delegate_task".into(),
-                json!({"title": "Third", "instruction": "One too many."}),
-            ),
-        ]),
+    let slow = |title: &str| {
+        (
+            "delegate_task".to_owned(),
+            json!({"title": title, "instruction": "A slow one."}),
+        )
+    };
+    let speaker: Arc<Script> = Arc::new(move |_, n| match n {
+        0 => MockReply::ToolCalls(vec![slow("Slow 1"), slow("Slow 2"), slow("Slow 3")]),
+        2 => MockReply::call(
+            "delegate_task",
+            json!({"title": "Loop", "instruction": "Keep looking."}),
+        ),
         _ => MockReply::text("Noted."),
     });
     let mock = mock(reasoner, speaker).await?;
@@ -482,53 +445,66 @@ async fn limits_end_tasks_with_a_failure_report() -> anyhow::Result<()> {
     let id = setup(&ws, &base, backend).await?;
     let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
     say(&ws, &sid, "Go.").await?;
-    let h = reports_when(&ws, &sid, 2).await?;
-    let third = h.iter().find(|m| {
-        m["role"] == "tool" && m["content"].as_str().is_some_and(|c| c.contains("limit"))
-    });
-    assert!(third.is_some(), "the third delegation is refused: {h:?}");
+    let h = reports_when(&ws, &sid, 3).await?;
+    let refused = h
+        .iter()
+        .filter(|m| {
+            m["role"] == "tool"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("already runs 2 tasks (its limit)"))
+        })
+        .count();
+    assert_eq!(refused, 1, "one of the three is refused: {h:?}");
     let r = reports(&h);
-    assert_eq!(r.len(), 2, "{r:?}");
+    assert_eq!(r.len(), 3, "{r:?}");
+    let timed_out = r
+        .iter()
+        .filter(|t| {
+            t.starts_with("[Task report] \"Slow ")
+                && t.contains("failed: the task timed out after 2 s")
+        })
+        .count();
+    assert_eq!(timed_out, 2, "{r:?}");
     assert!(
         r.iter().any(|t| t.starts_with("[Task report] \"Loop\"")
             && t.contains("failed: the reasoner reached its limit of 2 model calls")),
         "{r:?}"
     );
-    assert!(
-        r.iter().any(|t| t.starts_with("[Task report] \"Slow\"")
-            && t.contains("failed: the task timed out after 2 s")),
-        "{r:?}"
-    );
-    let tasks = tasks_when(&ws, &sid, |t| t.len() == 2).await?;
+    let tasks = tasks_when(&ws, &sid, |t| t.len() == 3).await?;
     let statuses: Vec<&str> = tasks.iter().filter_map(|t| t["status"].as_str()).collect();
     assert_eq!(
         statuses,
-        ["failed", "failed"],
+        ["failed", "failed", "failed"],
         "the refused one never ran; none is left running"
     );
     Ok(())
 }
 
-/// `kill -9` while the reasoner waits on its model: after the restart the
-/// task resumes from its transcript and reports exactly once.
-async fn survives_restart(engine: Engine) -> anyhow::Result<()> {
+/// A mock whose reasoner looks the order up, then hangs on its first
+/// second model call (the moment the test kills the instance driving
+/// it) and answers the next one.
+async fn cut_off_mid_task() -> anyhow::Result<MockLlm> {
     let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let reasoner: Arc<Script> = {
-        let first = first.clone();
-        Arc::new(move |_, n| match n {
-            0 => MockReply::call("lookup_order", json!({"order_id": "A-7"})),
-            _ if first.swap(false, std::sync::atomic::Ordering::SeqCst) => {
-                MockReply::Delayed(Duration::from_secs(60), Box::new(MockReply::text("never")))
-            }
-            _ => MockReply::text("Order A-7 ships Monday."),
-        })
-    };
+    let reasoner: Arc<Script> = Arc::new(move |_, n| match n {
+        0 => MockReply::call("lookup_order", json!({"order_id": "A-7"})),
+        _ if first.swap(false, std::sync::atomic::Ordering::SeqCst) => {
+            MockReply::Delayed(Duration::from_secs(60), Box::new(MockReply::text("never")))
+        }
+        _ => MockReply::text("Order A-7 ships Monday."),
+    });
     let speaker: Arc<Script> = Arc::new(|_, n| match n {
         0 => delegate(),
         1 => MockReply::text("On it."),
         _ => MockReply::text("Done."),
     });
-    let mock = mock(reasoner, speaker).await?;
+    mock(reasoner, speaker).await
+}
+
+/// `kill -9` while the reasoner waits on its model: after the restart the
+/// task resumes from its transcript and reports exactly once.
+async fn survives_restart(engine: Engine) -> anyhow::Result<()> {
+    let mock = cut_off_mid_task().await?;
     let env = HashMap::from([
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
@@ -583,23 +559,7 @@ async fn survives_restart_postgres() -> anyhow::Result<()> {
 /// mid-task; the other takes it over after the lease and reports once.
 #[tokio::test]
 async fn a_dead_instances_task_is_taken_over_once() -> anyhow::Result<()> {
-    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let reasoner: Arc<Script> = {
-        let first = first.clone();
-        Arc::new(move |_, n| match n {
-            0 => MockReply::call("lookup_order", json!({"order_id": "A-7"})),
-            _ if first.swap(false, std::sync::atomic::Ordering::SeqCst) => {
-                MockReply::Delayed(Duration::from_secs(60), Box::new(MockReply::text("never")))
-            }
-            _ => MockReply::text("Order A-7 ships Monday."),
-        })
-    };
-    let speaker: Arc<Script> = Arc::new(|_, n| match n {
-        0 => delegate(),
-        1 => MockReply::text("On it."),
-        _ => MockReply::text("Done."),
-    });
-    let mock = mock(reasoner, speaker).await?;
+    let mock = cut_off_mid_task().await?;
     let env = |instance: &str| {
         HashMap::from([
             ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
