@@ -4,24 +4,29 @@
 //! instance holding its lease: `service.rs` answers the three task tools
 //! and the API, `reasoner.rs` runs a reasoner task (a background agent over
 //! its stored transcript), `opencode.rs` drives a task on an OpenCode
-//! server. Here: what a task runs with ([`TaskConfig`], taken at
+//! server, `drivers.rs` holds this process's drivers, `view.rs` shows a
+//! task to the API. Here: what a task runs with ([`TaskConfig`], taken at
 //! delegation), the drivers running in this process, how a task ends (once,
 //! with its report in the session's inbox, so the conversation hears of it
 //! exactly once), and the keeper that renews leases, notices tasks ended
 //! elsewhere and takes over the tasks of instances that died.
 
+mod drivers;
 pub(crate) mod opencode;
 mod reasoner;
 mod service;
+mod view;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+pub(crate) use drivers::TaskDrivers;
+use drivers::{Driver, DriverEntry};
+pub(crate) use view::task_view;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
-    LlmConfig, Task, TaskBackend, TaskBackendType, TaskCompleted, TaskMessage, TaskStatus,
-    TaskToolCall, TaskUpdated, Tool,
+    LlmConfig, TaskBackend, TaskBackendType, TaskCompleted, TaskStatus, TaskUpdated, Tool,
 };
 use rtc_store::{InboxItem, InboxKind, TaskEnding, TaskRecord, now_millis};
 use serde::{Deserialize, Serialize};
@@ -68,199 +73,6 @@ impl Ending {
             Self::Failed(_) => TaskStatus::Failed,
             Self::Cancelled(_) => TaskStatus::Cancelled,
         }
-    }
-}
-
-/// A driver running in this process (or reserved for a task being
-/// delegated, before its driver starts).
-struct Driver {
-    /// Asks the driver to stop the backend's work (a cancellation).
-    cancel: CancellationToken,
-    /// Drops the driver without touching the backend (shutdown, or the
-    /// task was lost to another instance); `None` while reserved.
-    handle: Option<tokio::task::AbortHandle>,
-}
-
-/// The drivers of this process, by task id. Only their tasks' leases are
-/// renewed: a task whose driver is gone (it failed, panicked, or never
-/// started) runs out of lease and is taken over.
-pub(crate) struct TaskDrivers {
-    map: Mutex<HashMap<String, Driver>>,
-    /// When this process started: its own tasks created earlier belong to
-    /// an earlier life (a restart under the same instance name).
-    since: i64,
-}
-
-impl Default for TaskDrivers {
-    fn default() -> Self {
-        Self {
-            map: Mutex::default(),
-            since: now_millis(),
-        }
-    }
-}
-
-/// Removes a driver's entry when its task ends, however it ends (a panic
-/// included), so the task is not held without a driver.
-struct DriverEntry<'a> {
-    drivers: &'a TaskDrivers,
-    id: String,
-}
-
-impl Drop for DriverEntry<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut m) = self.drivers.map.lock() {
-            m.remove(&self.id);
-        }
-    }
-}
-
-impl TaskDrivers {
-    fn ids(&self) -> Vec<String> {
-        self.map
-            .lock()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// The tasks whose driver runs (not those reserved while starting).
-    fn driven_ids(&self) -> Vec<String> {
-        self.map
-            .lock()
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, d)| d.handle.is_some())
-                    .map(|(id, _)| id.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Hold `id` for a task being delegated: its lease is renewed and a
-    /// cancellation meanwhile reaches its driver once it starts.
-    pub(crate) fn reserve(&self, id: &str) -> CancellationToken {
-        let cancel = CancellationToken::new();
-        if let Ok(mut m) = self.map.lock() {
-            m.insert(
-                id.to_owned(),
-                Driver {
-                    cancel: cancel.clone(),
-                    handle: None,
-                },
-            );
-        }
-        cancel
-    }
-
-    /// Give up a reservation whose task never started.
-    pub(crate) fn release(&self, id: &str) {
-        if let Ok(mut m) = self.map.lock()
-            && m.get(id).is_some_and(|d| d.handle.is_none())
-        {
-            m.remove(id);
-        }
-    }
-
-    fn cancel(&self, id: &str) -> bool {
-        let driver = self
-            .map
-            .lock()
-            .ok()
-            .and_then(|m| m.get(id).map(|d| d.cancel.clone()));
-        driver.is_some_and(|c| {
-            c.cancel();
-            true
-        })
-    }
-
-    fn drop_driver(&self, id: &str) {
-        if let Some(d) = self.map.lock().ok().and_then(|mut m| m.remove(id))
-            && let Some(h) = d.handle
-        {
-            h.abort();
-        }
-    }
-
-    /// Drop every driver (shutdown): the tasks stay running in the store
-    /// and are resumed by the next start (or another instance).
-    pub(crate) fn abort_all(&self) {
-        let drained: Vec<Driver> = self
-            .map
-            .lock()
-            .map(|mut m| m.drain().map(|(_, d)| d).collect())
-            .unwrap_or_default();
-        for h in drained.into_iter().filter_map(|d| d.handle) {
-            h.abort();
-        }
-    }
-}
-
-/// The API view of a task row.
-pub(crate) fn task_view(t: &TaskRecord, with_transcript: bool) -> Task {
-    let backend_type = match t.backend_type.as_str() {
-        "opencode" => TaskBackendType::Opencode,
-        _ => TaskBackendType::Reasoner,
-    };
-    let transcript = with_transcript.then(|| {
-        serde_json::from_str::<Vec<rtc_core::llm::ChatMessage>>(&t.transcript)
-            .unwrap_or_default()
-            .into_iter()
-            .map(transcript_message)
-            .collect()
-    });
-    Task {
-        id: t.id.clone(),
-        session_id: t.session_id.clone(),
-        backend_id: t.backend_id.clone(),
-        backend_type,
-        title: t.title.clone(),
-        instruction: t.instruction.clone(),
-        status: TaskStatus::parse(&t.status).unwrap_or(TaskStatus::Failed),
-        result: t.result.clone(),
-        error: t.error.clone(),
-        detail: t.detail.clone(),
-        external_id: t.external_id.clone(),
-        steps: u32::try_from(t.steps).unwrap_or(u32::MAX),
-        started_at: rfc3339_from_millis(t.created_at),
-        updated_at: rfc3339_from_millis(t.updated_at),
-        finished_at: t.finished_at.map(rfc3339_from_millis),
-        transcript,
-    }
-}
-
-fn transcript_message(m: rtc_core::llm::ChatMessage) -> TaskMessage {
-    use rtc_core::llm::ChatMessage as M;
-    let plain = |role: &str, content: String| TaskMessage {
-        role: role.to_owned(),
-        content,
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-        name: None,
-    };
-    match m {
-        M::System { content } => plain("system", content),
-        M::User { content } => plain("user", content),
-        M::Assistant {
-            content,
-            tool_calls,
-        } => TaskMessage {
-            tool_calls: tool_calls
-                .into_iter()
-                .map(|c| TaskToolCall {
-                    id: c.id,
-                    name: c.name,
-                    arguments: c.arguments,
-                })
-                .collect(),
-            ..plain("assistant", content)
-        },
-        M::Tool {
-            tool_call_id,
-            content,
-        } => TaskMessage {
-            tool_call_id: Some(tool_call_id),
-            ..plain("tool", content)
-        },
     }
 }
 
