@@ -293,13 +293,15 @@ impl OpencodeServers {
         };
         let (config, secrets) = render_config(store, workspace, settings.config.as_ref()).await?;
         let home = self.home(workspace, backend_id);
-        let process = SupervisedServer::start(SupervisorSettings {
+        let process = SupervisorSettings {
             command: command.clone(),
             config,
             home,
-        })
-        .await
-        .map_err(|e| Scrubber::new(&secrets).scrub_str(&e.to_string()))?;
+            secrets: secrets.clone(),
+        };
+        let process = SupervisedServer::start(process)
+            .await
+            .map_err(|e| Scrubber::new(&secrets).scrub_str(&e.to_string()))?;
         let hub_client = process
             .client_unchecked(settings.directory.clone())
             .map_err(|e| e.to_string())?;

@@ -37,8 +37,9 @@ const OFFLINE_FLAGS: [&str; 8] = [
     "OPENCODE_DISABLE_PROJECT_CONFIG",
 ];
 
-/// What a started server is made of.
-#[derive(Debug, Clone)]
+/// What a started server is made of. Its `Debug` shows neither the
+/// configuration nor the secrets (they hold secret values).
+#[derive(Clone)]
 pub struct SupervisorSettings {
     /// The `opencode` executable.
     pub command: String,
@@ -48,6 +49,18 @@ pub struct SupervisorSettings {
     /// The server's own HOME (created if missing): its configuration,
     /// its SQLite database of sessions and its caches live there.
     pub home: PathBuf,
+    /// The secret values rendered into `config`: scrubbed, with the
+    /// server's password, from whatever of its log an error quotes.
+    pub secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for SupervisorSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SupervisorSettings")
+            .field("command", &self.command)
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The operator's configuration with the settings a started server always
@@ -246,7 +259,8 @@ impl SupervisedServer {
         }
     }
 
-    /// The end of the server's log, scrubbed of its password.
+    /// The end of the server's log, scrubbed of its password and the
+    /// secrets in its configuration.
     fn log_tail(&self) -> String {
         let Ok(text) = std::fs::read_to_string(self.settings.home.join("server.log")) else {
             return String::new();
@@ -259,7 +273,9 @@ impl SupervisedServer {
             .into_iter()
             .rev()
             .collect();
-        let tail = crate::scrub::Scrubber::new([self.password.expose()]).scrub_str(tail.trim());
+        let secrets = std::iter::once(self.password.expose())
+            .chain(self.settings.secrets.iter().map(String::as_str));
+        let tail = crate::scrub::Scrubber::new(secrets).scrub_str(tail.trim());
         if tail.is_empty() {
             String::new()
         } else {

@@ -291,6 +291,7 @@ async fn the_supervisor_starts_restarts_and_stops_its_server() -> anyhow::Result
         command: binary.display().to_string(),
         config,
         home: home.path().to_owned(),
+        secrets: Vec::new(),
     };
     let server = SupervisedServer::start(settings.clone()).await?;
     let pid = server.pid().await.expect("running");
