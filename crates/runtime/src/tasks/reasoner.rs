@@ -158,6 +158,11 @@ impl Inner {
                 .collect();
         let specs: Vec<_> = offered.iter().map(|(s, _)| s.clone()).collect();
         let mut transcript = start_transcript(task, settings, config);
+        // Resumed after its final answer was saved (the crash came before
+        // the task was ended): that answer is the result.
+        if let Some(answer) = saved_answer(&transcript) {
+            return Ok(Some(Ending::Completed(answer)));
+        }
         let mut steps = u32::try_from(task.steps).unwrap_or(u32::MAX);
         let remaining = u64::try_from(task.deadline_at - now_millis()).unwrap_or(0);
         let deadline = Instant::now() + std::time::Duration::from_millis(remaining);
@@ -213,12 +218,7 @@ impl Inner {
                 {
                     return Ok(None);
                 }
-                let result = if content.trim().is_empty() {
-                    "(the reasoner finished without an answer)".to_owned()
-                } else {
-                    content
-                };
-                return Ok(Some(Ending::Completed(result)));
+                return Ok(Some(Ending::Completed(final_result(content))));
             }
             for call in &calls {
                 let result = tokio::select! {
@@ -292,6 +292,26 @@ impl Inner {
     }
 }
 
+/// The final answer a resumed transcript already ends with.
+fn saved_answer(transcript: &[ChatMessage]) -> Option<String> {
+    match transcript.last() {
+        Some(ChatMessage::Assistant {
+            content,
+            tool_calls,
+        }) if tool_calls.is_empty() => Some(final_result(content.clone())),
+        _ => None,
+    }
+}
+
+/// The result a final answer gives.
+fn final_result(content: String) -> String {
+    if content.trim().is_empty() {
+        "(the reasoner finished without an answer)".to_owned()
+    } else {
+        content
+    }
+}
+
 /// The model's whole answer: its text and its tool calls.
 async fn complete(
     provider: &crate::Provider,
@@ -311,6 +331,28 @@ async fn complete(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transcript_ending_in_an_answer_is_the_result() {
+        let user = ChatMessage::User {
+            content: "task".into(),
+        };
+        let call = ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            }],
+        };
+        let answer = ChatMessage::Assistant {
+            content: "42".into(),
+            tool_calls: Vec::new(),
+        };
+        assert_eq!(saved_answer(std::slice::from_ref(&user)), None);
+        assert_eq!(saved_answer(&[user.clone(), call.clone()]), None);
+        assert_eq!(saved_answer(&[user, call, answer]), Some("42".into()));
+    }
 
     #[test]
     fn the_reasoners_model_falls_back_to_the_assistants() {
