@@ -121,6 +121,22 @@ async fn insert<'e>(
     Ok(())
 }
 
+/// How many tasks of `backend` are running in `workspace`.
+async fn count_running<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    workspace: &str,
+    backend: &str,
+) -> Result<i64, StoreError> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n FROM tasks WHERE workspace_id = $1 AND backend_id = $2 AND status = 'running'",
+    )
+    .bind(workspace)
+    .bind(backend)
+    .fetch_one(executor)
+    .await?;
+    Ok(row.try_get("n")?)
+}
+
 impl Store {
     /// Record a new task.
     pub async fn insert_task(&self, t: &TaskRecord) -> Result<(), StoreError> {
@@ -142,15 +158,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM tasks WHERE workspace_id = $1 AND backend_id = $2 AND status = 'running'",
-        )
-        .bind(&t.workspace_id)
-        .bind(&t.backend_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let running: i64 = row.try_get("n")?;
-        if running >= limit {
+        if count_running(&mut *tx, &t.workspace_id, &t.backend_id).await? >= limit {
             return Ok(false);
         }
         insert(&mut *tx, t).await?;
@@ -210,25 +218,22 @@ impl Store {
         workspace: &str,
         backend: &str,
     ) -> Result<i64, StoreError> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM tasks WHERE workspace_id = $1 AND backend_id = $2 AND status = 'running'",
-        )
-        .bind(workspace)
-        .bind(backend)
-        .fetch_one(&self.pool)
-        .await?;
-        Ok(row.try_get("n")?)
+        count_running(&self.pool, workspace, backend).await
     }
 
     /// The running tasks of a session (to cancel when it ends).
-    pub async fn running_session_tasks(&self, session: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id FROM tasks WHERE session_id = $1 AND status = 'running' ORDER BY created_at",
-        )
-        .bind(session)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+    pub async fn running_session_tasks(
+        &self,
+        session: &str,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM tasks WHERE session_id = $1 AND status = 'running' ORDER BY created_at"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(session)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(record).collect()
     }
 
     /// Record the backend's id of a running task held by `owner`.
@@ -330,29 +335,31 @@ impl Store {
     }
 
     /// Which of `ids` no longer run (ended elsewhere, e.g. cancelled
-    /// through another instance) or were taken by another instance.
+    /// through another instance) or were taken by another instance, each
+    /// with its status now (`None`: the task is gone).
     pub async fn tasks_lost_by(
         &self,
         owner: &str,
         ids: &[String],
-    ) -> Result<Vec<String>, StoreError> {
+    ) -> Result<Vec<(String, Option<String>)>, StoreError> {
         let mut lost = Vec::new();
         for id in ids {
             let row = sqlx::query("SELECT status, lease_owner FROM tasks WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
-            let held = match &row {
+            let status = match &row {
                 Some(r) => {
                     let status: String = r.try_get("status")?;
                     let holder: Option<String> = r.try_get("lease_owner")?;
-                    status == "running" && holder.as_deref() == Some(owner)
+                    if status == "running" && holder.as_deref() == Some(owner) {
+                        continue;
+                    }
+                    Some(status)
                 }
-                None => false,
+                None => None,
             };
-            if !held {
-                lost.push(id.clone());
-            }
+            lost.push((id.clone(), status));
         }
         Ok(lost)
     }

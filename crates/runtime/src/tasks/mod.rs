@@ -320,13 +320,10 @@ impl Inner {
     /// nobody is left to read it); called before the end is announced, so
     /// their `task.completed` comes before `session.ended`.
     pub(crate) async fn cancel_session_tasks(&self, session: &str) -> Result<(), RuntimeError> {
-        for id in self.store.running_session_tasks(session).await? {
-            let Some(task) = self.store.task_by_id(&id).await? else {
-                continue;
-            };
+        for task in self.store.running_session_tasks(session).await? {
             let ending = Ending::Cancelled("the session ended".into());
             self.write_ending(&task, &ending, None, None).await?;
-            self.task_drivers.cancel(&id);
+            self.task_drivers.cancel(&task.id);
         }
         Ok(())
     }
@@ -352,15 +349,10 @@ impl Inner {
         self.store.renew_task_leases(me, &mine, now + lease).await?;
         let driven = self.task_drivers.driven_ids();
         if !driven.is_empty() {
-            for lost in self.store.tasks_lost_by(me, &driven).await? {
-                // Ended elsewhere: a cancellation also stops the backend's
-                // work; taken over: just stop following it.
-                let ended = self
-                    .store
-                    .task_by_id(&lost)
-                    .await?
-                    .is_none_or(|t| t.status == TaskStatus::Cancelled.as_str());
-                if ended {
+            for (lost, status) in self.store.tasks_lost_by(me, &driven).await? {
+                // Cancelled (or gone): the backend's work stops too; taken
+                // over or ended otherwise: just stop following it.
+                if status.is_none_or(|s| s == TaskStatus::Cancelled.as_str()) {
                     self.task_drivers.cancel(&lost);
                 } else {
                     self.task_drivers.drop_driver(&lost);

@@ -172,7 +172,13 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
             .await?,
         "an ended task takes no progress"
     );
-    assert_eq!(store.running_session_tasks("sess_t").await?, ["task_2"]);
+    let running: Vec<String> = store
+        .running_session_tasks("sess_t")
+        .await?
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(running, ["task_2"]);
     assert_eq!(
         store.session_tasks("ws_t", "sess_t").await?.len(),
         3,
