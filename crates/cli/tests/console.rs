@@ -88,11 +88,7 @@ async fn run_scenario(
 #[tokio::test]
 async fn console_editor_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::with_recorded_responder(script).await?;
-    let env = HashMap::from([
-        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
-        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-    ]);
-    let Some(srv) = start(Engine::Sqlite, env).await? else {
+    let Some(srv) = crate::conversation::server(Engine::Sqlite, &mock).await? else {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Console").await?;
@@ -244,11 +240,7 @@ async fn console_playground_live_in_a_real_browser() -> anyhow::Result<()> {
 #[tokio::test]
 async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::start(vec![]).await?;
-    let env = HashMap::from([
-        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
-        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-    ]);
-    let Some(srv) = start(Engine::Sqlite, env).await? else {
+    let Some(srv) = crate::conversation::server(Engine::Sqlite, &mock).await? else {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Mcp").await?;
@@ -293,11 +285,7 @@ fn workflow_fixture(name: &str, base_url: &str) -> anyhow::Result<Value> {
 #[tokio::test]
 async fn console_workflow_editor_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::start(vec![]).await?;
-    let env = HashMap::from([
-        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
-        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-    ]);
-    let Some(srv) = start(Engine::Sqlite, env).await? else {
+    let Some(srv) = crate::conversation::server(Engine::Sqlite, &mock).await? else {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Flows").await?;
@@ -354,11 +342,7 @@ fn workflow_script(req: &Value) -> MockReply {
 #[tokio::test]
 async fn console_workflow_playground_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::with_recorded_responder(workflow_script).await?;
-    let env = HashMap::from([
-        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
-        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-    ]);
-    let Some(srv) = start(Engine::Sqlite, env).await? else {
+    let Some(srv) = crate::conversation::server(Engine::Sqlite, &mock).await? else {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Live flows").await?;
@@ -445,11 +429,7 @@ fn task_script(req: &Value) -> MockReply {
 #[tokio::test]
 async fn console_task_backends_in_a_real_browser() -> anyhow::Result<()> {
     let mock = MockLlm::with_recorded_responder(task_script).await?;
-    let env = HashMap::from([
-        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
-        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-    ]);
-    let Some(srv) = start(Engine::Sqlite, env).await? else {
+    let Some(srv) = crate::conversation::server(Engine::Sqlite, &mock).await? else {
         return Ok(());
     };
     let (_, ws) = srv.workspace("Tasks").await?;
