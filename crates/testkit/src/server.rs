@@ -13,6 +13,7 @@ use tokio::process::{Child, Command};
 /// The admin token tests pass unless they test its creation.
 pub const TEST_ADMIN_TOKEN: &str = "test-admin-token-0123456789";
 const PRINTED_TOKEN_PREFIX: &str = "admin token (shown once, store it now): ";
+const LISTENING_PREFIX: &str = "rtc-agent listening on ";
 
 /// A free TCP port on loopback.
 pub fn free_port() -> anyhow::Result<u16> {
@@ -82,10 +83,13 @@ impl ServerProcess {
             .unwrap_or_default()
     }
 
-    fn saw_listening(&self) -> bool {
-        self.stdout_lines
-            .lock()
-            .is_ok_and(|l| l.iter().any(|x| x.contains("listening on")))
+    /// The base URL from the "listening on http://…" line, once printed.
+    fn listening_url(&self) -> Option<String> {
+        let lines = self.stdout_lines.lock().ok()?;
+        lines.iter().find_map(|l| {
+            l.split_once(LISTENING_PREFIX)
+                .map(|(_, url)| url.trim().to_owned())
+        })
     }
 
     async fn spawn(
@@ -96,11 +100,12 @@ impl ServerProcess {
         admin_token: Option<String>,
     ) -> anyhow::Result<Self> {
         crate::init_tls();
-        let port = free_port()?;
+        // Port 0: the server binds a free port itself and prints it, so no
+        // other process can take the port between choosing and binding it.
         let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
+            .arg("127.0.0.1:0")
             .arg("--database-url")
             .arg(database_url)
             .arg("--data-dir")
@@ -145,7 +150,7 @@ impl ServerProcess {
             });
         }
         let mut server = Self {
-            base_url: format!("http://127.0.0.1:{port}"),
+            base_url: String::new(),
             admin_token: String::new(),
             child,
             stdout_lines,
@@ -153,13 +158,17 @@ impl ServerProcess {
         };
         let client = reqwest::Client::new();
         for _ in 0..600 {
-            let ready = client
-                .get(format!("{}/readyz", server.base_url))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success());
             // The "listening" line comes after the printed admin token, if any.
-            if ready && server.saw_listening() {
+            if let Some(url) = server.listening_url() {
+                server.base_url = url;
+            }
+            let ready = !server.base_url.is_empty()
+                && client
+                    .get(format!("{}/readyz", server.base_url))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+            if ready {
                 server.admin_token = admin_token
                     .or_else(|| server.printed_admin_token())
                     .unwrap_or_default();
