@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use rtc_protocol::{
-    Assistant, BuiltInToolName, CompatibilityIssue, FieldSchema, RealtimeFeatures,
-    RealtimeInterface, RealtimePromptTools, RunMode, Tool, ToolKind,
+    Assistant, BuiltInToolName, CompatibilityIssue, FieldSchema, RealtimeConnection,
+    RealtimeDialect, RealtimeFeatures, RealtimeInterface, RealtimePromptTools, RunMode, Tool,
+    ToolKind, TurnDetection,
 };
 
 use crate::error::{Rule, ValidationError};
@@ -19,8 +20,11 @@ pub const STEPFUN_REALTIME: &str = "stepfun-realtime";
 
 /// The interfaces every workspace sees, with the seed's declarations.
 pub fn shipped_interfaces() -> Vec<RealtimeInterface> {
-    let make =
-        |id: &str, name: &str, provider: &str, tools: RealtimePromptTools| RealtimeInterface {
+    let make = |id: &str,
+                name: &str,
+                provider: &str,
+                tools: RealtimePromptTools,
+                connection: RealtimeConnection| RealtimeInterface {
             id: Some(id.to_owned()),
             name: name.to_owned(),
             provider: provider.to_owned(),
@@ -31,6 +35,7 @@ pub fn shipped_interfaces() -> Vec<RealtimeInterface> {
                 },
                 extra: Default::default(),
             },
+            connection: Some(connection),
             shipped: true,
             created_at: None,
             updated_at: None,
@@ -48,12 +53,34 @@ pub fn shipped_interfaces() -> Vec<RealtimeInterface> {
                     BuiltInToolName::RequestHumanHandoff,
                 ],
             },
+            RealtimeConnection {
+                dialect: RealtimeDialect::Qwen,
+                url: "wss://dashscope.aliyuncs.com/api-ws/v1/realtime".to_owned(),
+                model: "qwen3.5-omni-flash-realtime".to_owned(),
+                voice: Some("Cherry".to_owned()),
+                input_rate: Some(16_000),
+                output_rate: Some(24_000),
+                api_key: "{{secret__dashscope_api_key}}".to_owned(),
+                turn_detection: TurnDetection::default(),
+                transcription_model: None,
+            },
         ),
         make(
             STEPFUN_REALTIME,
             "StepFun Prompt Realtime",
             "stepfun",
             RealtimePromptTools::default(),
+            RealtimeConnection {
+                dialect: RealtimeDialect::Stepfun,
+                url: "wss://api.stepfun.com/v1/realtime".to_owned(),
+                model: "step-audio-2".to_owned(),
+                voice: None,
+                input_rate: Some(24_000),
+                output_rate: Some(24_000),
+                api_key: "{{secret__stepfun_api_key}}".to_owned(),
+                turn_detection: TurnDetection::default(),
+                transcription_model: None,
+            },
         ),
     ]
 }

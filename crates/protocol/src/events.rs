@@ -101,8 +101,49 @@ event_kinds! {
     TaskUpdated(TaskUpdated) = "task.updated",
     /// A task ended: completed, failed or cancelled.
     TaskCompleted(TaskCompleted) = "task.completed",
+    /// A realtime session's provider is connected and configured; the
+    /// rates are the host's (what it sends in `audio.append` and receives
+    /// in `audio.delta`).
+    RealtimeReady(RealtimeReady) = "session.realtime_ready",
+    /// The user started speaking (a realtime session): the host must
+    /// flush what it has not played yet.
+    SpeechStarted(SpeechStarted) = "speech.started",
     /// Something failed; the session stays usable.
     Error(ErrorEvent) = "error",
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RealtimeReady {
+    pub input_rate: u32,
+    pub output_rate: u32,
+    pub dialect: crate::RealtimeDialect,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SpeechStarted {
+    /// Where in the input audio speech began, as the provider counts it.
+    pub audio_start_ms: u32,
+}
+
+/// A frame the server sends on a realtime session's WebSocket that is not
+/// a stored event: no `seq`, never replayed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type")]
+pub enum EphemeralFrame {
+    /// Assistant audio: base64 PCM16 mono at `rate` Hz (the host's
+    /// `outputRate`), part of the provider item `itemId`.
+    #[serde(rename = "audio.delta")]
+    AudioDelta(AudioDelta),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AudioDelta {
+    pub item_id: String,
+    pub audio: String,
+    pub rate: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -148,6 +189,10 @@ pub struct TurnCompleted {
     pub interrupted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A realtime response's final status: `completed`, `cancelled`,
+    /// `incomplete` or `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -155,6 +200,29 @@ pub struct TurnCompleted {
 pub struct MessageDelta {
     pub message_id: String,
     pub delta: String,
+    /// `audio` for a realtime transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// `assistant` for a realtime transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<MessageRole>,
+    /// The provider's item the transcript belongs to (what
+    /// `playback.interrupted` names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+}
+
+impl MessageDelta {
+    /// A piece of a text answer.
+    pub fn text(message_id: &str, delta: String) -> Self {
+        Self {
+            message_id: message_id.to_owned(),
+            delta,
+            source: None,
+            role: None,
+            item_id: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -172,6 +240,15 @@ pub struct MessageCompleted {
     /// A message from another session of the tree (a report, a parent's message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_session_id: Option<String>,
+    /// `audio` for a realtime transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The provider's item of a realtime transcript.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
+    /// The user spoke over it: the host stopped playing it part way.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
 }
 
 impl MessageCompleted {
@@ -184,6 +261,9 @@ impl MessageCompleted {
             goal_id: None,
             loop_id: None,
             from_session_id: None,
+            source: m.source.clone(),
+            item_id: None,
+            interrupted: m.interrupted,
         }
     }
 }
@@ -488,6 +568,15 @@ pub enum ClientFrame {
     /// Replay the events after `afterSeq`, then live.
     #[serde(rename = "resume")]
     Resume(ResumeFrame),
+    /// User audio (realtime sessions).
+    #[serde(rename = "audio.append")]
+    AudioAppend(AudioAppendFrame),
+    /// The user finished speaking (realtime, turn detection `none`).
+    #[serde(rename = "audio.commit")]
+    AudioCommit(AudioCommitFrame),
+    /// How much of an item the host played before the user spoke.
+    #[serde(rename = "playback.interrupted")]
+    PlaybackInterrupted(PlaybackInterruptedFrame),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -495,6 +584,39 @@ pub enum ClientFrame {
 pub struct ClientHello {
     #[serde(default)]
     pub client_tools: Vec<DeclaredClientTool>,
+    /// A realtime session's audio rates on the host's side; the
+    /// provider's rates when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<HelloAudio>,
+}
+
+/// PCM16 mono rates the host sends and wants to receive.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelloAudio {
+    /// 16000 or 24000.
+    pub input_rate: u32,
+    /// 16000 or 24000.
+    pub output_rate: u32,
+}
+
+/// User audio for a realtime session: base64 PCM16 mono at the host's
+/// input rate; not stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AudioAppendFrame {
+    pub audio: String,
+}
+
+/// The end of the user's audio turn (turn detection `none` only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AudioCommitFrame {}
+
+/// The host stopped playing `itemId` after `playedMs` (barge-in).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlaybackInterruptedFrame {
+    pub item_id: String,
+    pub played_ms: u32,
 }
 
 /// A function a client runs: its name, or its name with the hash of the

@@ -35,6 +35,8 @@ pub(crate) fn message(role: MessageRole, content: &str) -> Message {
         tool_calls: Vec::new(),
         tool_call_id: None,
         name: None,
+        source: None,
+        interrupted: false,
         created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
     }
 }

@@ -91,6 +91,7 @@ impl Inner {
             turn_id: Some(turn_id),
             interrupted,
             reason: None,
+            status: None,
         };
         let not_running = SessionUpdate {
             turn_running: Some(false),
@@ -452,6 +453,7 @@ impl Inner {
                 turn_id: None,
                 interrupted: true,
                 reason: Some("the server restarted during the turn".to_owned()),
+                status: None,
             };
             let update = SessionUpdate {
                 turn_running: Some(false),

@@ -304,10 +304,7 @@ async fn stream_answer(
         };
         match next {
             Some(Ok(LlmEvent::TextDelta(delta))) => {
-                let delta = MessageDelta {
-                    message_id: message_id.to_owned(),
-                    delta,
-                };
+                let delta = MessageDelta::text(message_id, delta);
                 ctx.events.emit(delta.into()).await?;
             }
             Some(Ok(LlmEvent::Done(r))) => {

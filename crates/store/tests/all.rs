@@ -207,6 +207,8 @@ fn message(id: &str, role: rtc_protocol::MessageRole, content: &str) -> rtc_prot
         tool_calls: vec![],
         tool_call_id: None,
         name: None,
+        source: None,
+        interrupted: false,
         created_at: "t".into(),
     }
 }

@@ -36,7 +36,7 @@ use crate::routes::{
     ),
     components(schemas(
         rtc_protocol::SessionEvent, rtc_protocol::EventBody,
-        rtc_protocol::ClientFrame, rtc_protocol::ErrorFrame,
+        rtc_protocol::ClientFrame, rtc_protocol::ErrorFrame, rtc_protocol::EphemeralFrame,
     ))
 )]
 struct ApiDoc;

@@ -230,6 +230,9 @@ const CLIENT_FRAME_TYPES: &[&str] = &[
     "client_tool.result",
     "ask_user.answer",
     "resume",
+    "audio.append",
+    "audio.commit",
+    "playback.interrupted",
 ];
 
 /// One client frame; an error becomes an error frame.
@@ -283,6 +286,14 @@ async fn handle_frame(
                 .subscribe(&access.workspace, &access.session, r.after_seq)
                 .await?;
             *events = stream.boxed();
+        }
+        ClientFrame::AudioAppend(_)
+        | ClientFrame::AudioCommit(_)
+        | ClientFrame::PlaybackInterrupted(_) => {
+            return Err(ApiError::conflict(
+                "not_realtime",
+                "audio frames are for sessions of a realtime assistant",
+            ));
         }
     }
     Ok(())
