@@ -24,6 +24,7 @@ mod mcp;
 mod memory;
 mod migration;
 mod operations;
+mod realtime;
 mod secrets;
 mod shutdown;
 mod subagents;
