@@ -244,5 +244,3 @@ pub struct ProviderCfg {
 /// Capacity of the event channel: audio frames are dropped when it is
 /// full, control events wait (R-RN-5).
 pub const EVENT_CHANNEL_CAPACITY: usize = 256;
-mod pending_connect;
-pub use pending_connect::connect;
