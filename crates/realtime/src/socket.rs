@@ -459,6 +459,76 @@ mod tests {
         assert_eq!(tls, None);
     }
 
+    fn reader(capacity: usize) -> (Reader, mpsc::Receiver<RtEvent>) {
+        let (events, receiver) = mpsc::channel(capacity);
+        let reader = Reader {
+            events,
+            decoder: Decoder::new(Dialect::Openai),
+            pending: Arc::default(),
+            session_id: "sess".into(),
+            input: AudioFmt { rate: 24_000 },
+            output: AudioFmt { rate: 24_000 },
+            ready_sent: false,
+            dropped_audio: 0,
+        };
+        (reader, receiver)
+    }
+
+    #[tokio::test]
+    async fn audio_is_dropped_when_the_channel_is_full_and_control_events_wait() {
+        let (mut reader, mut receiver) = reader(2);
+        let audio = serde_json::json!({"type": "response.output_audio.delta", "response_id": "r",
+            "item_id": "a", "delta": "AAA="});
+        for _ in 0..3 {
+            assert!(reader.handle(&audio).await);
+        }
+        assert_eq!(reader.dropped_audio, 1);
+        let done = serde_json::json!({"type": "response.done", "response": {"id": "r", "status": "completed"}});
+        let frame = done.clone();
+        let waiting = tokio::spawn(async move {
+            let alive = reader.handle(&frame).await;
+            (alive, reader)
+        });
+        assert!(matches!(receiver.recv().await, Some(RtEvent::Audio { .. })));
+        assert!(matches!(receiver.recv().await, Some(RtEvent::Audio { .. })));
+        assert!(matches!(
+            receiver.recv().await,
+            Some(RtEvent::ResponseDone { .. })
+        ));
+        let (alive, reader) = waiting.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(alive);
+        assert_eq!(reader.dropped_audio, 1);
+        drop(receiver);
+        let mut reader = reader;
+        assert!(
+            !reader.handle(&done).await,
+            "a dropped receiver stops the reader"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_about_the_pending_update_rejects_it_and_others_are_events() {
+        let (mut reader, mut receiver) = reader(8);
+        let (reply, answer) = oneshot::channel();
+        *reader
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(PendingUpdate {
+            event_id: "evt_rtc_1".into(),
+            reply,
+        });
+        let other = serde_json::json!({"type": "error", "error": {"code": "x", "message": "not yours", "event_id": "evt_9"}});
+        assert!(reader.handle(&other).await);
+        assert!(
+            matches!(receiver.recv().await, Some(RtEvent::Error { code, fatal: false, .. }) if code == "x")
+        );
+        let ours = serde_json::json!({"type": "error", "error": {"code": "invalid_value", "message": "bad voice", "event_id": "evt_rtc_1"}});
+        assert!(reader.handle(&ours).await);
+        let rejected = answer.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(rejected, Err(RealtimeError::Rejected(m)) if m == "bad voice"));
+        assert!(receiver.try_recv().is_err());
+    }
+
     #[test]
     fn only_websocket_urls_with_a_host() {
         for bad in ["https://api.openai.com/v1/realtime", "not a url", "ws://"] {

@@ -6,7 +6,7 @@ use rtc_testkit::RealtimeMock;
 use rtc_tools::net_guard::AddressPolicy;
 use serde_json::{Value, json};
 
-use crate::support::{KEY, cfg, flavor, next, server_vad, session, spec};
+use crate::support::{KEY, cfg, flavor, next, server_vad, session, spec, until};
 
 #[tokio::test]
 async fn ga_session_update_is_the_ga_shape_and_ready_names_the_session() {
@@ -52,10 +52,31 @@ async fn ga_session_update_is_the_ga_shape_and_ready_names_the_session() {
     );
     assert_eq!(s["tools"][0]["name"], "lookup_order");
     assert!(s["tools"][0].get("function").is_none());
-    // The mock merged it into its session.
+    // A second update succeeds without a second Ready; a refused one is
+    // Rejected with the provider's message.
+    let mut voiced = spec(server_vad());
+    voiced.voice = Some("marin".into());
+    adapter.update_session(&voiced).await.unwrap();
+    voiced.voice = Some("nobody".into());
+    let refused = adapter.update_session(&voiced).await;
+    assert!(
+        matches!(&refused, Err(RealtimeError::Rejected(m)) if m.starts_with("Invalid value: 'nobody'")),
+        "{refused:?}"
+    );
+    adapter.close().await.unwrap();
+    let rest = until(&mut events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    assert!(
+        !rest
+            .iter()
+            .any(|e| matches!(e, RtEvent::Ready { .. } | RtEvent::Error { .. })),
+        "{rest:?}"
+    );
+    assert_eq!(mock.frames_of_type("session.update").len(), 3);
+    // The mock merged the accepted ones into its session.
     let merged = mock.session(0).unwrap();
     assert_eq!(merged["instructions"], "You are a helpful agent.");
     assert_eq!(merged["id"], "sess_mock_0");
+    assert_eq!(merged["audio"]["output"]["voice"], "marin");
 }
 
 #[tokio::test]
@@ -157,4 +178,28 @@ async fn only_websocket_urls() {
         rtc_realtime::connect(&bad).await,
         Err(RealtimeError::InvalidUrl(_))
     ));
+}
+
+#[tokio::test]
+async fn the_provider_closing_ends_the_events_with_closed() {
+    let mut s = session(Dialect::Openai, json!({}), Vad::None).await;
+    s.adapter.commit_audio().await.unwrap();
+    s.mock
+        .wait_for(
+            |log| {
+                log.iter()
+                    .any(|f| f.frame["type"] == "input_audio_buffer.commit")
+            },
+            crate::support::WAIT,
+        )
+        .await
+        .unwrap();
+    s.mock.close_all();
+    let events = until(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    let Some(RtEvent::Closed { reason }) = events.last() else {
+        unreachable!()
+    };
+    assert!(reason.contains("closed"), "{reason}");
+    assert!(s.events.recv().await.is_none());
+    assert_eq!(s.mock.log().iter().filter(|f| f.connection == 0).count(), 2);
 }
