@@ -9,6 +9,7 @@
 //! the `Authorization` header, marked sensitive, and no error names it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -66,6 +67,7 @@ pub async fn connect(
     let (events, receiver) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
     let pending: PendingSlot = Arc::default();
     let caps = caps(cfg.dialect, cfg.input_rate, cfg.output_rate);
+    let closing = Arc::new(AtomicBool::new(false));
     let reader = Reader {
         events,
         decoder,
@@ -75,6 +77,7 @@ pub async fn connect(
         output: caps.output,
         ready_sent: false,
         dropped_audio: 0,
+        closing: closing.clone(),
     };
     let reader = tokio::spawn(reader.run(stream));
     let adapter = SocketAdapter {
@@ -84,6 +87,7 @@ pub async fn connect(
         pending,
         timeout: cfg.timeout,
         next_event: 0,
+        closing,
         reader,
     };
     Ok((Box::new(adapter), receiver))
@@ -233,6 +237,8 @@ struct Reader {
     output: AudioFmt,
     ready_sent: bool,
     dropped_audio: u64,
+    /// Set by [`RealtimeAdapter::close`].
+    closing: Arc<AtomicBool>,
 }
 
 impl Reader {
@@ -264,6 +270,11 @@ impl Reader {
                 }
                 Some(Ok(_)) => {}
             }
+        };
+        let reason = if self.closing.load(Ordering::Relaxed) {
+            "closed by the client".to_owned()
+        } else {
+            reason
         };
         if let Some(p) = take_pending(&self.pending) {
             let _ = p.reply.send(Err(RealtimeError::Closed));
@@ -339,6 +350,7 @@ struct SocketAdapter {
     pending: PendingSlot,
     timeout: Duration,
     next_event: u64,
+    closing: Arc<AtomicBool>,
     reader: JoinHandle<()>,
 }
 
@@ -423,6 +435,7 @@ impl RealtimeAdapter for SocketAdapter {
     }
 
     async fn close(&mut self) -> Result<()> {
+        self.closing.store(true, Ordering::Relaxed);
         self.sink.close().await.map_err(|_| RealtimeError::Closed)
     }
 }
@@ -470,6 +483,7 @@ mod tests {
             output: AudioFmt { rate: 24_000 },
             ready_sent: false,
             dropped_audio: 0,
+            closing: Arc::default(),
         };
         (reader, receiver)
     }

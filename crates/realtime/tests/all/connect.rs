@@ -103,7 +103,13 @@ async fn qwen_session_update_is_flat_with_nested_tools_at_16k_in() {
         Err(RealtimeError::Unsupported(_))
     ));
     s.adapter.close().await.unwrap();
-    next(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    let closed = next(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    assert_eq!(
+        closed,
+        RtEvent::Closed {
+            reason: "closed by the client".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -202,4 +208,50 @@ async fn the_provider_closing_ends_the_events_with_closed() {
     assert!(reason.contains("closed"), "{reason}");
     assert!(s.events.recv().await.is_none());
     assert_eq!(s.mock.log().iter().filter(|f| f.connection == 0).count(), 2);
+}
+
+#[tokio::test]
+async fn wss_runs_tls_over_the_guarded_stream() {
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut tls = cfg(Dialect::Openai, &mock);
+    tls.url = mock.url().replace("ws://", "wss://");
+    let Err(err) = rtc_realtime::connect(&tls).await else {
+        panic!("TLS to a plain WebSocket server succeeded");
+    };
+    assert!(
+        matches!(&err, RealtimeError::Connect(m) if m.starts_with("TLS with 127.0.0.1 failed")),
+        "{err}"
+    );
+    // The server saw TLS bytes, not a WebSocket request.
+    assert!(
+        mock.connections()
+            .iter()
+            .all(|c| !c.authorized && c.model.is_none())
+    );
+    assert!(mock.log().is_empty());
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        // Hold the connection open and never answer.
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        drop(tcp);
+    });
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut silent = cfg(Dialect::Openai, &mock);
+    silent.url = format!("ws://127.0.0.1:{port}/v1/realtime");
+    silent.timeout = std::time::Duration::from_millis(300);
+    let Err(err) = rtc_realtime::connect(&silent).await else {
+        panic!("a silent server connected");
+    };
+    assert!(matches!(err, RealtimeError::Timeout(_)), "{err}");
+    held.abort();
 }
