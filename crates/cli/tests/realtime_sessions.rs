@@ -337,39 +337,69 @@ async fn typed_messages_and_a_refused_key(engine: Engine) -> anyhow::Result<()> 
         return Ok(());
     };
     let id = st.assistant(json!({})).await?;
-    let s = st.ws.create("/v1/sessions", json!({"assistantId": id})).await?;
+    let s = st
+        .ws
+        .create("/v1/sessions", json!({"assistantId": id}))
+        .await?;
     let sid = s["id"].as_str().unwrap();
     let send = format!("/v1/sessions/{sid}/messages");
     st.ws
         .post(&send, json!({"text": "hi"}))
         .await?
         .assert_error(409, "realtime_not_connected", None);
-    let mut host = crate::realtime_support::Host::connect(&st.srv, sid, s["clientToken"].as_str().unwrap()).await?;
+    let mut host =
+        crate::realtime_support::Host::connect(&st.srv, sid, s["clientToken"].as_str().unwrap())
+            .await?;
     host.until_type("session.realtime_ready").await?;
-    st.ws.post(&send, json!({"text": "hi"})).await?.assert_status(202);
-    host.until(SECOND, |v| v["type"] == "message.completed" && v["content"] == "Hello there.")
-        .await?;
+    st.ws
+        .post(&send, json!({"text": "hi"}))
+        .await?
+        .assert_status(202);
+    host.until(SECOND, |v| {
+        v["type"] == "message.completed" && v["content"] == "Hello there."
+    })
+    .await?;
     let frames: Vec<Value> = st.mock.log().into_iter().map(|f| f.frame).collect();
     let typed = frames
         .iter()
-        .position(|f| f["type"] == "conversation.item.create" && f["item"]["content"][0]["text"] == "hi")
+        .position(|f| {
+            f["type"] == "conversation.item.create" && f["item"]["content"][0]["text"] == "hi"
+        })
         .expect("the text reached the provider");
-    assert!(frames[typed..].iter().any(|f| f["type"] == "response.create"));
-    let roles: Vec<String> = st.messages(sid).await?.iter().map(|m| m["role"].as_str().unwrap().to_owned()).collect();
+    assert!(
+        frames[typed..]
+            .iter()
+            .any(|f| f["type"] == "response.create")
+    );
+    let roles: Vec<String> = st
+        .messages(sid)
+        .await?
+        .iter()
+        .map(|m| m["role"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(roles, ["user", "assistant"]);
 
     // A key the provider refuses.
     st.ws
-        .put("/v1/secrets/secret__rt_key", json!({"value": "sk-wrong-key-0000000000"}))
+        .put(
+            "/v1/secrets/secret__rt_key",
+            json!({"value": "sk-wrong-key-0000000000"}),
+        )
         .await?
         .assert_status(200);
     let (_, mut refused) = st.open(&id, json!({}), json!([])).await?;
     let error = refused.until_type("error").await?;
     assert_eq!(error["code"], "realtime_connect_failed", "{error}");
-    assert!(error["message"].as_str().unwrap().contains("credentials"), "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("credentials"),
+        "{error}"
+    );
     let everything = format!("{:?}{:?}{}", host.seen, refused.seen, st.srv.process.log());
     for key in [crate::realtime_support::MOCK_KEY, "sk-wrong-key-0000000000"] {
-        assert!(!everything.contains(key), "a key leaked into an event or the log");
+        assert!(
+            !everything.contains(key),
+            "a key leaked into an event or the log"
+        );
     }
     Ok(())
 }
