@@ -290,3 +290,58 @@ async fn end_handoff_and_upstream_failure(engine: Engine) -> anyhow::Result<()> 
     Ok(())
 }
 both!(end_handoff_and_upstream_failure);
+
+/// An answer generated faster than it plays is stored before the user
+/// speaks over it: the host's `playback.interrupted` still truncates it and
+/// marks the stored message.
+async fn an_answer_heard_in_part_is_marked_once_stored(engine: Engine) -> anyhow::Result<()> {
+    let script = json!({"userTranscripts": ["news please", "enough"], "responses": [
+        {"steps": [{"transcript": {"text": "Here is the long news."}}, {"audio": {"ms": 3000}}, "done"]},
+        {"steps": [{"transcript": {"text": "Okay."}}, "done"]}]});
+    let Some(st) = stage(engine, RealtimeFlavor::OpenaiGa, script).await? else {
+        return Ok(());
+    };
+    let id = st.assistant(json!({})).await?;
+    let (sid, mut host) = st.open(&id, json!({}), json!([])).await?;
+    host.until_type("session.realtime_ready").await?;
+    host.speak(&utterance(400)).await?;
+    let done = host.until_type("turn.completed").await?;
+    assert_eq!(
+        (done["status"].as_str(), done["interrupted"].as_bool()),
+        (Some("completed"), Some(false))
+    );
+    let item = host.of_type("audio.delta")[0]["itemId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let stored = st.messages(&sid).await?;
+    assert_eq!(
+        stored[1]["interrupted"],
+        serde_json::Value::Null,
+        "not yet: it is playing"
+    );
+    host.speak(&utterance(400)).await?;
+    host.until_type("speech.started").await?;
+    host.send(json!({"type": "playback.interrupted", "itemId": item, "playedMs": 700}))
+        .await?;
+    host.until(SECOND, |v| {
+        v["type"] == "message.completed" && v["content"] == "Okay."
+    })
+    .await?;
+    let truncates = st.mock.frames_of_type("conversation.item.truncate");
+    assert_eq!(truncates.len(), 1);
+    assert_eq!(truncates[0]["audio_end_ms"], 700);
+    let messages = st.messages(&sid).await?;
+    let news = messages
+        .iter()
+        .find(|m| m["content"] == "Here is the long news.")
+        .unwrap();
+    assert_eq!(news["interrupted"], true, "{news}");
+    assert!(
+        host.of_type("error").is_empty(),
+        "{:?}",
+        host.of_type("error")
+    );
+    Ok(())
+}
+both!(an_answer_heard_in_part_is_marked_once_stored);

@@ -229,8 +229,8 @@ pub trait RealtimeAdapter: Send {
     async fn close(&mut self) -> Result<()>;
 }
 
-/// Where and how to connect.
-#[derive(Debug, Clone)]
+/// Where and how to connect. Its `Debug` never shows the key.
+#[derive(Clone)]
 pub struct ProviderCfg {
     pub dialect: Dialect,
     /// The WebSocket URL without the model (added as `?model=`).
@@ -244,6 +244,21 @@ pub struct ProviderCfg {
     pub policy: rtc_tools::net_guard::AddressPolicy,
     /// How long connecting and `session.updated` may take.
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for ProviderCfg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderCfg")
+            .field("dialect", &self.dialect)
+            .field("url", &self.url)
+            .field("model", &self.model)
+            .field("api_key", &"***")
+            .field("input_rate", &self.input_rate)
+            .field("output_rate", &self.output_rate)
+            .field("policy", &self.policy)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 /// Capacity of the event channel: audio frames are dropped when it is

@@ -355,13 +355,23 @@ struct SocketAdapter {
 }
 
 impl SocketAdapter {
+    /// Send one frame; a provider that does not take it within
+    /// [`SEND_TIMEOUT`] (a half-open connection) counts as gone.
     async fn send(&mut self, frame: Value) -> Result<()> {
-        self.sink
-            .send(Message::text(frame.to_string()))
-            .await
-            .map_err(|_| RealtimeError::Closed)
+        match tokio::time::timeout(
+            SEND_TIMEOUT,
+            self.sink.send(Message::text(frame.to_string())),
+        )
+        .await
+        {
+            Ok(sent) => sent.map_err(|_| RealtimeError::Closed),
+            Err(_) => Err(RealtimeError::Timeout(SEND_TIMEOUT)),
+        }
     }
 }
+
+/// How long one frame may take to be sent.
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Drop for SocketAdapter {
     fn drop(&mut self) {

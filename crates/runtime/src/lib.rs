@@ -243,6 +243,8 @@ impl Runtime {
     pub async fn shutdown(&self, grace: Duration) -> ShutdownReport {
         let inner = &self.inner;
         inner.tasks.close();
+        // Realtime bridges end with their sockets, which are closing.
+        inner.realtime.detach_all();
         let running = self.running_turns().await;
         let in_time = tokio::time::timeout(grace, inner.tasks.wait())
             .await

@@ -260,8 +260,8 @@ impl Inner {
         by: &str,
     ) -> Result<(), RuntimeError> {
         ctx.cancel_turn().await;
-        self.realtime.detach(&ctx.id);
         ctx.state.lock().await.status = SessionStatus::Ended;
+        self.realtime.detach(&ctx.id);
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;

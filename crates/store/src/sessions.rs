@@ -393,6 +393,25 @@ impl Store {
         Ok(row.try_get("n")?)
     }
 
+    /// Replace a stored message (found by its id) with `message`, keeping
+    /// its place; `false` if the session has no message with that id.
+    pub async fn replace_message(
+        &self,
+        session: &str,
+        message: &Message,
+    ) -> Result<bool, StoreError> {
+        let body =
+            serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let mut conn = self.writer.acquire().await?;
+        let done = sqlx::query("UPDATE messages SET body = $1 WHERE session_id = $2 AND id = $3")
+            .bind(body)
+            .bind(session)
+            .bind(&message.id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     /// A session's history, oldest first.
     pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
         let rows = sqlx::query("SELECT body FROM messages WHERE session_id = $1 ORDER BY seq")

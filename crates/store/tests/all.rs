@@ -261,6 +261,17 @@ on_both!(sessions_messages_and_events, |store| {
         history.iter().map(|m| m.id.as_str()).collect::<Vec<_>>(),
         ["m1", "m2"]
     );
+    // A message replaced keeps its place (a realtime answer marked interrupted).
+    let mut heard = history[1].clone();
+    heard.interrupted = true;
+    assert!(store.replace_message("sess_1", &heard).await?);
+    assert!(
+        !store.replace_message("sess_2", &heard).await?,
+        "only in its session"
+    );
+    let history = store.messages("sess_1").await?;
+    assert_eq!(history[1], heard);
+    assert_eq!(history[0].id, "m1");
     for seq in 1..=3 {
         let ev = SessionEvent {
             session_id: "sess_1".into(),

@@ -37,6 +37,9 @@ pub(crate) struct ResponseBook {
     responses: HashMap<String, Resp>,
     calls: HashMap<String, String>,
     active: Option<String>,
+    /// A `response.create` was sent and its response has not begun: it
+    /// counts as active (a second create would be refused).
+    requested: bool,
     owed: Option<ResponseOpts>,
 }
 
@@ -44,7 +47,41 @@ impl ResponseBook {
     /// The provider began a response.
     pub fn started(&mut self, id: &str) {
         self.active = Some(id.to_owned());
+        self.requested = false;
         self.responses.entry(id.to_owned()).or_default();
+    }
+
+    /// Sending the `response.create` [`Next::Create`] asked for failed.
+    pub fn create_failed(&mut self) {
+        self.requested = false;
+    }
+
+    /// Whether a response is being generated or was asked for.
+    fn busy(&self) -> bool {
+        self.active.is_some() || self.requested
+    }
+
+    /// Owe `opts`, keeping an owed response with instructions (a goodbye)
+    /// over a plain one.
+    fn owe(&mut self, opts: ResponseOpts) {
+        if self.owed.as_ref().is_none_or(|o| o.instructions.is_none()) {
+            self.owed = Some(opts);
+        }
+    }
+
+    fn create(&mut self, opts: ResponseOpts) -> Next {
+        self.requested = true;
+        Next::Create(opts)
+    }
+
+    /// The user interrupted the active response another way (a typed
+    /// message): it is barged like by speech, without the VAD's follow-up.
+    pub fn barge_active(&mut self) -> Option<String> {
+        let active = self.active.clone()?;
+        if let Some(r) = self.responses.get_mut(&active) {
+            r.barged = true;
+        }
+        Some(active)
     }
 
     /// The response being generated, if any.
@@ -95,15 +132,29 @@ impl ResponseBook {
             self.active = None;
         }
         self.responses.entry(id.to_owned()).or_default().done = true;
-        match self.settle(id) {
-            Next::Nothing => match self.owed.take() {
-                Some(opts) if self.active.is_none() => Next::Create(opts),
-                owed => {
-                    self.owed = owed;
-                    Next::Nothing
-                }
+        let next = match self.settle(id) {
+            Next::Nothing if !self.busy() => match self.owed.take() {
+                Some(opts) => self.create(opts),
+                None => Next::Nothing,
             },
-            create => create,
+            next => next,
+        };
+        self.prune();
+        next
+    }
+
+    /// Forget responses that are done and settled (every call answered),
+    /// with their calls: a long session keeps only what is open.
+    fn prune(&mut self) {
+        let finished: Vec<String> = self
+            .responses
+            .iter()
+            .filter(|(_, r)| r.done && r.settled)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in finished {
+            self.responses.remove(&id);
+            self.calls.retain(|_, r| *r != id);
         }
     }
 
@@ -124,11 +175,11 @@ impl ResponseBook {
     /// The bridge wants a response of its own (a typed message, a
     /// goodbye): now when none is active, else once the active one is done.
     pub fn want(&mut self, opts: ResponseOpts) -> Next {
-        if self.active.is_none() {
-            Next::Create(opts)
-        } else {
-            self.owed = Some(opts);
+        if self.busy() {
+            self.owe(opts);
             Next::Nothing
+        } else {
+            self.create(opts)
         }
     }
 
@@ -143,11 +194,11 @@ impl ResponseBook {
         if !r.follow_up || r.speech_since {
             return Next::Nothing;
         }
-        if self.active.is_some() {
-            self.owed = Some(ResponseOpts::default());
+        if self.busy() {
+            self.owe(ResponseOpts::default());
             return Next::Nothing;
         }
-        Next::Create(ResponseOpts::default())
+        self.create(ResponseOpts::default())
     }
 }
 
@@ -198,6 +249,41 @@ mod tests {
         b.call("r1", "c1");
         b.done("r1");
         assert_eq!(b.output("c1", false), Next::Nothing, "a refused call");
+    }
+
+    #[test]
+    fn a_requested_response_counts_as_active_and_a_goodbye_is_not_overwritten() {
+        let mut b = ResponseBook::default();
+        assert_eq!(b.want(ResponseOpts::default()), create(), "the greeting");
+        assert_eq!(
+            b.want(ResponseOpts::default()),
+            Next::Nothing,
+            "not before it began"
+        );
+        b.started("r1");
+        let goodbye = ResponseOpts {
+            instructions: Some("bye".into()),
+        };
+        assert_eq!(b.want(goodbye.clone()), Next::Nothing);
+        b.call("r1", "c1");
+        assert_eq!(b.output("c1", true), Next::Nothing);
+        assert_eq!(b.done("r1"), create(), "the follow-up first");
+        b.started("r2");
+        assert_eq!(
+            b.done("r2"),
+            Next::Create(goodbye),
+            "then the owed goodbye, not lost"
+        );
+        b.create_failed();
+        assert_eq!(
+            b.want(ResponseOpts::default()),
+            create(),
+            "a failed create frees the slot"
+        );
+        assert!(
+            b.responses.is_empty() && b.calls.is_empty(),
+            "finished responses are forgotten"
+        );
     }
 
     #[test]

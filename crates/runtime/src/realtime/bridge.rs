@@ -34,8 +34,14 @@ use crate::history::message;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
 
-/// The least time between two connection attempts after a failure.
+/// The pause after a failed connection, doubling per failure up to
+/// [`MAX_RECONNECT_PAUSE`].
 const RECONNECT_PAUSE: Duration = Duration::from_secs(2);
+const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(60);
+/// A connection that lived shorter than this and closed counts as failed.
+const SHORT_LIVED: Duration = Duration::from_secs(10);
+/// Answers kept for `playback.interrupted` after they were stored.
+const MAX_PLAYING_ITEMS: usize = 16;
 
 /// What the host's socket hands the bridge.
 pub enum HostInput {
@@ -79,6 +85,10 @@ struct Item {
     audio_bytes: usize,
     interrupted: bool,
     stored: bool,
+    /// The message it became, while its audio may still be playing.
+    stored_as: Option<Message>,
+    /// Order of arrival.
+    serial: usize,
 }
 
 /// How the session ends after a goodbye.
@@ -100,8 +110,11 @@ pub(crate) struct Bridge {
     down: Resampler,
     items: HashMap<String, Item>,
     item_order: Vec<String>,
+    serial: usize,
     running: FuturesUnordered<BoxFuture<'static, Finished>>,
     last_failure: Option<Instant>,
+    failures: u32,
+    connected_at: Option<Instant>,
     ending: Ending,
     /// The goodbye response was asked for; its `response.done` ends the session.
     goodbye_asked: bool,
@@ -128,13 +141,28 @@ impl Bridge {
             down: Resampler::new(1, 1),
             items: HashMap::new(),
             item_order: Vec::new(),
+            serial: 0,
             running: FuturesUnordered::new(),
             last_failure: None,
+            failures: 0,
+            connected_at: None,
             ending: Ending::None,
             goodbye_asked: false,
             deaf: false,
             greeted: false,
         }
+    }
+
+    /// A connection failed (or closed soon after it opened).
+    fn failed(&mut self) {
+        self.failures = self.failures.saturating_add(1);
+        self.last_failure = Some(Instant::now());
+    }
+
+    /// The pause before the next attempt: doubling, at most a minute.
+    fn reconnect_pause(&self) -> Duration {
+        let doublings = self.failures.saturating_sub(1).min(5);
+        (RECONNECT_PAUSE * 2u32.pow(doublings)).min(MAX_RECONNECT_PAUSE)
     }
 
     /// Run until the host goes, the session ends or the bridge is replaced.
@@ -178,9 +206,15 @@ impl Bridge {
     async fn close(&mut self) {
         if let Some(mut live) = self.live.take() {
             let _ = live.adapter.close().await;
-            let active = live.book.active().map(str::to_owned);
-            if let Some(id) = active {
-                let _ = self.end_turn(&mut live, &id, "cancelled", true).await;
+            let ended = self.ctx.state.lock().await.status == SessionStatus::Ended;
+            // An open turn is closed, unless the session ended (nothing
+            // is written after `session.ended`).
+            let open: Vec<String> = live.turns.keys().cloned().collect();
+            for id in open.iter().filter(|_| !ended) {
+                let _ = self.end_turn(&mut live, id, "cancelled", true).await;
+            }
+            if !ended {
+                let _ = self.store_items(None, true).await;
             }
         }
         let running = std::mem::take(&mut self.running);
@@ -198,14 +232,17 @@ impl Bridge {
         }
         if self
             .last_failure
-            .is_some_and(|t| t.elapsed() < RECONNECT_PAUSE)
+            .is_some_and(|t| t.elapsed() < self.reconnect_pause())
         {
+            return Ok(false);
+        }
+        if self.ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(false);
         }
         let plan = match self.rt.realtime_plan(&self.ctx).await? {
             Ok(plan) => plan,
             Err(refusal) => {
-                self.last_failure = Some(Instant::now());
+                self.failed();
                 self.ctx
                     .events
                     .emit(EventBody::error(refusal.code, refusal.message))
@@ -222,7 +259,7 @@ impl Bridge {
         let (adapter, events) = match opened {
             Ok(pair) => pair,
             Err(e) => {
-                self.last_failure = Some(Instant::now());
+                self.failed();
                 let message = plan.scrubber.scrub_str(&e.to_string());
                 self.ctx
                     .events
@@ -231,7 +268,7 @@ impl Bridge {
                 return Ok(false);
             }
         };
-        self.last_failure = None;
+        self.connected_at = Some(Instant::now());
         let caps = adapter.caps();
         if self.host_rates == (0, 0) {
             self.host_rates = (caps.input.rate, caps.output.rate);
@@ -252,6 +289,9 @@ impl Bridge {
 
     /// One input of the host; `false` ends the bridge.
     async fn host(&mut self, input: HostInput) -> Result<bool, RuntimeError> {
+        if let HostInput::PlaybackInterrupted { item_id, .. } = &input {
+            self.mark_stored_interrupted(item_id).await?;
+        }
         if let HostInput::Rates { input, output } = input {
             let changed = self.host_rates != (input, output);
             self.host_rates = (input, output);
@@ -334,10 +374,13 @@ impl Bridge {
             let event = MessageCompleted::of(&m).into();
             rt.append(&ctx, m, vec![event], Durability::Committed).await
         };
-        if status == SessionStatus::Handoff {
+        if status == SessionStatus::Handoff || self.deaf {
+            // A human agent has the conversation, or a goodbye that may
+            // not be interrupted is being said: kept, not sent.
             store(m.clone()).await?;
             return Ok(m);
         }
+        self.speech_during_goodbye().await;
         let unavailable = || RuntimeError::Conflict {
             code: "realtime_unavailable",
             message: "the realtime provider cannot be reached right now".into(),
@@ -363,8 +406,11 @@ impl Bridge {
             return Err(e);
         }
         let mut sent = live.adapter.send_text(text).await;
-        if sent.is_ok() && live.book.active().is_some() {
+        if sent.is_ok()
+            && let Some(active) = live.book.barge_active()
+        {
             // Typing over the assistant interrupts it, as speech would.
+            self.mark_interrupted(&active);
             sent = live.adapter.cancel().await;
         }
         match sent {
@@ -396,8 +442,20 @@ impl Bridge {
         // Never more than the item holds: a longer `audio_end_ms` is an
         // error (the pitfall of truncating by a stale position).
         let held = duration_ms(item.audio_bytes, live.caps.output.rate);
+        let of_active =
+            item.response_id.is_some() && item.response_id.as_deref() == live.book.active();
         if live.caps.supports_truncate {
             live.adapter.truncate(item_id, played_ms.min(held)).await?;
+        }
+        // The host stopped an answer the provider is still generating
+        // (no server VAD barged it): it is cancelled.
+        if of_active
+            && let Some(active) = live.book.active().map(str::to_owned)
+            && !live.book.is_barged(&active)
+        {
+            live.book.barge_active();
+            self.mark_interrupted(&active);
+            live.adapter.cancel().await?;
         }
         Ok(())
     }
@@ -426,13 +484,12 @@ impl Bridge {
             RtEvent::Ready { .. } => {
                 self.live_ready(live).await?;
             }
+            // A goodbye that may not be interrupted ignores speech the
+            // provider still had buffered.
+            RtEvent::SpeechStarted { .. } if self.deaf => {}
             RtEvent::SpeechStarted { audio_start_ms } => {
                 if let Some(active) = live.book.speech_started() {
-                    for item in self.items.values_mut() {
-                        if item.response_id.as_deref() == Some(active.as_str()) {
-                            item.interrupted = true;
-                        }
-                    }
+                    self.mark_interrupted(&active);
                 }
                 self.speech_during_goodbye().await;
                 self.ctx
@@ -511,6 +568,10 @@ impl Bridge {
                 status,
                 ..
             } => {
+                if status == rtc_realtime::RespStatus::Completed {
+                    // The connection works: failures are forgotten.
+                    self.failures = 0;
+                }
                 let interrupted = status == rtc_realtime::RespStatus::Cancelled
                     || live.book.is_barged(&response_id);
                 self.end_turn(live, &response_id, status.as_str(), interrupted)
@@ -753,6 +814,13 @@ impl Bridge {
     }
 
     async fn finish_ending(&mut self, live: &mut Live) -> Result<Flow, RuntimeError> {
+        if self.ctx.state.lock().await.ending.is_none() {
+            // Called off meanwhile (the user spoke or typed): go on.
+            self.ending = Ending::None;
+            self.goodbye_asked = false;
+            self.deaf = false;
+            return Ok(Flow::Go);
+        }
         self.rt.finish_ending(&self.ctx).await?;
         let _ = live.adapter.close().await;
         self.rt.forget(&self.ctx.id);
@@ -768,6 +836,8 @@ impl Bridge {
         }
         if let Err(e) = live.adapter.create_response(opts).await {
             tracing::warn!(session = %self.ctx.id, error = %e, "response.create failed");
+            live.book.create_failed();
+            live.broken = true;
         }
         Ok(())
     }
@@ -780,6 +850,9 @@ impl Bridge {
         status: &str,
         interrupted: bool,
     ) -> Result<(), RuntimeError> {
+        if interrupted {
+            self.mark_interrupted(response_id);
+        }
         self.store_items(Some(response_id), true).await?;
         let Some(turn_id) = live.turns.remove(response_id) else {
             return Ok(());
@@ -827,6 +900,9 @@ impl Bridge {
             m.id = item.message_id.clone();
             m.source = Some("audio".to_owned());
             m.interrupted = item.interrupted;
+            if !m.interrupted && item.audio_bytes > 0 {
+                item.stored_as = Some(m.clone());
+            }
             let mut event = MessageCompleted::of(&m);
             event.item_id = Some(id.clone());
             self.rt
@@ -838,7 +914,47 @@ impl Bridge {
         self.item_order
             .retain(|id| items.get(id).is_some_and(|i| !i.stored));
         if self.item_order.len() != before {
+            // Answers with audio stay for `playback.interrupted` (truncation).
             self.items.retain(|_, i| !i.stored || i.audio_bytes > 0);
+            // Only the last answers can still be playing.
+            let mut playing: Vec<(String, usize)> = self
+                .items
+                .iter()
+                .filter(|(_, i)| i.stored)
+                .map(|(id, i)| (id.clone(), i.serial))
+                .collect();
+            if playing.len() > MAX_PLAYING_ITEMS {
+                playing.sort_by_key(|(_, serial)| *serial);
+                for (id, _) in &playing[..playing.len() - MAX_PLAYING_ITEMS] {
+                    self.items.remove(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The user interrupted response `id`: its items are marked.
+    fn mark_interrupted(&mut self, response_id: &str) {
+        for item in self.items.values_mut() {
+            if item.response_id.as_deref() == Some(response_id) {
+                item.interrupted = true;
+            }
+        }
+    }
+
+    /// Mark an answer stored before the user spoke over it (generation is
+    /// faster than playback): the stored message is replaced in place.
+    async fn mark_stored_interrupted(&mut self, item_id: &str) -> Result<(), RuntimeError> {
+        let Some(mut m) = self.items.get_mut(item_id).and_then(|i| i.stored_as.take()) else {
+            return Ok(());
+        };
+        m.interrupted = true;
+        self.rt.journal.flush().await;
+        self.rt.store.replace_message(&self.ctx.id, &m).await?;
+        if let Some(history) = self.ctx.history.lock().await.as_mut()
+            && let Some(kept) = history.iter_mut().find(|h| h.id == m.id)
+        {
+            kept.interrupted = true;
         }
         Ok(())
     }
@@ -846,7 +962,9 @@ impl Bridge {
     fn item(&mut self, item_id: &str, response_id: Option<&str>) -> &mut Item {
         if !self.items.contains_key(item_id) {
             self.item_order.push(item_id.to_owned());
+            self.serial += 1;
         }
+        let serial = self.serial;
         self.items
             .entry(item_id.to_owned())
             .or_insert_with(|| Item {
@@ -857,6 +975,8 @@ impl Bridge {
                 audio_bytes: 0,
                 interrupted: false,
                 stored: false,
+                stored_as: None,
+                serial,
             })
     }
 
@@ -877,7 +997,17 @@ impl Bridge {
             self.end_turn(live, &id, "failed", true).await?;
         }
         self.store_items(None, true).await?;
-        self.last_failure = None;
+        // A provider that keeps accepting and soon closing again is not
+        // hammered: the first such close reconnects at once, the next wait.
+        if self.connected_at.is_some_and(|t| t.elapsed() < SHORT_LIVED) {
+            self.failed();
+            if self.failures <= 1 {
+                self.last_failure = None;
+            }
+        } else {
+            self.failures = 0;
+            self.last_failure = None;
+        }
         Ok(())
     }
 }

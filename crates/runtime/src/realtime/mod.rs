@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
-use rtc_protocol::{EphemeralFrame, HelloAudio, Message, RunMode};
+use rtc_protocol::{EphemeralFrame, HelloAudio, Message, RunMode, SessionStatus};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -46,7 +46,8 @@ pub(crate) struct Bridges {
 struct Attached {
     id: u64,
     cancel: CancellationToken,
-    input: mpsc::Sender<HostInput>,
+    /// Weak: the bridge ends when its socket's link is dropped.
+    input: mpsc::WeakSender<HostInput>,
 }
 
 impl Bridges {
@@ -59,9 +60,18 @@ impl Bridges {
         }
     }
 
+    /// Stop every bridge (shutdown): their sockets are going too.
+    pub(crate) fn detach_all(&self) {
+        if let Ok(mut map) = self.attached.lock() {
+            for (_, a) in map.drain() {
+                a.cancel.cancel();
+            }
+        }
+    }
+
     fn input_of(&self, session: &str) -> Option<mpsc::Sender<HostInput>> {
         let map = self.attached.lock().ok()?;
-        map.get(session).map(|a| a.input.clone())
+        map.get(session).and_then(|a| a.input.upgrade())
     }
 }
 
@@ -114,7 +124,12 @@ impl RealtimeLink {
                 "PCM16 audio has an even number of bytes".to_owned(),
             ));
         }
-        self.send(HostInput::Audio(pcm)).await
+        // Audio never waits: a bridge busy with the provider loses some
+        // rather than stopping the socket.
+        match self.input.try_send(HostInput::Audio(pcm)) {
+            Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(stopped()),
+        }
     }
 
     /// `audio.commit`.
@@ -186,11 +201,15 @@ impl Runtime {
             let attached = Attached {
                 id: bridge_id,
                 cancel: cancel.clone(),
-                input: input.clone(),
+                input: input.downgrade(),
             };
             if let Some(previous) = map.insert(ctx.id.clone(), attached) {
                 previous.cancel.cancel();
             }
+        }
+        // An end that came meanwhile (it sets Ended, then detaches) stops it.
+        if ctx.state.lock().await.status == SessionStatus::Ended {
+            cancel.cancel();
         }
         let bridge = bridge::Bridge::new(inner.clone(), ctx.clone(), cancel, frames_tx);
         let rt = inner.clone();
