@@ -19,7 +19,7 @@ const TURN_DETECTION = [["server_vad", "the provider's voice activity detection"
  */
 function connectionFields(conn, readOnly) {
   const td = (conn && conn.turnDetection) || { type: "server_vad" };
-  const [enabledLabel, enabled] = checkbox("Sessions connect to a provider", !!conn);
+  const [enabledLabel, enabled] = checkbox("Sessions connect through this interface", !!conn);
   const dialect = select(DIALECTS, conn ? conn.dialect : "openai");
   const url = text(conn?.url, { placeholder: "wss://…/realtime" });
   const model = text(conn?.model);
