@@ -60,7 +60,7 @@ export function voiceBar({ config, frame, line }) {
     deltas: 0,
     receivedMs: 0,
     interrupted: [],
-    get chunksPlayed() { return audio.player ? audio.player.chunks : 0; },
+    get chunksQueued() { return audio.player ? audio.player.chunks : 0; },
     get playedMs() { return audio.player ? audio.player.playedMs : 0; },
     get playing() { return !!audio.player && audio.player.busy; },
   };
