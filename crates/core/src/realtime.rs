@@ -25,21 +25,21 @@ pub fn shipped_interfaces() -> Vec<RealtimeInterface> {
                 provider: &str,
                 tools: RealtimePromptTools,
                 connection: RealtimeConnection| RealtimeInterface {
-            id: Some(id.to_owned()),
-            name: name.to_owned(),
-            provider: provider.to_owned(),
-            field_schema: FieldSchema {
-                features: RealtimeFeatures {
-                    realtime_prompt_tools: tools,
-                    extra: Default::default(),
-                },
+        id: Some(id.to_owned()),
+        name: name.to_owned(),
+        provider: provider.to_owned(),
+        field_schema: FieldSchema {
+            features: RealtimeFeatures {
+                realtime_prompt_tools: tools,
                 extra: Default::default(),
             },
-            connection: Some(connection),
-            shipped: true,
-            created_at: None,
-            updated_at: None,
-        };
+            extra: Default::default(),
+        },
+        connection: Some(connection),
+        shipped: true,
+        created_at: None,
+        updated_at: None,
+    };
     vec![
         make(
             QWEN_AUDIO_REALTIME,
@@ -90,9 +90,18 @@ pub fn is_shipped(id: &str) -> bool {
     id == QWEN_AUDIO_REALTIME || id == STEPFUN_REALTIME
 }
 
-/// An operator-defined interface: a name, and no `skipTurn` (R-RT-3).
-pub fn validate_interface(iface: &RealtimeInterface) -> Rule {
+/// The lowest and highest provider rate accepted, in Hz.
+pub const RATE_RANGE: std::ops::RangeInclusive<u32> = 8_000..=48_000;
+
+/// An operator-defined interface: a name, no `skipTurn` (R-RT-3), and a
+/// connection that can be used: a `ws(s)://` URL with a host, a model, an
+/// API key that is one reference to an existing secret, rates in range,
+/// turn detection the dialect has.
+pub fn validate_interface(iface: &RealtimeInterface, secret_exists: &dyn Fn(&str) -> bool) -> Rule {
     check_display_name(&iface.name, "name", 200)?;
+    if let Some(c) = &iface.connection {
+        check_connection(c, secret_exists)?;
+    }
     let declared = &iface
         .field_schema
         .features
@@ -109,6 +118,81 @@ pub fn validate_interface(iface: &RealtimeInterface) -> Rule {
         ));
     }
     Ok(())
+}
+
+fn check_connection(c: &RealtimeConnection, secret_exists: &dyn Fn(&str) -> bool) -> Rule {
+    let url = url::Url::parse(&c.url).ok().filter(|u| {
+        (u.scheme() == "ws" || u.scheme() == "wss") && u.host_str().is_some_and(|h| !h.is_empty())
+    });
+    if url.is_none() || c.url.len() > 2048 {
+        return Err(ValidationError::new(
+            "invalid_url",
+            "connection.url",
+            "`connection.url` must be a `wss://` (or `ws://`) URL with a host, at most 2,048 characters",
+        ));
+    }
+    check_display_name(&c.model, "connection.model", 200)?;
+    if let Some(voice) = &c.voice {
+        check_display_name(voice, "connection.voice", 100)?;
+    }
+    for (rate, field) in [
+        (c.input_rate, "connection.inputRate"),
+        (c.output_rate, "connection.outputRate"),
+    ] {
+        if let Some(rate) = rate.filter(|r| !RATE_RANGE.contains(r)) {
+            return Err(ValidationError::new(
+                "out_of_range",
+                field,
+                format!("rates are 8000 to 48000 Hz; got {rate}"),
+            ));
+        }
+    }
+    let secret = crate::placeholders::parse(&c.api_key, "connection.apiKey")
+        .ok()
+        .and_then(|found| match found.as_slice() {
+            [crate::placeholders::Placeholder::Secret(name)]
+                if c.api_key == format!("{{{{{name}}}}}") =>
+            {
+                Some((*name).to_owned())
+            }
+            _ => None,
+        });
+    let Some(secret) = secret else {
+        return Err(ValidationError::new(
+            "invalid_placeholder",
+            "connection.apiKey",
+            "`connection.apiKey` must be one `{{secret__name}}` reference: store the key as a workspace secret",
+        ));
+    };
+    if !secret_exists(&secret) {
+        return Err(ValidationError::new(
+            "unknown_secret",
+            "connection.apiKey",
+            format!("secret `{secret}` does not exist in this workspace"),
+        ));
+    }
+    if c.dialect == RealtimeDialect::Stepfun
+        && matches!(c.turn_detection, TurnDetection::SemanticVad { .. })
+    {
+        return Err(ValidationError::new(
+            "unsupported",
+            "connection.turnDetection.type",
+            "StepFun realtime has no semantic VAD; use `server_vad` or `none`",
+        ));
+    }
+    Ok(())
+}
+
+/// The secret an interface's connection references, if any.
+pub fn referenced_secret(iface: &RealtimeInterface) -> Option<String> {
+    let c = iface.connection.as_ref()?;
+    match crate::placeholders::parse(&c.api_key, "connection.apiKey")
+        .ok()?
+        .as_slice()
+    {
+        [crate::placeholders::Placeholder::Secret(name)] => Some((*name).to_owned()),
+        _ => None,
+    }
 }
 
 /// The items of `assistant` its realtime interface does not support. Empty

@@ -6,13 +6,18 @@
 //! checks. Audio is PCM16 mono little-endian throughout; [`resample`]
 //! converts between the host's and the provider's rates.
 
+mod codec;
 pub mod resample;
+mod socket;
 
 use std::time::Duration;
 
 use bytes::Bytes;
 pub use rtc_protocol::RealtimeDialect as Dialect;
 use serde_json::Value;
+
+pub use codec::caps;
+pub use socket::connect;
 
 /// PCM16 mono little-endian at `rate` Hz.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -117,6 +117,11 @@ impl Broker {
         }
     }
 
+    /// Whether some connected client declared `function`.
+    pub fn supports(&self, function: &str) -> bool {
+        self.connection_for(function).is_some()
+    }
+
     /// The first connection declaring `function`, with the hash it declared.
     fn connection_for(&self, function: &str) -> Option<(u64, Option<String>)> {
         let clients = self.clients.lock().ok()?;

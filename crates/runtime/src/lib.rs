@@ -21,6 +21,7 @@ mod limits;
 mod live;
 mod loops;
 mod memory;
+mod realtime;
 mod registry;
 mod session;
 mod small_model;
@@ -52,6 +53,7 @@ pub use broker::schema_hash;
 pub use error::RuntimeError;
 pub use limits::SessionLimits;
 pub use loops::LoopSettings;
+pub use realtime::{HOST_RATES, MAX_AUDIO_FRAME_BYTES, RealtimeLink};
 pub use session::{ClientConnection, SessionConfig};
 pub use start::{AssistantDeps, assistant_context, find_interface};
 pub use subagents::SubAgentLimits;
@@ -142,6 +144,7 @@ pub(crate) struct Inner {
     pub task_drivers: tasks::TaskDrivers,
     /// OpenCode servers: clients, event streams, supervised processes.
     pub opencode: tasks::opencode::OpencodeServers,
+    pub realtime: realtime::Bridges,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -182,6 +185,7 @@ impl Runtime {
                 recovered: tokio::sync::OnceCell::new(),
                 task_drivers: tasks::TaskDrivers::default(),
                 opencode,
+                realtime: realtime::Bridges::default(),
             }),
         };
         session::spawn_sweeper(&runtime.inner);

@@ -115,7 +115,7 @@ impl Inner {
     }
 
     /// End the session if `endConversation` asked for it.
-    async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub(crate) async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         let ending = {
             let mut state = ctx.state.lock().await;
             let Some((reason, _)) = state.ending.take() else {
@@ -260,6 +260,7 @@ impl Inner {
         by: &str,
     ) -> Result<(), RuntimeError> {
         ctx.cancel_turn().await;
+        self.realtime.detach(&ctx.id);
         ctx.state.lock().await.status = SessionStatus::Ended;
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))

@@ -8,7 +8,7 @@ use rtc_core::model_tools::render_variables;
 use rtc_core::realtime::shipped_interfaces;
 use rtc_protocol::{
     Assistant, CreateSessionParams, CreateSessionResponse, EventBody, HandoffReleased, McpServer,
-    McpToolInfo, Message, MessageCompleted, MessageRole, RealtimeInterface, SessionEvent,
+    McpToolInfo, Message, MessageCompleted, MessageRole, RealtimeInterface, RunMode, SessionEvent,
     SessionStarted, SessionStatus, TaskBackend, Tool, ToolCalled, ToolCompleted,
 };
 use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token};
@@ -209,7 +209,20 @@ impl Runtime {
                     ))
                 })?;
         let deps = assistant_context(&inner.store, workspace, &assistant, None).await?;
-        self.check_assistant(&assistant, &deps)?;
+        self.check_assistant(&assistant, &deps)
+            .map_err(|e| match e {
+                // Starting refuses what the interface no longer supports
+                // (R-RT-5, design §5c), before any provider connection.
+                RuntimeError::Invalid(mut v) if v.code == "realtime_incompatible" => {
+                    v.code = "realtime_capability";
+                    RuntimeError::Invalid(v)
+                }
+                other => other,
+            })?;
+        if assistant.run_mode == RunMode::Realtime {
+            self.check_realtime_connection(workspace, deps.interface.as_ref())
+                .await?;
+        }
         Ok((assistant_id.to_owned(), assistant, deps.tools))
     }
 
@@ -294,6 +307,7 @@ impl Runtime {
             })
             .await?;
         let ctx = inner.session(&id).await?;
+        let realtime = config_is_realtime(&ctx.config);
         let started = SessionStarted {
             assistant_id: assistant_id.to_owned(),
             variables: vars.clone(),
@@ -302,7 +316,15 @@ impl Runtime {
         };
         ctx.events.emit(started.into()).await?;
         inner.run_startup_actions(&ctx).await?;
-        if let Some(first) = ctx.config.assistant.first_message.as_deref() {
+        // A realtime assistant speaks its first message once its provider
+        // is connected.
+        if let Some(first) = ctx
+            .config
+            .assistant
+            .first_message
+            .as_deref()
+            .filter(|_| !realtime)
+        {
             let vars = ctx.state.lock().await.variables.clone();
             inner.say(&ctx, &render_variables(first, &vars)).await?;
         }
@@ -399,6 +421,15 @@ impl Runtime {
             return Err(RuntimeError::Conflict {
                 code: "session_ended",
                 message: "the session has ended".into(),
+            });
+        }
+        if ctx.config.workflow.is_none() && ctx.config.assistant.run_mode == RunMode::Realtime {
+            // The provider holds the conversation: the bridge takes it.
+            return inner.realtime_text(&ctx.id, text).await.unwrap_or_else(|| {
+                Err(RuntimeError::Conflict {
+                    code: "realtime_not_connected",
+                    message: "a realtime session takes messages while its WebSocket is connected: open `/v1/sessions/{id}/ws` first".into(),
+                })
             });
         }
         // Unanswered questions and awaited sub-agents come first in the
@@ -524,6 +555,47 @@ impl Runtime {
         let ctx = self.inner.session_in(workspace, id).await?;
         ctx.wait_turn().await;
         self.inner.journal.flush().await;
+        Ok(())
+    }
+}
+
+/// Whether a session runs a realtime assistant's bridge.
+fn config_is_realtime(config: &SessionConfig) -> bool {
+    config.workflow.is_none() && config.assistant.run_mode == RunMode::Realtime
+}
+
+impl Runtime {
+    /// A realtime assistant's interface can be reached: it has a
+    /// connection whose API key secret exists.
+    async fn check_realtime_connection(
+        &self,
+        workspace: &str,
+        iface: Option<&RealtimeInterface>,
+    ) -> Result<(), RuntimeError> {
+        let connection = crate::realtime::connection_of(iface).map_err(|r| {
+            rtc_core::ValidationError::new(r.code, "realtimeInterfaceId", r.message)
+        })?;
+        let secret = crate::realtime::api_key_secret(&connection.api_key);
+        let exists = match &secret {
+            Some(name) => self
+                .inner
+                .store
+                .secret_info(workspace, name)
+                .await?
+                .is_some(),
+            None => false,
+        };
+        if !exists {
+            return Err(rtc_core::ValidationError::new(
+                "unknown_secret",
+                "realtimeInterfaceId",
+                format!(
+                    "the realtime interface's API key `{}` is not a secret of this workspace: create it first",
+                    connection.api_key
+                ),
+            )
+            .into());
+        }
         Ok(())
     }
 }

@@ -152,7 +152,7 @@ impl Inner {
 
     /// The turn begins: what another instance wrote is reloaded, the
     /// platform's variables move on, `turn.started` is recorded.
-    async fn begin(&self, ctx: &SessionCtx, turn_id: &str) -> Result<(), RuntimeError> {
+    pub(crate) async fn begin(&self, ctx: &SessionCtx, turn_id: &str) -> Result<(), RuntimeError> {
         self.refresh_if_stale(ctx).await?;
         let (variables, changes) = variables::begin_turn(ctx).await;
         let state = StateUpdated {

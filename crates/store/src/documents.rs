@@ -226,7 +226,10 @@ impl Document for RealtimeInterface {
         &self.name
     }
     fn references(&self) -> Vec<Reference> {
-        Vec::new()
+        rtc_core::realtime::referenced_secret(self)
+            .into_iter()
+            .map(|s| Reference::new(ResourceKind::Secret, s))
+            .collect()
     }
     meta!();
 }

@@ -2,7 +2,8 @@
 //! databases on both engines, the real `rtc-agent` binary started as a
 //! child process, the real MCP "everything" server from npm, a real
 //! `opencode serve` (npm `opencode-ai`), a scripted
-//! OpenAI-compatible mock LLM, and the stand-ins workflow tests share.
+//! OpenAI-compatible mock LLM, a scripted mock realtime (speech-to-speech)
+//! provider, and the stand-ins workflow tests share.
 //!
 //! PostgreSQL tests need `RTC_TEST_POSTGRES_URL` (an admin URL of a running
 //! cluster; `scripts/test` starts one). Each test gets its own database.
@@ -14,6 +15,9 @@ mod mcp;
 mod mock_llm;
 mod opencode;
 mod processes;
+mod realtime_mock;
+mod realtime_mock_conn;
+mod realtime_mock_script;
 mod server;
 mod workflow_stand_ins;
 
@@ -25,6 +29,10 @@ pub use opencode::{
     opencode_test_config, twenty_words,
 };
 pub use processes::processes_with;
+pub use realtime_mock::{
+    ClientFrame, MockConnection, RealtimeFlavor, RealtimeMock, RealtimeScript, SPEECH_RMS,
+    ScriptedResponse, Step,
+};
 pub use server::{ServerProcess, free_port};
 pub use workflow_stand_ins::{OrderService, StageScript, judge_requests, stage_requests};
 

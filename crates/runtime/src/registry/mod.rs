@@ -83,6 +83,51 @@ impl SessionTools {
         Self { tools }
     }
 
+    /// What a realtime model is offered (design `realtime.md` §5c): the
+    /// bindings whose tool type and the platform built-ins the interface
+    /// declares, never `skipTurn` and none of the LLM built-ins; each with
+    /// the client function it runs, if it is a client tool.
+    pub fn for_realtime(
+        assistant: &Assistant,
+        session_tools: &BTreeMap<String, Tool>,
+        caps: &rtc_protocol::RealtimePromptTools,
+    ) -> (Self, BTreeMap<String, String>) {
+        let mut tools: Vec<(ToolSpec, Arc<dyn ToolHandler>)> = Vec::new();
+        let mut client_functions = BTreeMap::new();
+        for (spec, target) in model_tools(assistant, session_tools) {
+            let handler: Arc<dyn ToolHandler> = match target {
+                ToolTarget::BuiltIn(BuiltInToolName::SkipTurn) => continue,
+                ToolTarget::BuiltIn(name) if !caps.built_in_tools.contains(&name) => continue,
+                ToolTarget::BuiltIn(name) => Arc::new(platform::PlatformTool {
+                    name,
+                    spec: spec.clone(),
+                }),
+                ToolTarget::Binding(_) if is_reserved(&spec.name) => continue,
+                ToolTarget::Binding(index) => {
+                    let Some(tool) = assistant
+                        .tool_bindings
+                        .get(index)
+                        .and_then(|b| session_tools.get(&b.tool_id))
+                    else {
+                        continue;
+                    };
+                    if !caps.tool_types.contains(&tool.kind) {
+                        continue;
+                    }
+                    if let Some(client) = &tool.client {
+                        client_functions.insert(spec.name.clone(), client.function_name.clone());
+                    }
+                    Arc::new(bound::BoundTool {
+                        index,
+                        spec: spec.clone(),
+                    })
+                }
+            };
+            tools.push((spec, handler));
+        }
+        (Self { tools }, client_functions)
+    }
+
     /// What the model is offered.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|(s, _)| s.clone()).collect()

@@ -4,7 +4,9 @@
 
 use futures::future::BoxFuture;
 use rtc_core::llm::{ToolCall, ToolSpec};
-use rtc_protocol::{Assistant, BuiltInToolName, EndMessageType, HandoffRequested, SessionStatus};
+use rtc_protocol::{
+    Assistant, BuiltInToolName, EndMessageType, HandoffRequested, RunMode, SessionStatus,
+};
 use serde_json::{Map, Value, json};
 
 use crate::session::SessionCtx;
@@ -70,7 +72,10 @@ impl Inner {
                         Ok(CallOutcome::ok(json!({"ended": true})).interrupt(Interrupt::End))
                     }
                     EndMessageType::Custom => {
-                        self.say(ctx, &cfg.custom_message).await?;
+                        // A realtime model speaks it (the bridge asks).
+                        if assistant.run_mode != RunMode::Realtime {
+                            self.say(ctx, &cfg.custom_message).await?;
+                        }
                         Ok(CallOutcome::ok(json!({"ended": true})).interrupt(Interrupt::End))
                     }
                 }
@@ -92,6 +97,7 @@ impl Inner {
                     .request_human_handoff
                     .as_ref()
                     .and_then(|h| h.message.clone())
+                    .filter(|_| assistant.run_mode != RunMode::Realtime)
                 {
                     self.say(ctx, &message).await?;
                 }

@@ -130,6 +130,20 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
     else {
         return;
     };
+    // A realtime session's bridge starts with the socket: the provider
+    // is connected lazily, now (design realtime.md §5).
+    let mut realtime = match s
+        .runtime
+        .is_realtime_session(&access.workspace, &access.session)
+        .await
+    {
+        Ok(true) => s
+            .runtime
+            .attach_realtime(&access.workspace, &access.session)
+            .await
+            .ok(),
+        _ => None,
+    };
     let (mut tx, mut rx) = socket.split();
     let shutdown = s.shutdown.clone();
     // User messages are sent in order by a task of their own, so the
@@ -155,6 +169,18 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
                     break;
                 }
             }
+            audio = next_audio(&mut realtime) => {
+                let Some(audio) = audio else {
+                    // The bridge stopped: the session ended, or another
+                    // socket took it over; stored events still flow.
+                    realtime = None;
+                    continue;
+                };
+                let text = serde_json::to_string(&audio).unwrap_or_default();
+                if tx.send(WsMessage::Text(text.into())).await.is_err() {
+                    break;
+                }
+            }
             incoming = rx.next() => {
                 let Some(Ok(msg)) = incoming else { break };
                 let text = match msg {
@@ -164,7 +190,10 @@ async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, aft
                 };
                 let reply = match serde_json::from_str::<ClientFrame>(&text) {
                     Ok(_) if let Some(e) = crate::extract::refuse_nul(&text) => Some(error_frame(e)),
-                    Ok(f) => handle_frame(&s, &access, &conn, &messages, f, &mut events).await.err().map(error_frame),
+                    Ok(f) => {
+                        let link = Socket { conn: &conn, messages: &messages, realtime: realtime.as_ref() };
+                        handle_frame(&s, &access, link, f, &mut events).await.err().map(error_frame)
+                    }
                     Err(e) => Some(frame_error(&text, &e)),
                 };
                 if let Some(r) = reply
@@ -235,15 +264,43 @@ const CLIENT_FRAME_TYPES: &[&str] = &[
     "playback.interrupted",
 ];
 
+/// The next audio frame of a realtime bridge; never without one.
+async fn next_audio(
+    link: &mut Option<rtc_runtime::RealtimeLink>,
+) -> Option<rtc_protocol::EphemeralFrame> {
+    match link {
+        Some(l) => l.frames.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What a socket's frames go to.
+#[derive(Clone, Copy)]
+struct Socket<'a> {
+    conn: &'a rtc_runtime::ClientConnection,
+    messages: &'a mpsc::Sender<String>,
+    realtime: Option<&'a rtc_runtime::RealtimeLink>,
+}
+
+/// Audio frames need a realtime session's bridge.
+fn realtime_only<'a>(link: Socket<'a>) -> ApiResult<&'a rtc_runtime::RealtimeLink> {
+    link.realtime.ok_or_else(|| {
+        ApiError::conflict(
+            "not_realtime",
+            "audio frames are for sessions of a realtime assistant",
+        )
+    })
+}
+
 /// One client frame; an error becomes an error frame.
 async fn handle_frame(
     s: &AppState,
     access: &SessionAccess,
-    conn: &rtc_runtime::ClientConnection,
-    messages: &mpsc::Sender<String>,
+    link: Socket<'_>,
     frame: ClientFrame,
     events: &mut futures::stream::BoxStream<'static, SessionEvent>,
 ) -> ApiResult<()> {
+    let Socket { conn, messages, .. } = link;
     match frame {
         ClientFrame::Hello(hello) => {
             let tools = hello
@@ -252,6 +309,13 @@ async fn handle_frame(
                 .map(DeclaredClientTool::into_parts)
                 .collect();
             conn.declare(tools);
+            if let (Some(audio), Some(rt)) = (hello.audio, link.realtime) {
+                rt.hello(audio).await?;
+            }
+        }
+        ClientFrame::UserMessage(m) if link.realtime.is_some() => {
+            s.runtime.check_message_text(&m.text)?;
+            realtime_only(link)?.text(m.text).await?;
         }
         ClientFrame::UserMessage(m) => {
             // Checked here so a refusal names the frame at once; the
@@ -287,13 +351,12 @@ async fn handle_frame(
                 .await?;
             *events = stream.boxed();
         }
-        ClientFrame::AudioAppend(_)
-        | ClientFrame::AudioCommit(_)
-        | ClientFrame::PlaybackInterrupted(_) => {
-            return Err(ApiError::conflict(
-                "not_realtime",
-                "audio frames are for sessions of a realtime assistant",
-            ));
+        ClientFrame::AudioAppend(a) => realtime_only(link)?.audio(&a.audio).await?,
+        ClientFrame::AudioCommit(_) => realtime_only(link)?.commit().await?,
+        ClientFrame::PlaybackInterrupted(p) => {
+            realtime_only(link)?
+                .playback_interrupted(p.item_id, p.played_ms)
+                .await?;
         }
     }
     Ok(())

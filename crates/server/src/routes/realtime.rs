@@ -37,6 +37,34 @@ fn read_only(id: &str) -> ApiError {
     )
 }
 
+/// The interface's rules, with the workspace's secrets, and its provider
+/// URL against the outbound guard (an address it would refuse is refused
+/// at save already).
+async fn check(s: &AppState, workspace: &str, iface: &RealtimeInterface) -> ApiResult<()> {
+    let secrets = s.store.secret_names(workspace).await?;
+    validate_interface(iface, &|n| secrets.contains(n))?;
+    let Some(c) = &iface.connection else {
+        return Ok(());
+    };
+    // The guard judges HTTP URLs; a WebSocket URL is one with another scheme.
+    let as_http = c
+        .url
+        .replacen("wss://", "https://", 1)
+        .replacen("ws://", "http://", 1);
+    if let Ok(parsed) = url::Url::parse(&as_http) {
+        rtc_tools::net_guard::check_url_at_save(&parsed, s.runtime.address_policy()).map_err(
+            |e| {
+                ApiError::unprocessable(
+                    "private_address",
+                    "connection.url",
+                    format!("`connection.url`: {e}; this server does not reach private networks"),
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
+
 /// Declare a realtime interface and its prompt-tool capabilities.
 #[utoipa::path(post, operation_id = "createRealtimeInterface", path = "/v1/realtime-interfaces", tag = "realtime-interfaces", request_body = RealtimeInterface, security(("bearer" = [])),
     responses((status = 201, body = RealtimeInterface), (status = 409, body = ErrorResponse), (status = 422, body = ErrorResponse)))]
@@ -52,7 +80,7 @@ pub async fn create(
                 .with_field("id"),
         );
     }
-    validate_interface(&iface)?;
+    check(&s, &scope.workspace, &iface).await?;
     iface.shipped = false;
     Ok((
         StatusCode::CREATED,
@@ -98,7 +126,7 @@ pub async fn replace(
     if is_shipped(&id) {
         return Err(read_only(&id));
     }
-    validate_interface(&iface)?;
+    check(&s, &scope.workspace, &iface).await?;
     iface.shipped = false;
     replace_doc(&s, &scope.workspace, &id, iface).await
 }

@@ -1,0 +1,160 @@
+//! Connecting: the `model` query, the bearer check, the outbound guard,
+//! and each dialect's `session.update` as the mock received it.
+
+use rtc_realtime::{AudioFmt, Dialect, RealtimeError, RtEvent, Vad};
+use rtc_testkit::RealtimeMock;
+use rtc_tools::net_guard::AddressPolicy;
+use serde_json::{Value, json};
+
+use crate::support::{KEY, cfg, flavor, next, server_vad, session, spec};
+
+#[tokio::test]
+async fn ga_session_update_is_the_ga_shape_and_ready_names_the_session() {
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let (mut adapter, mut events) = rtc_realtime::connect(&cfg(Dialect::Openai, &mock))
+        .await
+        .unwrap();
+    assert_eq!(mock.connections()[0].model.as_deref(), Some("openai-model"));
+    assert!(mock.connections()[0].authorized);
+    adapter.update_session(&spec(server_vad())).await.unwrap();
+    let ready = next(&mut events, |e| matches!(e, RtEvent::Ready { .. })).await;
+    assert_eq!(
+        ready,
+        RtEvent::Ready {
+            provider_session_id: "sess_mock_0".into(),
+            input: AudioFmt { rate: 24_000 },
+            output: AudioFmt { rate: 24_000 },
+        }
+    );
+    let updates = mock.frames_of_type("session.update");
+    assert_eq!(updates.len(), 1);
+    let s = &updates[0]["session"];
+    assert_eq!(s["type"], "realtime");
+    assert_eq!(s["output_modalities"], json!(["audio"]));
+    assert_eq!(
+        s["audio"]["input"]["format"],
+        json!({"type": "audio/pcm", "rate": 24000})
+    );
+    assert_eq!(
+        s["audio"]["output"]["format"],
+        json!({"type": "audio/pcm", "rate": 24000})
+    );
+    assert_eq!(
+        s["audio"]["input"]["transcription"]["model"],
+        "gpt-4o-mini-transcribe"
+    );
+    assert_eq!(s["audio"]["input"]["turn_detection"]["type"], "server_vad");
+    assert_eq!(
+        s["audio"]["input"]["turn_detection"]["create_response"],
+        true
+    );
+    assert_eq!(s["tools"][0]["name"], "lookup_order");
+    assert!(s["tools"][0].get("function").is_none());
+    // The mock merged it into its session.
+    let merged = mock.session(0).unwrap();
+    assert_eq!(merged["instructions"], "You are a helpful agent.");
+    assert_eq!(merged["id"], "sess_mock_0");
+}
+
+#[tokio::test]
+async fn qwen_session_update_is_flat_with_nested_tools_at_16k_in() {
+    let mut s = session(Dialect::Qwen, json!({}), Vad::Semantic { eagerness: None }).await;
+    let caps = s.adapter.caps();
+    assert_eq!((caps.input.rate, caps.output.rate), (16_000, 24_000));
+    let updates = s.mock.frames_of_type("session.update");
+    let session = &updates[0]["session"];
+    assert_eq!(session["modalities"], json!(["text", "audio"]));
+    assert_eq!(session["input_audio_format"], "pcm");
+    assert_eq!(session["output_audio_format"], "pcm");
+    assert_eq!(
+        session["input_audio_transcription"]["model"],
+        "gummy-realtime-v1"
+    );
+    assert_eq!(session["turn_detection"]["type"], "semantic_vad");
+    assert_eq!(session["tools"][0]["type"], "function");
+    assert_eq!(session["tools"][0]["function"]["name"], "lookup_order");
+    assert!(session["tools"][0].get("name").is_none());
+    assert!(session.get("audio").is_none());
+    assert!(matches!(
+        s.adapter.send_text("hello").await,
+        Err(RealtimeError::Unsupported(_))
+    ));
+    s.adapter.close().await.unwrap();
+    next(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+}
+
+#[tokio::test]
+async fn stepfun_always_sends_turn_detection() {
+    let s = session(Dialect::Stepfun, json!({}), Vad::None).await;
+    let update = &s.mock.frames_of_type("session.update")[0]["session"];
+    assert_eq!(update.get("turn_detection"), Some(&Value::Null));
+    assert_eq!(update["input_audio_format"], "pcm16");
+    assert_eq!(update["output_audio_format"], "pcm16");
+    assert_eq!(update["tools"][0]["name"], "lookup_order");
+
+    let s = session(Dialect::Stepfun, json!({}), server_vad()).await;
+    let update = &s.mock.frames_of_type("session.update")[0]["session"];
+    assert_eq!(update["turn_detection"]["type"], "server_vad");
+    assert_eq!(update["turn_detection"]["silence_duration_ms"], 300);
+    assert_eq!(update["turn_detection"]["interrupt_response"], true);
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_unauthorized_and_never_shown() {
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut wrong = cfg(Dialect::Openai, &mock);
+    wrong.api_key = "sk-wrong-secret".into();
+    let Err(err) = rtc_realtime::connect(&wrong).await else {
+        panic!("a wrong key connected");
+    };
+    assert!(matches!(err, RealtimeError::Unauthorized), "{err}");
+    assert!(!err.to_string().contains("sk-wrong-secret"));
+    assert!(!format!("{err:?}").contains("sk-wrong-secret"));
+    assert_eq!(mock.connections().len(), 1);
+    assert!(!mock.connections()[0].authorized);
+    assert!(mock.log().is_empty());
+}
+
+#[tokio::test]
+async fn public_only_refuses_loopback_without_dialling() {
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut guarded = cfg(Dialect::Openai, &mock);
+    guarded.policy = AddressPolicy::PublicOnly;
+    let Err(err) = rtc_realtime::connect(&guarded).await else {
+        panic!("the guard let 127.0.0.1 through");
+    };
+    assert!(
+        matches!(&err, RealtimeError::Blocked(host) if host == "127.0.0.1"),
+        "{err}"
+    );
+    // A name resolving to loopback is refused by name, not by address.
+    guarded.url = format!("ws://localhost:{}/v1/realtime", mock.addr().port());
+    let Err(err) = rtc_realtime::connect(&guarded).await else {
+        panic!("the guard let localhost through");
+    };
+    assert!(
+        matches!(&err, RealtimeError::Blocked(host) if host == "localhost"),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("127.0.0.1"));
+    assert!(mock.connections().is_empty());
+}
+
+#[tokio::test]
+async fn only_websocket_urls() {
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut bad = cfg(Dialect::Openai, &mock);
+    bad.url = "https://api.openai.com/v1/realtime".into();
+    assert!(matches!(
+        rtc_realtime::connect(&bad).await,
+        Err(RealtimeError::InvalidUrl(_))
+    ));
+}
