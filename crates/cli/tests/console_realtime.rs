@@ -1,0 +1,199 @@
+//! The console's realtime playground in a real browser (R-RT, design
+//! `realtime.md` §5d): Chromium's fake microphone plays a WAV this test
+//! writes (1 s of a 440 Hz tone, then 1.5 s of silence) into a session of a
+//! realtime assistant whose interface points at the mock realtime
+//! provider. The scenario `console/realtime.spec.mjs` edits the interface's
+//! connection, clicks Talk and waits for the ready state, both transcripts
+//! and the answer's audio played to its end, then types a message that
+//! has the model call an HTTP tool; this side checks that the mock heard
+//! the tone and got the voice the form set, and what the session stored.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use rtc_testkit::{Engine, RealtimeFlavor, RealtimeMock, SPEECH_RMS};
+use serde_json::{Value, json};
+
+use crate::console::run_scenario;
+use crate::harness::start;
+use crate::realtime_support::{order_stub, order_tool, order_variables};
+
+/// The key the mock expects, kept as `secret__mock_realtime_key`.
+const MOCK_KEY: &str = "sk-mock-realtime-0123456789";
+const USER_TEXT: &str = "where is my order";
+const ASSISTANT_TEXT: &str = "Let me check that for you.";
+/// The scripted answer's audio.
+const AUDIO_MS: u64 = 600;
+
+/// A 16-bit mono PCM WAV file: `tone_ms` of a 440 Hz sine at half scale,
+/// then `silence_ms` of silence, at `rate` Hz.
+fn tone_wav(rate: u32, tone_ms: u32, silence_ms: u32) -> Vec<u8> {
+    let tone = (u64::from(rate) * u64::from(tone_ms) / 1000) as usize;
+    let silence = (u64::from(rate) * u64::from(silence_ms) / 1000) as usize;
+    let samples = (0..tone)
+        .map(|i| {
+            let t = i as f64 / f64::from(rate);
+            (16_384.0 * (2.0 * std::f64::consts::PI * 440.0 * t).sin()) as i16
+        })
+        .chain(std::iter::repeat_n(0, silence));
+    let data: Vec<u8> = samples.flat_map(i16::to_le_bytes).collect();
+    let data_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+    let mut wav = Vec::with_capacity(44 + data.len());
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data_len).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes()); // fmt chunk size
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&rate.to_le_bytes());
+    wav.extend_from_slice(&(rate * 2).to_le_bytes()); // bytes per second
+    wav.extend_from_slice(&2u16.to_le_bytes()); // bytes per frame
+    wav.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data_len.to_le_bytes());
+    wav.extend_from_slice(&data);
+    wav
+}
+
+/// Root mean square of base64 PCM16 audio, on the PCM16 scale.
+fn rms(b64: &str) -> f64 {
+    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(b64) else {
+        return 0.0;
+    };
+    let samples: Vec<f64> = bytes
+        .chunks_exact(2)
+        .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])))
+        .collect();
+    if samples.is_empty() {
+        return 0.0;
+    }
+    (samples.iter().map(|s| s * s).sum::<f64>() / samples.len() as f64).sqrt()
+}
+
+#[test]
+fn the_wav_holds_the_tone_then_silence() {
+    let wav = tone_wav(48_000, 1000, 1500);
+    assert_eq!(wav.len(), 44 + 2 * 48_000 * 5 / 2);
+    assert_eq!(&wav[..4], b"RIFF");
+    assert_eq!(&wav[8..16], b"WAVEfmt ");
+    assert_eq!(u32::from_le_bytes(wav[24..28].try_into().unwrap()), 48_000);
+    let tone = base64::engine::general_purpose::STANDARD.encode(&wav[44..44 + 96_000]);
+    let level = rms(&tone);
+    assert!((level - 16_384.0 / 2f64.sqrt()).abs() < 50.0, "{level}");
+    assert!(wav[44 + 96_000..].iter().all(|b| *b == 0));
+}
+
+/// An operator-defined interface on the mock (GA dialect, 24/24 kHz).
+fn interface(url: &str) -> Value {
+    json!({"name": "Mock Realtime", "provider": "mock",
+        "fieldSchema": {"features": {"realtimePromptTools": {"toolTypes": ["http", "client"], "builtInTools": ["endConversation"]}}},
+        "connection": {"dialect": "openai", "url": url, "model": "mock-realtime",
+            "apiKey": "{{secret__mock_realtime_key}}",
+            "turnDetection": {"type": "server_vad", "silence_duration_ms": 300}}})
+}
+
+#[tokio::test]
+async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
+    // The spoken turn is answered aloud; a typed one has the model look
+    // the order up first.
+    let script = json!({"userTranscripts": [USER_TEXT], "responses": [
+        {"when": USER_TEXT, "steps": [{"transcript": {"text": ASSISTANT_TEXT}}, {"audio": {"ms": AUDIO_MS}}, "done"]},
+        {"steps": [{"tool_call": {"name": "lookup_order", "args": {"order_id": "A-1"}, "split": 2}}, "done"]},
+        {"steps": [{"transcript": {"text": "Order A-1 has shipped."}}, {"audio": {"ms": 200}}, "done"]}]});
+    let env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let mock = RealtimeMock::start(RealtimeFlavor::OpenaiGa, MOCK_KEY, script).await?;
+    let (_, ws) = srv.workspace("Voice").await?;
+    ws.put(
+        "/v1/secrets/secret__mock_realtime_key",
+        json!({"value": MOCK_KEY}),
+    )
+    .await?
+    .assert_status(201);
+    let iface = ws
+        .create("/v1/realtime-interfaces", interface(&mock.url()))
+        .await?;
+    let iface_id = iface["id"].as_str().unwrap().to_owned();
+    let (orders, stub_calls) = order_stub(Duration::ZERO).await?;
+    let binding = order_tool(&ws, &orders).await?;
+    ws.create(
+        "/v1/assistants",
+        json!({"name": "Voice desk", "runMode": "realtime", "realtimeInterfaceId": iface_id,
+            "systemPrompt": "You answer questions about orders.",
+            "dynamicVariables": order_variables(), "toolBindings": [binding]}),
+    )
+    .await?;
+    let dir = tempfile::tempdir()?;
+    let wav = dir.path().join("mic.wav");
+    std::fs::write(&wav, tone_wav(48_000, 1000, 1500))?;
+    run_scenario(
+        "realtime.spec.mjs",
+        &srv.process.base_url,
+        &ws,
+        &[
+            ("MIC_WAV", wav.to_str().unwrap()),
+            ("PROVIDER_URL", mock.url().as_str()),
+            ("USER_TEXT", USER_TEXT),
+            ("ASSISTANT_TEXT", ASSISTANT_TEXT),
+            ("AUDIO_MS", AUDIO_MS.to_string().as_str()),
+        ],
+    )
+    .await?;
+
+    // The browser's microphone reached the provider: the tone, loud
+    // enough to be speech, and at least the second it lasted.
+    let appended = mock.frames_of_type("input_audio_buffer.append");
+    let loudest = appended
+        .iter()
+        .map(|f| rms(f["audio"].as_str().unwrap_or_default()))
+        .fold(0.0, f64::max);
+    assert!(loudest > SPEECH_RMS, "the tone arrived: RMS {loudest}");
+    assert!(
+        mock.audio_ms_received() >= 1000,
+        "{} ms of audio",
+        mock.audio_ms_received()
+    );
+    // The voice set in the form is the one the provider was asked for.
+    let updates = mock.frames_of_type("session.update");
+    assert!(
+        updates
+            .iter()
+            .any(|u| u.to_string().contains(r#""voice":"verse""#)),
+        "{updates:?}"
+    );
+    let saved = ws
+        .get(&format!("/v1/realtime-interfaces/{iface_id}"))
+        .await?;
+    assert_eq!(saved.assert_status(200)["connection"]["voice"], "verse");
+    assert_eq!(
+        saved.body["connection"]["apiKey"],
+        "{{secret__mock_realtime_key}}"
+    );
+    // The typed turn's tool ran once, with the tenant typed at the start.
+    assert_eq!(
+        *stub_calls.lock().unwrap(),
+        vec![json!({"id": "A-1", "tenant": "acme"})]
+    );
+    // What the session stored: the spoken turns as transcripts.
+    let sessions = ws.get("/v1/sessions").await?;
+    let sid = sessions.assert_status(200)["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let messages = ws.get(&format!("/v1/sessions/{sid}/messages")).await?;
+    let messages = messages.assert_status(200)["data"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let spoken = |role: &str, text: &str| {
+        messages
+            .iter()
+            .any(|m| m["role"] == role && m["source"] == "audio" && m["content"] == text)
+    };
+    assert!(spoken("user", USER_TEXT), "{messages:?}");
+    assert!(spoken("assistant", ASSISTANT_TEXT), "{messages:?}");
+    Ok(())
+}
