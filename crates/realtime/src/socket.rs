@@ -9,6 +9,7 @@
 //! the `Authorization` header, marked sensitive, and no error names it.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -66,6 +67,7 @@ pub async fn connect(
     let (events, receiver) = mpsc::channel(EVENT_CHANNEL_CAPACITY);
     let pending: PendingSlot = Arc::default();
     let caps = caps(cfg.dialect, cfg.input_rate, cfg.output_rate);
+    let closing = Arc::new(AtomicBool::new(false));
     let reader = Reader {
         events,
         decoder,
@@ -75,6 +77,7 @@ pub async fn connect(
         output: caps.output,
         ready_sent: false,
         dropped_audio: 0,
+        closing: closing.clone(),
     };
     let reader = tokio::spawn(reader.run(stream));
     let adapter = SocketAdapter {
@@ -84,6 +87,7 @@ pub async fn connect(
         pending,
         timeout: cfg.timeout,
         next_event: 0,
+        closing,
         reader,
     };
     Ok((Box::new(adapter), receiver))
@@ -233,6 +237,8 @@ struct Reader {
     output: AudioFmt,
     ready_sent: bool,
     dropped_audio: u64,
+    /// Set by [`RealtimeAdapter::close`].
+    closing: Arc<AtomicBool>,
 }
 
 impl Reader {
@@ -264,6 +270,11 @@ impl Reader {
                 }
                 Some(Ok(_)) => {}
             }
+        };
+        let reason = if self.closing.load(Ordering::Relaxed) {
+            "closed by the client".to_owned()
+        } else {
+            reason
         };
         if let Some(p) = take_pending(&self.pending) {
             let _ = p.reply.send(Err(RealtimeError::Closed));
@@ -339,6 +350,7 @@ struct SocketAdapter {
     pending: PendingSlot,
     timeout: Duration,
     next_event: u64,
+    closing: Arc<AtomicBool>,
     reader: JoinHandle<()>,
 }
 
@@ -423,6 +435,7 @@ impl RealtimeAdapter for SocketAdapter {
     }
 
     async fn close(&mut self) -> Result<()> {
+        self.closing.store(true, Ordering::Relaxed);
         self.sink.close().await.map_err(|_| RealtimeError::Closed)
     }
 }
@@ -457,6 +470,77 @@ mod tests {
             provider_url(&cfg("ws://127.0.0.1:9/rt?x=1")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(url.as_str(), "ws://127.0.0.1:9/rt?x=1&model=gpt-realtime");
         assert_eq!(tls, None);
+    }
+
+    fn reader(capacity: usize) -> (Reader, mpsc::Receiver<RtEvent>) {
+        let (events, receiver) = mpsc::channel(capacity);
+        let reader = Reader {
+            events,
+            decoder: Decoder::new(Dialect::Openai),
+            pending: Arc::default(),
+            session_id: "sess".into(),
+            input: AudioFmt { rate: 24_000 },
+            output: AudioFmt { rate: 24_000 },
+            ready_sent: false,
+            dropped_audio: 0,
+            closing: Arc::default(),
+        };
+        (reader, receiver)
+    }
+
+    #[tokio::test]
+    async fn audio_is_dropped_when_the_channel_is_full_and_control_events_wait() {
+        let (mut reader, mut receiver) = reader(2);
+        let audio = serde_json::json!({"type": "response.output_audio.delta", "response_id": "r",
+            "item_id": "a", "delta": "AAA="});
+        for _ in 0..3 {
+            assert!(reader.handle(&audio).await);
+        }
+        assert_eq!(reader.dropped_audio, 1);
+        let done = serde_json::json!({"type": "response.done", "response": {"id": "r", "status": "completed"}});
+        let frame = done.clone();
+        let waiting = tokio::spawn(async move {
+            let alive = reader.handle(&frame).await;
+            (alive, reader)
+        });
+        assert!(matches!(receiver.recv().await, Some(RtEvent::Audio { .. })));
+        assert!(matches!(receiver.recv().await, Some(RtEvent::Audio { .. })));
+        assert!(matches!(
+            receiver.recv().await,
+            Some(RtEvent::ResponseDone { .. })
+        ));
+        let (alive, reader) = waiting.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(alive);
+        assert_eq!(reader.dropped_audio, 1);
+        drop(receiver);
+        let mut reader = reader;
+        assert!(
+            !reader.handle(&done).await,
+            "a dropped receiver stops the reader"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_error_about_the_pending_update_rejects_it_and_others_are_events() {
+        let (mut reader, mut receiver) = reader(8);
+        let (reply, answer) = oneshot::channel();
+        *reader
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(PendingUpdate {
+            event_id: "evt_rtc_1".into(),
+            reply,
+        });
+        let other = serde_json::json!({"type": "error", "error": {"code": "x", "message": "not yours", "event_id": "evt_9"}});
+        assert!(reader.handle(&other).await);
+        assert!(
+            matches!(receiver.recv().await, Some(RtEvent::Error { code, fatal: false, .. }) if code == "x")
+        );
+        let ours = serde_json::json!({"type": "error", "error": {"code": "invalid_value", "message": "bad voice", "event_id": "evt_rtc_1"}});
+        assert!(reader.handle(&ours).await);
+        let rejected = answer.await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(rejected, Err(RealtimeError::Rejected(m)) if m == "bad voice"));
+        assert!(receiver.try_recv().is_err());
     }
 
     #[test]

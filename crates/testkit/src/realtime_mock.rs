@@ -260,6 +260,11 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
     let expected = format!("Bearer {}", shared.api_key);
     let mut model = None;
     let mut authorized = false;
+    // The signature is tungstenite's handshake callback.
+    #[allow(
+        clippy::result_large_err,
+        reason = "tungstenite's handshake callback signature"
+    )]
     let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
         model = req.uri().query().and_then(|q| {
             url::form_urlencoded::parse(q.as_bytes())

@@ -15,6 +15,11 @@ use tokio::task::AbortHandle;
 use crate::realtime_mock::{BETA, GA, Names, SILENCE_MS, SPEECH_RMS, Shared, lock};
 use crate::realtime_mock_script::{ResponseRun, rms};
 
+/// The voices OpenAI GA accepts.
+const GA_VOICES: [&str; 10] = [
+    "alloy", "ash", "ballad", "coral", "echo", "sage", "shimmer", "verse", "marin", "cedar",
+];
+
 /// What a connection sends: a frame (of a response, dropped once that is
 /// cancelled) or the order to drop the socket.
 pub(crate) enum Out {
@@ -252,6 +257,10 @@ impl Conn {
         let ty = frame["type"].as_str().unwrap_or_default();
         match ty {
             "session.update" => {
+                if let Some(message) = self.refusal(&frame["session"]) {
+                    self.error(frame, "invalid_value", message);
+                    return;
+                }
                 let session = {
                     let mut st = lock(&self.state);
                     merge(&mut st.session, &frame["session"]);
@@ -301,6 +310,25 @@ impl Conn {
                 format!("Unknown event type: {other}"),
             ),
         }
+    }
+
+    /// Why a real server would refuse this session patch.
+    fn refusal(&self, patch: &Value) -> Option<String> {
+        if self.ga() {
+            let voice = patch["audio"]["output"]["voice"].as_str();
+            if let Some(voice) = voice.filter(|v| !GA_VOICES.contains(v)) {
+                return Some(format!(
+                    "Invalid value: '{voice}'. Supported values are: {}.",
+                    GA_VOICES.join(", ")
+                ));
+            }
+            let modalities = patch["output_modalities"].as_array().map_or(0, Vec::len);
+            return (modalities > 1)
+                .then(|| "output_modalities must be ['audio'] or ['text']".to_owned());
+        }
+        let modalities = patch["modalities"].as_array()?;
+        (!modalities.iter().any(|m| m == "text"))
+            .then(|| "Invalid value for 'session.modalities': it must contain 'text'".to_owned())
     }
 
     fn create_item(&self, frame: &Value) {

@@ -6,7 +6,7 @@ use rtc_testkit::RealtimeMock;
 use rtc_tools::net_guard::AddressPolicy;
 use serde_json::{Value, json};
 
-use crate::support::{KEY, cfg, flavor, next, server_vad, session, spec};
+use crate::support::{KEY, cfg, flavor, next, server_vad, session, spec, until};
 
 #[tokio::test]
 async fn ga_session_update_is_the_ga_shape_and_ready_names_the_session() {
@@ -52,10 +52,31 @@ async fn ga_session_update_is_the_ga_shape_and_ready_names_the_session() {
     );
     assert_eq!(s["tools"][0]["name"], "lookup_order");
     assert!(s["tools"][0].get("function").is_none());
-    // The mock merged it into its session.
+    // A second update succeeds without a second Ready; a refused one is
+    // Rejected with the provider's message.
+    let mut voiced = spec(server_vad());
+    voiced.voice = Some("marin".into());
+    adapter.update_session(&voiced).await.unwrap();
+    voiced.voice = Some("nobody".into());
+    let refused = adapter.update_session(&voiced).await;
+    assert!(
+        matches!(&refused, Err(RealtimeError::Rejected(m)) if m.starts_with("Invalid value: 'nobody'")),
+        "{refused:?}"
+    );
+    adapter.close().await.unwrap();
+    let rest = until(&mut events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    assert!(
+        !rest
+            .iter()
+            .any(|e| matches!(e, RtEvent::Ready { .. } | RtEvent::Error { .. })),
+        "{rest:?}"
+    );
+    assert_eq!(mock.frames_of_type("session.update").len(), 3);
+    // The mock merged the accepted ones into its session.
     let merged = mock.session(0).unwrap();
     assert_eq!(merged["instructions"], "You are a helpful agent.");
     assert_eq!(merged["id"], "sess_mock_0");
+    assert_eq!(merged["audio"]["output"]["voice"], "marin");
 }
 
 #[tokio::test]
@@ -82,7 +103,13 @@ async fn qwen_session_update_is_flat_with_nested_tools_at_16k_in() {
         Err(RealtimeError::Unsupported(_))
     ));
     s.adapter.close().await.unwrap();
-    next(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    let closed = next(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    assert_eq!(
+        closed,
+        RtEvent::Closed {
+            reason: "closed by the client".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -157,4 +184,74 @@ async fn only_websocket_urls() {
         rtc_realtime::connect(&bad).await,
         Err(RealtimeError::InvalidUrl(_))
     ));
+}
+
+#[tokio::test]
+async fn the_provider_closing_ends_the_events_with_closed() {
+    let mut s = session(Dialect::Openai, json!({}), Vad::None).await;
+    s.adapter.commit_audio().await.unwrap();
+    s.mock
+        .wait_for(
+            |log| {
+                log.iter()
+                    .any(|f| f.frame["type"] == "input_audio_buffer.commit")
+            },
+            crate::support::WAIT,
+        )
+        .await
+        .unwrap();
+    s.mock.close_all();
+    let events = until(&mut s.events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    let Some(RtEvent::Closed { reason }) = events.last() else {
+        unreachable!()
+    };
+    assert!(reason.contains("closed"), "{reason}");
+    assert!(s.events.recv().await.is_none());
+    assert_eq!(s.mock.log().iter().filter(|f| f.connection == 0).count(), 2);
+}
+
+#[tokio::test]
+async fn wss_runs_tls_over_the_guarded_stream() {
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut tls = cfg(Dialect::Openai, &mock);
+    tls.url = mock.url().replace("ws://", "wss://");
+    let Err(err) = rtc_realtime::connect(&tls).await else {
+        panic!("TLS to a plain WebSocket server succeeded");
+    };
+    assert!(
+        matches!(&err, RealtimeError::Connect(m) if m.starts_with("TLS with 127.0.0.1 failed")),
+        "{err}"
+    );
+    // The server saw TLS bytes, not a WebSocket request.
+    assert!(
+        mock.connections()
+            .iter()
+            .all(|c| !c.authorized && c.model.is_none())
+    );
+    assert!(mock.log().is_empty());
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        // Hold the connection open and never answer.
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        drop(tcp);
+    });
+    let mock = RealtimeMock::start(flavor(Dialect::Openai), KEY, json!({}))
+        .await
+        .unwrap();
+    let mut silent = cfg(Dialect::Openai, &mock);
+    silent.url = format!("ws://127.0.0.1:{port}/v1/realtime");
+    silent.timeout = std::time::Duration::from_millis(300);
+    let Err(err) = rtc_realtime::connect(&silent).await else {
+        panic!("a silent server connected");
+    };
+    assert!(matches!(err, RealtimeError::Timeout(_)), "{err}");
+    held.abort();
 }

@@ -299,3 +299,57 @@ async fn a_socket_dropped_mid_response_ends_with_closed() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_beta_mock_answers_truncate_as_an_unknown_event() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let mock = rtc_testkit::RealtimeMock::start(
+        rtc_testkit::RealtimeFlavor::Qwen,
+        crate::support::KEY,
+        json!({}),
+    )
+    .await
+    .unwrap();
+    let mut request = mock.url().into_client_request().unwrap();
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", crate::support::KEY).parse().unwrap(),
+    );
+    let tcp = tokio::net::TcpStream::connect(mock.addr()).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(request, tcp).await.unwrap();
+    let first = next_text(&mut ws).await;
+    assert_eq!(first["type"], "session.created");
+    let truncate = json!({"type": "conversation.item.truncate", "item_id": "x", "content_index": 0, "audio_end_ms": 1});
+    ws.send(Message::text(truncate.to_string())).await.unwrap();
+    let error = next_text(&mut ws).await;
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["error"]["code"], "unknown_event");
+    assert_eq!(
+        error["error"]["message"],
+        "Unknown event type: conversation.item.truncate"
+    );
+}
+
+async fn next_text<S>(ws: &mut S) -> serde_json::Value
+where
+    S: futures::Stream<
+            Item = Result<
+                tokio_tungstenite::tungstenite::Message,
+                tokio_tungstenite::tungstenite::Error,
+            >,
+        > + Unpin,
+{
+    use futures::StreamExt;
+    loop {
+        match ws.next().await {
+            Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t))) => {
+                return serde_json::from_str(&t).unwrap();
+            }
+            Some(Ok(_)) => {}
+            other => panic!("the mock ended the connection: {other:?}"),
+        }
+    }
+}
