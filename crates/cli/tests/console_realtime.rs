@@ -1,12 +1,15 @@
 //! The console's realtime playground in a real browser (R-RT, design
 //! `realtime.md` §5d): Chromium's fake microphone plays a WAV this test
-//! writes (1 s of a 440 Hz tone, then 1.5 s of silence) into a session of a
-//! realtime assistant whose interface points at the mock realtime
-//! provider. The scenario `console/realtime.spec.mjs` edits the interface's
-//! connection, clicks Talk and waits for the ready state, both transcripts
-//! and the answer's audio played to its end, then types a message that
-//! has the model call an HTTP tool; this side checks that the mock heard
-//! the tone and got the voice the form set, and what the session stored.
+//! writes (1 s of a 440 Hz tone, 1.5 s of silence, another second of tone,
+//! 2 s of silence) into a session of a realtime assistant whose interface
+//! points at the mock realtime provider. The scenario
+//! `console/realtime.spec.mjs` edits the interface's connection, clicks
+//! Talk and waits for the ready state and both transcripts; the second
+//! tone speaks over the first answer (played in real time), whose playback
+//! stops and is reported; the second answer is played to its end; a typed
+//! message has the model call an HTTP tool. This side checks that the mock
+//! heard the tones, got the voice the form set and the truncation of what
+//! was heard, and what the session stored.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -21,22 +24,29 @@ use crate::realtime_support::{order_stub, order_tool, order_variables};
 
 /// The key the mock expects, kept as `secret__mock_realtime_key`.
 const MOCK_KEY: &str = "sk-mock-realtime-0123456789";
-const USER_TEXT: &str = "where is my order";
-const ASSISTANT_TEXT: &str = "Let me check that for you.";
-/// The scripted answer's audio.
-const AUDIO_MS: u64 = 600;
+/// The transcripts of the two spoken turns.
+const USER_TEXTS: [&str; 2] = ["where is my order", "thank you"];
+/// The answers to the spoken turns and to the typed one.
+const ANSWERS: [&str; 3] = [
+    "Let me check that for you, it takes a moment.",
+    "You are welcome.",
+    "Order A-1 has shipped.",
+];
+/// Their audio: the first, played in real time, is long enough to be
+/// spoken over.
+const ANSWER_MS: [u64; 3] = [3000, 400, 200];
 
-/// A 16-bit mono PCM WAV file: `tone_ms` of a 440 Hz sine at half scale,
-/// then `silence_ms` of silence, at `rate` Hz.
-fn tone_wav(rate: u32, tone_ms: u32, silence_ms: u32) -> Vec<u8> {
-    let tone = (u64::from(rate) * u64::from(tone_ms) / 1000) as usize;
-    let silence = (u64::from(rate) * u64::from(silence_ms) / 1000) as usize;
-    let samples = (0..tone)
-        .map(|i| {
+/// A 16-bit mono PCM WAV file at `rate` Hz: each `(tone, ms)` segment is
+/// `ms` of a 440 Hz sine at half scale, or of silence.
+fn tone_wav(rate: u32, segments: &[(bool, u32)]) -> Vec<u8> {
+    let samples = segments.iter().flat_map(|&(tone, ms)| {
+        let n = (u64::from(rate) * u64::from(ms) / 1000) as usize;
+        (0..n).map(move |i| {
             let t = i as f64 / f64::from(rate);
-            (16_384.0 * (2.0 * std::f64::consts::PI * 440.0 * t).sin()) as i16
+            let level = if tone { 16_384.0 } else { 0.0 };
+            (level * (2.0 * std::f64::consts::PI * 440.0 * t).sin()) as i16
         })
-        .chain(std::iter::repeat_n(0, silence));
+    });
     let data: Vec<u8> = samples.flat_map(i16::to_le_bytes).collect();
     let data_len = u32::try_from(data.len()).unwrap_or(u32::MAX);
     let mut wav = Vec::with_capacity(44 + data.len());
@@ -73,7 +83,7 @@ fn rms(b64: &str) -> f64 {
 
 #[test]
 fn the_wav_holds_the_tone_then_silence() {
-    let wav = tone_wav(48_000, 1000, 1500);
+    let wav = tone_wav(48_000, &[(true, 1000), (false, 1500)]);
     assert_eq!(wav.len(), 44 + 2 * 48_000 * 5 / 2);
     assert_eq!(&wav[..4], b"RIFF");
     assert_eq!(&wav[8..16], b"WAVEfmt ");
@@ -95,12 +105,14 @@ fn interface(url: &str) -> Value {
 
 #[tokio::test]
 async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
-    // The spoken turn is answered aloud; a typed one has the model look
-    // the order up first.
-    let script = json!({"userTranscripts": [USER_TEXT], "responses": [
-        {"when": USER_TEXT, "steps": [{"transcript": {"text": ASSISTANT_TEXT}}, {"audio": {"ms": AUDIO_MS}}, "done"]},
+    // The spoken turns are answered aloud (the first in real time, so the
+    // second turn speaks over it); a typed one has the model look the
+    // order up first.
+    let script = json!({"userTranscripts": USER_TEXTS, "responses": [
+        {"when": USER_TEXTS[0], "steps": [{"transcript": {"text": ANSWERS[0]}}, {"audio": {"ms": ANSWER_MS[0], "pace": 1}}, "done"]},
+        {"when": USER_TEXTS[1], "steps": [{"transcript": {"text": ANSWERS[1]}}, {"audio": {"ms": ANSWER_MS[1]}}, "done"]},
         {"steps": [{"tool_call": {"name": "lookup_order", "args": {"order_id": "A-1"}, "split": 2}}, "done"]},
-        {"steps": [{"transcript": {"text": "Order A-1 has shipped."}}, {"audio": {"ms": 200}}, "done"]}]});
+        {"steps": [{"transcript": {"text": ANSWERS[2]}}, {"audio": {"ms": ANSWER_MS[2]}}, "done"]}]});
     let env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
     let Some(srv) = start(Engine::Sqlite, env).await? else {
         return Ok(());
@@ -128,7 +140,8 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
     .await?;
     let dir = tempfile::tempdir()?;
     let wav = dir.path().join("mic.wav");
-    std::fs::write(&wav, tone_wav(48_000, 1000, 1500))?;
+    let mic = [(true, 1000), (false, 1500), (true, 1000), (false, 2000)];
+    std::fs::write(&wav, tone_wav(48_000, &mic))?;
     run_scenario(
         "realtime.spec.mjs",
         &srv.process.base_url,
@@ -136,9 +149,9 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
         &[
             ("MIC_WAV", wav.to_str().unwrap()),
             ("PROVIDER_URL", mock.url().as_str()),
-            ("USER_TEXT", USER_TEXT),
-            ("ASSISTANT_TEXT", ASSISTANT_TEXT),
-            ("AUDIO_MS", AUDIO_MS.to_string().as_str()),
+            ("USER_TEXTS", json!(USER_TEXTS).to_string().as_str()),
+            ("ANSWERS", json!(ANSWERS).to_string().as_str()),
+            ("ANSWER_MS", json!(ANSWER_MS).to_string().as_str()),
         ],
     )
     .await?;
@@ -152,9 +165,19 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
         .fold(0.0, f64::max);
     assert!(loudest > SPEECH_RMS, "the tone arrived: RMS {loudest}");
     assert!(
-        mock.audio_ms_received() >= 1000,
+        mock.audio_ms_received() >= 3500,
         "{} ms of audio",
         mock.audio_ms_received()
+    );
+    // What the browser heard of the first answer before the second tone
+    // is what the provider was told to keep.
+    let truncations = mock.frames_of_type("conversation.item.truncate");
+    assert_eq!(truncations.len(), 1, "{truncations:?}");
+    let heard = truncations[0]["audio_end_ms"].as_u64().unwrap_or_default();
+    assert!(heard > 0 && heard < ANSWER_MS[0], "{truncations:?}");
+    assert!(
+        mock.log().iter().all(|f| f.frame["type"] != "error"),
+        "no error"
     );
     // The voice set in the form is the one the provider was asked for.
     let updates = mock.frames_of_type("session.update");
@@ -191,9 +214,16 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
     let spoken = |role: &str, text: &str| {
         messages
             .iter()
-            .any(|m| m["role"] == role && m["source"] == "audio" && m["content"] == text)
+            .find(|m| m["role"] == role && m["source"] == "audio" && m["content"] == text)
     };
-    assert!(spoken("user", USER_TEXT), "{messages:?}");
-    assert!(spoken("assistant", ASSISTANT_TEXT), "{messages:?}");
+    for text in USER_TEXTS {
+        assert!(spoken("user", text).is_some(), "{messages:?}");
+    }
+    assert_eq!(
+        spoken("assistant", ANSWERS[0]).map(|m| &m["interrupted"]),
+        Some(&json!(true)),
+        "{messages:?}"
+    );
+    assert!(spoken("assistant", ANSWERS[1]).is_some(), "{messages:?}");
     Ok(())
 }

@@ -122,6 +122,7 @@ export class Player {
     this.nextTime = 0;
     this.queued = [];
     this.heard = new Map();
+    this.received = new Map();
     this.chunks = 0;
     this.playedMs = 0;
     this.interruptions = 0;
@@ -149,6 +150,7 @@ export class Player {
     this.nextTime += buffer.duration;
     this.queued.push(entry);
     this.chunks += 1;
+    this.received.set(itemId, (this.received.get(itemId) || 0) + buffer.duration * 1000);
     return buffer.duration * 1000;
   }
 

@@ -1,22 +1,33 @@
 // The realtime playground: Chromium's fake microphone plays MIC_WAV (a
-// tone, then silence) into a session of a realtime assistant whose
-// interface points at the mock realtime provider. The interface's
-// connection is shown and edited in its form; in the playground the
-// provider's ready state is shown, Talk streams the microphone, the user's
-// and the assistant's transcripts appear, and the answer's audio is
-// played to its end through Web Audio (the page's counters on
-// `window.rtcVoice`). A typed message then has the model call an HTTP
-// tool (its card with the result) and answer aloud. The Rust side checks
-// the mock's log.
+// tone, silence, a second tone, silence) into a session of a realtime
+// assistant whose interface points at the mock realtime provider. The
+// interface's connection is shown and edited in its form; in the
+// playground the provider's ready state is shown, Talk streams the
+// microphone, the user's and the assistant's transcripts appear, the
+// second tone speaks over the first answer (its playback stops, the
+// heard part is reported, the answer is marked interrupted), and the
+// second answer is played to its end through Web Audio (the page's
+// counters on `window.rtcVoice`). A typed message then has the model call
+// an HTTP tool (its card with the result) and answer aloud. The Rust side
+// checks the mock's log.
 
 import assert from "node:assert/strict";
 import { scenario } from "./lib.mjs";
 
 const MIC_WAV = process.env.MIC_WAV;
 const PROVIDER_URL = process.env.PROVIDER_URL;
-const USER_TEXT = process.env.USER_TEXT;
-const ASSISTANT_TEXT = process.env.ASSISTANT_TEXT;
-const AUDIO_MS = Number(process.env.AUDIO_MS);
+const [USER_TEXT, SECOND_USER_TEXT] = JSON.parse(process.env.USER_TEXTS);
+const [ASSISTANT_TEXT, SECOND_ANSWER, TYPED_ANSWER] = JSON.parse(process.env.ANSWERS);
+const [AUDIO_MS, SECOND_AUDIO_MS, TYPED_AUDIO_MS] = JSON.parse(process.env.ANSWER_MS);
+
+/** Wait until an item other than `skip` was received (`ms`) and heard to its end. */
+async function playedToEnd(page, ms, skip) {
+  await page.waitForFunction(([want, skipped]) => {
+    const v = globalThis.rtcVoice;
+    return !v.playing && Object.entries(v.items()).some(([id, i]) =>
+      !skipped.includes(id) && Math.abs(i.receivedMs - want) < 25 && i.heardMs >= i.receivedMs - 1);
+  }, [ms, skip], { timeout: 20000 });
+}
 
 scenario("realtime", async (t) => {
   const { page } = t;
@@ -53,21 +64,27 @@ scenario("realtime", async (t) => {
   await page.locator(".msg.user", { hasText: USER_TEXT }).getByText("user · spoken").waitFor({ timeout: 20000 });
 
   t.step = "the assistant's spoken transcript";
-  await page.locator(".msg.assistant", { hasText: ASSISTANT_TEXT }).waitFor({ timeout: 20000 });
+  const first = page.locator(".msg.assistant", { hasText: ASSISTANT_TEXT });
+  await first.waitFor({ timeout: 20000 });
 
-  t.step = "the answer's audio is played to its end";
-  await page.waitForFunction((ms) => {
-    const v = globalThis.rtcVoice;
-    return v && v.receivedMs >= ms - 1 && !v.playing && v.playedMs >= v.receivedMs - 1;
-  }, AUDIO_MS, { timeout: 20000 });
+  t.step = "speaking over the answer stops its playback";
+  await first.locator(".pill", { hasText: "interrupted" }).waitFor({ timeout: 20000 });
+  await page.waitForFunction(() => globalThis.rtcVoice.interrupted.length > 0);
+  const cut = await page.evaluate(() => globalThis.rtcVoice.interrupted);
+  console.log(`interrupted: ${JSON.stringify(cut)}`);
+  assert.equal(cut.length, 1, "one barge-in");
+  assert.ok(cut[0].playedMs > 0 && cut[0].playedMs < AUDIO_MS, `part of the answer was heard: ${cut[0].playedMs} ms`);
+
+  t.step = "the second turn's answer is played to its end";
+  await page.locator(".msg.user", { hasText: SECOND_USER_TEXT }).waitFor({ timeout: 20000 });
+  await page.locator(".msg.assistant", { hasText: SECOND_ANSWER }).waitFor({ timeout: 20000 });
+  await playedToEnd(page, SECOND_AUDIO_MS, [cut[0].itemId]);
   const stats = await page.evaluate(() => {
     const v = globalThis.rtcVoice;
-    return { appends: v.appends, sentMs: v.sentMs, deltas: v.deltas, receivedMs: v.receivedMs, playedMs: v.playedMs, interrupted: v.interrupted };
+    return { appends: v.appends, sentMs: v.sentMs, deltas: v.deltas, receivedMs: v.receivedMs, playedMs: v.playedMs, items: v.items() };
   });
   console.log(`voice counters: ${JSON.stringify(stats)}`);
-  assert.ok(Math.abs(stats.receivedMs - AUDIO_MS) < 25, `the scripted ${AUDIO_MS} ms arrived: ${stats.receivedMs}`);
-  assert.ok(stats.sentMs >= 1000, `the tone and some silence were sent: ${stats.sentMs} ms`);
-  assert.deepEqual(stats.interrupted, [], "nobody spoke over the answer");
+  assert.ok(stats.sentMs >= 3500, `both tones and some silence were sent: ${stats.sentMs} ms`);
   await page.getByLabel("Audio counters").filter({ hasNotText: "heard 0.0 s" }).waitFor();
   await t.shot("answered");
 
@@ -80,16 +97,13 @@ scenario("realtime", async (t) => {
   const card = page.locator(".toolcard", { hasText: "lookup_order" });
   await card.locator(".result", { hasText: "shipped" }).waitFor();
   await page.locator(".msg.assistant", { hasText: "Order A-1 has shipped." }).waitFor();
-  await page.waitForFunction((ms) => {
-    const v = globalThis.rtcVoice;
-    return v.receivedMs >= ms - 1 && !v.playing && v.playedMs >= v.receivedMs - 1;
-  }, AUDIO_MS + 200, { timeout: 20000 });
+  await playedToEnd(page, TYPED_AUDIO_MS, []);
   await t.shot("typed");
 }, {
   args: [
     "--use-fake-ui-for-media-stream",
     "--use-fake-device-for-media-stream",
-    // Played once: one utterance, then silence.
+    // Played once: two utterances, then silence.
     `--use-file-for-fake-audio-capture=${MIC_WAV}%noloop`,
   ],
 });

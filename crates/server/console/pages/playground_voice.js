@@ -63,6 +63,12 @@ export function voiceBar({ config, frame, line }) {
     get chunksQueued() { return audio.player ? audio.player.chunks : 0; },
     get playedMs() { return audio.player ? audio.player.playedMs : 0; },
     get playing() { return !!audio.player && audio.player.busy; },
+    /** Per provider item: `{receivedMs, heardMs}`. */
+    items() {
+      const p = audio.player;
+      if (!p) return {};
+      return Object.fromEntries([...p.received].map(([id, ms]) => [id, { receivedMs: ms, heardMs: p.heardMs(id) }]));
+    },
   };
   window.rtcVoice = stats;
   const show = () => {
