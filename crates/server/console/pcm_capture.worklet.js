@@ -2,8 +2,9 @@
 // rate, any channel count) mixed to mono, resampled to `targetRate` by
 // area averaging (each output sample is the mean of the input it covers:
 // a plain low-pass against aliasing, enough for speech),
-// turned into PCM16 and posted to the page every `chunkMs`. Served by the
-// console as its own file, so the strict content security policy allows it.
+// turned into PCM16 and posted to the page every `chunkMs`. A "flush"
+// message posts what is left, then "flushed". Served by the console as its
+// own file, so the strict content security policy allows it.
 
 class PcmCapture extends AudioWorkletProcessor {
   constructor(options) {
@@ -16,7 +17,11 @@ class PcmCapture extends AudioWorkletProcessor {
     this.filled = 0;
     this.sum = 0;
     this.weight = 0;
-    this.port.onmessage = (e) => { if (e.data === "flush") this.flush(); };
+    this.port.onmessage = (e) => {
+      if (e.data !== "flush") return;
+      this.flush();
+      this.port.postMessage("flushed");
+    };
   }
 
   emit(value) {

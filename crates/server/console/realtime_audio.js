@@ -44,6 +44,7 @@ export class RealtimeAudio {
     this.ctx = null;
     this.mic = null;
     this.player = null;
+    this.worklet = null;
   }
 
   /** Make or resume the context; call it from a click. */
@@ -51,6 +52,7 @@ export class RealtimeAudio {
     if (!this.ctx) {
       this.ctx = new AudioContext();
       this.player = new Player(this.ctx);
+      this.worklet = null;
     }
     if (this.ctx.state === "suspended") this.ctx.resume().catch(() => {});
     return this.ctx;
@@ -70,7 +72,9 @@ export class RealtimeAudio {
       audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false },
     });
     try {
-      await ctx.audioWorklet.addModule(WORKLET_URL);
+      // Once per context: the processor's name is registered for good.
+      this.worklet = this.worklet || ctx.audioWorklet.addModule(WORKLET_URL);
+      await this.worklet;
       const source = ctx.createMediaStreamSource(stream);
       const node = new AudioWorkletNode(ctx, "pcm-capture", {
         numberOfInputs: 1,
@@ -81,25 +85,41 @@ export class RealtimeAudio {
       // The node writes nothing; a silent path to the destination keeps
       // the graph pulling it on every browser.
       const mute = new GainNode(ctx, { gain: 0 });
-      node.port.onmessage = (e) => onChunk(pcm16ToBase64(e.data), (e.data.length * 1000) / inputRate);
+      const mic = { stream, source, node, mute, flushed: null };
+      node.port.onmessage = (e) => {
+        if (e.data === "flushed") { if (mic.flushed) mic.flushed(); return; }
+        onChunk(pcm16ToBase64(e.data), (e.data.length * 1000) / inputRate);
+      };
       source.connect(node).connect(mute).connect(ctx.destination);
-      this.mic = { stream, source, node, mute };
+      this.mic = mic;
     } catch (e) {
+      this.worklet = null;
       stream.getTracks().forEach((t) => t.stop());
       throw e;
     }
   }
 
-  /** Stop the microphone; what was captured so far is sent first. */
+  /**
+   * Stop the microphone. Resolves once what was captured so far has been
+   * handed to `onChunk` (or after a second, should the worklet be gone).
+   */
   stopMicrophone() {
     const mic = this.mic;
-    if (!mic) return;
+    if (!mic) return Promise.resolve();
     this.mic = null;
-    mic.node.port.postMessage("flush");
     mic.stream.getTracks().forEach((t) => t.stop());
     mic.source.disconnect();
-    // Let the flushed chunk reach the page before the port goes quiet.
-    setTimeout(() => { mic.node.disconnect(); mic.mute.disconnect(); }, 100);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        mic.node.port.onmessage = null;
+        try { mic.node.disconnect(); mic.mute.disconnect(); } catch { /* the context is closed */ }
+        resolve();
+      };
+      const timer = setTimeout(done, 1000);
+      mic.flushed = done;
+      mic.node.port.postMessage("flush");
+    });
   }
 
   get talking() { return !!this.mic; }

@@ -99,6 +99,13 @@ scenario("realtime", async (t) => {
   await page.locator(".msg.assistant", { hasText: "Order A-1 has shipped." }).waitFor();
   await playedToEnd(page, TYPED_AUDIO_MS, []);
   await t.shot("typed");
+
+  t.step = "Talk again after Stop";
+  const sent = await page.evaluate(() => globalThis.rtcVoice.appends);
+  await page.getByRole("button", { name: "Talk" }).click();
+  await page.waitForFunction((before) => globalThis.rtcVoice.appends > before + 5, sent);
+  await page.getByRole("button", { name: "Stop", pressed: true }).click();
+  await page.getByRole("button", { name: "Talk", pressed: false }).waitFor();
 }, {
   args: [
     "--use-fake-ui-for-media-stream",

@@ -99,10 +99,11 @@ export function voiceBar({ config, frame, line }) {
       talk.disabled = !stats.ready;
     }
   }
-  function stop() {
-    audio.stopMicrophone();
+  async function stop() {
     setTalking(false);
-    if (config.manualCommit) setTimeout(() => frame({ type: "audio.commit" }), 150);
+    await audio.stopMicrophone();
+    // Without turn detection, the end of the audio ends the user's turn.
+    if (config.manualCommit) frame({ type: "audio.commit" });
   }
   talk.addEventListener("click", () => (audio.talking ? stop() : start()));
 
