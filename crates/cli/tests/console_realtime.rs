@@ -35,6 +35,8 @@ const ANSWERS: [&str; 3] = [
 /// Their audio: the first, played in real time, is long enough to be
 /// spoken over.
 const ANSWER_MS: [u64; 3] = [3000, 400, 200];
+/// The push-to-talk turn: the user's transcript, the answer, its ms.
+const PUSH_TO_TALK: (&str, &str, u64) = ("push to talk works", "Heard you.", 300);
 
 /// A 16-bit mono PCM WAV file at `rate` Hz: each `(tone, ms)` segment is
 /// `ms` of a 440 Hz sine at half scale, or of silence.
@@ -94,13 +96,19 @@ fn the_wav_holds_the_tone_then_silence() {
     assert!(wav[44 + 96_000..].iter().all(|b| *b == 0));
 }
 
-/// An operator-defined interface on the mock (GA dialect, 24/24 kHz).
-fn interface(url: &str) -> Value {
-    json!({"name": "Mock Realtime", "provider": "mock",
+/// An operator-defined interface `name` on a mock at `url`.
+fn interface(name: &str, dialect: &str, url: &str, turn_detection: Value) -> Value {
+    json!({"name": name, "provider": "mock",
         "fieldSchema": {"features": {"realtimePromptTools": {"toolTypes": ["http", "client"], "builtInTools": ["endConversation"]}}},
-        "connection": {"dialect": "openai", "url": url, "model": "mock-realtime",
-            "apiKey": "{{secret__mock_realtime_key}}",
-            "turnDetection": {"type": "server_vad", "silence_duration_ms": 300}}})
+        "connection": {"dialect": dialect, "url": url, "model": "mock-realtime",
+            "apiKey": "{{secret__mock_realtime_key}}", "turnDetection": turn_detection}})
+}
+
+/// A realtime assistant `name` on `interface`, with the order tool.
+fn assistant(name: &str, interface: &Value, binding: &Value) -> Value {
+    json!({"name": name, "runMode": "realtime", "realtimeInterfaceId": interface["id"],
+        "systemPrompt": "You answer questions about orders.",
+        "dynamicVariables": order_variables(), "toolBindings": [binding]})
 }
 
 #[tokio::test]
@@ -125,17 +133,37 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
     )
     .await?
     .assert_status(201);
+    let vad = json!({"type": "server_vad", "silence_duration_ms": 300});
     let iface = ws
-        .create("/v1/realtime-interfaces", interface(&mock.url()))
+        .create(
+            "/v1/realtime-interfaces",
+            interface("Mock Realtime", "openai", &mock.url(), vad),
+        )
         .await?;
     let iface_id = iface["id"].as_str().unwrap().to_owned();
+    // Push to talk: no turn detection, the host commits; Qwen's 16 kHz in.
+    let push_script = json!({"userTranscripts": [PUSH_TO_TALK.0], "responses": [
+        {"steps": [{"transcript": {"text": PUSH_TO_TALK.1}}, {"audio": {"ms": PUSH_TO_TALK.2}}, "done"]}]});
+    let push_mock = RealtimeMock::start(RealtimeFlavor::Qwen, MOCK_KEY, push_script).await?;
+    let push_iface = ws
+        .create(
+            "/v1/realtime-interfaces",
+            interface(
+                "Mock Push",
+                "qwen",
+                &push_mock.url(),
+                json!({"type": "none"}),
+            ),
+        )
+        .await?;
     let (orders, stub_calls) = order_stub(Duration::ZERO).await?;
     let binding = order_tool(&ws, &orders).await?;
+    let desk = ws
+        .create("/v1/assistants", assistant("Voice desk", &iface, &binding))
+        .await?;
     ws.create(
         "/v1/assistants",
-        json!({"name": "Voice desk", "runMode": "realtime", "realtimeInterfaceId": iface_id,
-            "systemPrompt": "You answer questions about orders.",
-            "dynamicVariables": order_variables(), "toolBindings": [binding]}),
+        assistant("Push to talk", &push_iface, &binding),
     )
     .await?;
     let dir = tempfile::tempdir()?;
@@ -152,6 +180,7 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
             ("USER_TEXTS", json!(USER_TEXTS).to_string().as_str()),
             ("ANSWERS", json!(ANSWERS).to_string().as_str()),
             ("ANSWER_MS", json!(ANSWER_MS).to_string().as_str()),
+            ("PUSH_TO_TALK", json!(PUSH_TO_TALK).to_string().as_str()),
         ],
     )
     .await?;
@@ -195,6 +224,32 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
         saved.body["connection"]["apiKey"],
         "{{secret__mock_realtime_key}}"
     );
+    // Push to talk: one commit, after at least the half second the page
+    // waited for, at the 16 kHz the page sent.
+    let commits = push_mock.frames_of_type("input_audio_buffer.commit");
+    assert_eq!(commits.len(), 1, "{:?}", push_mock.log());
+    assert!(
+        push_mock.audio_ms_received() >= 500,
+        "{} ms",
+        push_mock.audio_ms_received()
+    );
+    // Stop sent the last chunk, then the commit; the bridge asked for
+    // the answer after it.
+    let log = push_mock.log();
+    let types: Vec<&str> = log
+        .iter()
+        .filter_map(|f| f.frame["type"].as_str())
+        .collect();
+    let commit = types
+        .iter()
+        .position(|t| *t == "input_audio_buffer.commit")
+        .unwrap();
+    assert!(
+        !types[commit..].contains(&"input_audio_buffer.append"),
+        "{types:?}"
+    );
+    assert!(types[commit..].contains(&"response.create"), "{types:?}");
+
     // The typed turn's tool ran once, with the tenant typed at the start.
     assert_eq!(
         *stub_calls.lock().unwrap(),
@@ -202,8 +257,14 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
     );
     // What the session stored: the spoken turns as transcripts.
     let sessions = ws.get("/v1/sessions").await?;
-    let sid = sessions.assert_status(200)["data"][0]["id"]
-        .as_str()
+    let sessions = sessions.assert_status(200)["data"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let sid = sessions
+        .iter()
+        .find(|s| s["assistantId"] == desk["id"])
+        .and_then(|s| s["id"].as_str())
         .unwrap()
         .to_owned();
     let messages = ws.get(&format!("/v1/sessions/{sid}/messages")).await?;

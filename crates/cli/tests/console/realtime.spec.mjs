@@ -8,8 +8,10 @@
 // heard part is reported, the answer is marked interrupted), and the
 // second answer is played to its end through Web Audio (the page's
 // counters on `window.rtcVoice`). A typed message then has the model call
-// an HTTP tool (its card with the result) and answer aloud. The Rust side
-// checks the mock's log.
+// an HTTP tool (its card with the result) and answer aloud. Last, a
+// session on an interface without turn detection (Qwen, 16 kHz in): Stop
+// commits the audio, and the turn is answered. The Rust side checks the
+// mocks' logs.
 
 import assert from "node:assert/strict";
 import { scenario } from "./lib.mjs";
@@ -19,6 +21,8 @@ const PROVIDER_URL = process.env.PROVIDER_URL;
 const [USER_TEXT, SECOND_USER_TEXT] = JSON.parse(process.env.USER_TEXTS);
 const [ASSISTANT_TEXT, SECOND_ANSWER, TYPED_ANSWER] = JSON.parse(process.env.ANSWERS);
 const [AUDIO_MS, SECOND_AUDIO_MS, TYPED_AUDIO_MS] = JSON.parse(process.env.ANSWER_MS);
+/** The push-to-talk turn: the user's transcript, the answer, its ms. */
+const PUSH_TO_TALK = JSON.parse(process.env.PUSH_TO_TALK);
 
 /** Wait until an item other than `skip` was received (`ms`) and heard to its end. */
 async function playedToEnd(page, ms, skip) {
@@ -106,6 +110,17 @@ scenario("realtime", async (t) => {
   await page.waitForFunction((before) => globalThis.rtcVoice.appends > before + 5, sent);
   await page.getByRole("button", { name: "Stop", pressed: true }).click();
   await page.getByRole("button", { name: "Talk", pressed: false }).waitFor();
+
+  t.step = "push to talk: Stop commits the audio";
+  await t.startSession("Push to talk", () => page.getByLabel("tenant_id (string)").fill("acme"));
+  await state.filter({ hasText: "ready · qwen · in 16000 Hz · out 24000 Hz" }).waitFor();
+  await page.getByRole("button", { name: "Talk" }).click();
+  await page.waitForFunction(() => globalThis.rtcVoice.sentMs >= 500);
+  await page.getByRole("button", { name: "Stop", pressed: true }).click();
+  await page.locator(".msg.user", { hasText: PUSH_TO_TALK[0] }).waitFor({ timeout: 20000 });
+  await page.locator(".msg.assistant", { hasText: PUSH_TO_TALK[1] }).waitFor({ timeout: 20000 });
+  await playedToEnd(page, PUSH_TO_TALK[2], []);
+  await t.shot("push-to-talk");
 }, {
   args: [
     "--use-fake-ui-for-media-stream",
