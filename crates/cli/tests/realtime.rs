@@ -11,10 +11,15 @@ const KEY: &str = "sk-realtime-test-key-0123456789";
 /// An interface `id` of `dialect` at `url`, declaring HTTP and client tools
 /// and the three platform built-ins.
 pub fn interface(id: &str, dialect: &str, url: &str) -> Value {
+    let voice = if dialect == "openai" {
+        "marin"
+    } else {
+        "Cherry"
+    };
     json!({"id": id, "name": format!("{dialect} test"), "provider": dialect,
         "fieldSchema": {"features": {"realtimePromptTools": {"toolTypes": ["http", "mcp", "client"],
             "builtInTools": ["endConversation", "updateState", "requestHumanHandoff"]}}},
-        "connection": {"dialect": dialect, "url": url, "model": "test-model", "voice": "Cherry",
+        "connection": {"dialect": dialect, "url": url, "model": "test-model", "voice": voice,
             "apiKey": "{{secret__rt_key}}"}})
 }
 

@@ -37,14 +37,22 @@ async fn barge_in_during_audio(engine: Engine) -> anyhow::Result<()> {
         host.send(json!({"type": "playback.interrupted", "itemId": item, "playedMs": 500}))
             .await?;
         let interrupted = host
-            .until(SECOND, |v| v["type"] == "turn.completed" && v["interrupted"] == true)
+            .until(SECOND, |v| {
+                v["type"] == "turn.completed" && v["interrupted"] == true
+            })
             .await?;
         assert_eq!(interrupted["status"], "cancelled");
         let before = host.audio_ms(Some(&item));
-        host.until(SECOND, |v| v["type"] == "message.completed" && v["content"] == "Stopped.")
-            .await?;
+        host.until(SECOND, |v| {
+            v["type"] == "message.completed" && v["content"] == "Stopped."
+        })
+        .await?;
         host.drain(Duration::from_millis(300)).await?;
-        assert_eq!(host.audio_ms(Some(&item)), before, "no audio of the cancelled answer after it ended");
+        assert_eq!(
+            host.audio_ms(Some(&item)),
+            before,
+            "no audio of the cancelled answer after it ended"
+        );
         assert!(before < 4000, "the cancelled answer was cut: {before} ms");
         let truncates = st.mock.frames_of_type("conversation.item.truncate");
         if flavor == RealtimeFlavor::OpenaiGa {
@@ -54,11 +62,19 @@ async fn barge_in_during_audio(engine: Engine) -> anyhow::Result<()> {
         } else {
             assert!(truncates.is_empty(), "Qwen has no truncate: {truncates:#?}");
         }
-        assert!(host.of_type("error").is_empty(), "no provider error: {:?}", host.of_type("error"));
+        assert!(
+            host.of_type("error").is_empty(),
+            "no provider error: {:?}",
+            host.of_type("error")
+        );
         let messages = st.messages(&sid).await?;
         let story = messages
             .iter()
-            .find(|m| m["content"].as_str().is_some_and(|c| c.starts_with("Once upon")))
+            .find(|m| {
+                m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("Once upon"))
+            })
             .expect("the interrupted answer is stored");
         assert_eq!(story["interrupted"], true, "{story}");
     }
@@ -82,34 +98,62 @@ async fn barge_in_during_a_slow_tool(engine: Engine) -> anyhow::Result<()> {
     };
     let (base, seen) = order_stub(Duration::from_secs(1)).await?;
     let binding = order_tool(&st.ws, &base).await?;
-    let id = st.assistant(json!({"dynamicVariables": order_variables(), "toolBindings": [binding]})).await?;
-    let (_, mut host) = st.open(&id, json!({"tenant_id": "acme"}), json!([])).await?;
+    let id = st
+        .assistant(json!({"dynamicVariables": order_variables(), "toolBindings": [binding]}))
+        .await?;
+    let (_, mut host) = st
+        .open(&id, json!({"tenant_id": "acme"}), json!([]))
+        .await?;
     host.until_type("session.realtime_ready").await?;
     host.speak(&utterance(400)).await?;
     host.until_type("tool.called").await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     host.speak(&utterance(400)).await?;
-    host.until(SECOND, |v| v["type"] == "message.completed" && v["content"] == "Hello!")
-        .await?;
+    host.until(SECOND, |v| {
+        v["type"] == "message.completed" && v["content"] == "Hello!"
+    })
+    .await?;
     host.until_type("tool.completed").await?;
     st.mock
         .wait_for(
-            |log| log.iter().any(|f| f.frame["item"]["type"] == "function_call_output"),
+            |log| {
+                log.iter()
+                    .any(|f| f.frame["item"]["type"] == "function_call_output")
+            },
             SECOND,
         )
         .await?;
-    assert_eq!(seen.lock().unwrap().len(), 1, "the tool ran once, not cancelled");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "the tool ran once, not cancelled"
+    );
 
     // Two calls in one response: one response.create once both are in.
     host.speak(&utterance(400)).await?;
-    host.until(SECOND, |v| v["type"] == "message.completed" && v["content"] == "Both ship tomorrow.")
-        .await?;
+    host.until(SECOND, |v| {
+        v["type"] == "message.completed" && v["content"] == "Both ship tomorrow."
+    })
+    .await?;
     let frames: Vec<_> = st.mock.log().into_iter().map(|f| f.frame).collect();
-    let outputs = frames.iter().filter(|f| f["item"]["type"] == "function_call_output").count();
-    let creates = frames.iter().filter(|f| f["type"] == "response.create").count();
-    assert_eq!((outputs, creates), (3, 1), "the barged call's output came without a response.create; the pair got one");
+    let outputs = frames
+        .iter()
+        .filter(|f| f["item"]["type"] == "function_call_output")
+        .count();
+    let creates = frames
+        .iter()
+        .filter(|f| f["type"] == "response.create")
+        .count();
+    assert_eq!(
+        (outputs, creates),
+        (3, 1),
+        "the barged call's output came without a response.create; the pair got one"
+    );
     assert!(
-        host.of_type("error").iter().all(|e| !e["message"].as_str().unwrap_or("").contains("active_response")),
+        host.of_type("error").iter().all(|e| !e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("active_response")),
         "no conversation_already_has_active_response: {:?}",
         host.of_type("error")
     );
@@ -125,17 +169,28 @@ async fn the_gate_opens_no_connection(engine: Engine) -> anyhow::Result<()> {
     };
     let (base, _) = order_stub(Duration::ZERO).await?;
     let binding = order_tool(&st.ws, &base).await?;
-    let id = st.assistant(json!({"dynamicVariables": order_variables(), "toolBindings": [binding.clone()]})).await?;
+    let id = st
+        .assistant(
+            json!({"dynamicVariables": order_variables(), "toolBindings": [binding.clone()]}),
+        )
+        .await?;
     let mut none = crate::realtime::interface("rt", "stepfun", &st.mock.url());
-    none["fieldSchema"]["features"]["realtimePromptTools"] = json!({"toolTypes": [], "builtInTools": []});
-    st.ws.put("/v1/realtime-interfaces/rt", none).await?.assert_status(200);
+    none["fieldSchema"]["features"]["realtimePromptTools"] =
+        json!({"toolTypes": [], "builtInTools": []});
+    st.ws
+        .put("/v1/realtime-interfaces/rt", none)
+        .await?
+        .assert_status(200);
     st.ws
         .post("/v1/sessions", json!({"assistantId": id}))
         .await?
         .assert_error(422, "realtime_capability", Some("toolBindings[0]"));
     st.ws
-        .post("/v1/assistants", json!({"name": "again", "runMode": "realtime", "realtimeInterfaceId": "rt",
-            "dynamicVariables": order_variables(), "toolBindings": [binding]}))
+        .post(
+            "/v1/assistants",
+            json!({"name": "again", "runMode": "realtime", "realtimeInterfaceId": "rt",
+            "dynamicVariables": order_variables(), "toolBindings": [binding]}),
+        )
         .await?
         .assert_error(422, "realtime_incompatible", Some("toolBindings[0]"));
     st.ws
@@ -143,7 +198,10 @@ async fn the_gate_opens_no_connection(engine: Engine) -> anyhow::Result<()> {
             "builtInTools": {"skipTurn": {}}}))
         .await?
         .assert_error(422, "realtime_incompatible", Some("builtInTools.skipTurn"));
-    assert!(st.mock.connections().is_empty(), "no provider connection was opened");
+    assert!(
+        st.mock.connections().is_empty(),
+        "no provider connection was opened"
+    );
     Ok(())
 }
 both!(the_gate_opens_no_connection);
@@ -172,42 +230,63 @@ async fn end_handoff_and_upstream_failure(engine: Engine) -> anyhow::Result<()> 
     // Handoff: no audio reaches the provider until the release.
     host.speak(&utterance(400)).await?;
     host.until_type("handoff.requested").await?;
-    host.until_type("turn.completed").await?;
+    host.until_type("tool.completed").await?;
     let heard = st.mock.audio_ms_received();
     host.speak(&utterance(400)).await?;
     host.drain(Duration::from_millis(300)).await?;
-    assert_eq!(st.mock.audio_ms_received(), heard, "a human has the conversation");
+    assert_eq!(
+        st.mock.audio_ms_received(),
+        heard,
+        "a human has the conversation"
+    );
     st.ws
         .post(&format!("/v1/sessions/{sid}/handoff/release"), json!({}))
         .await?
-        .assert_status(200);
+        .assert_status(204);
     host.until_type("handoff.released").await?;
 
     // The provider drops the socket mid-answer: an error, then a new connection.
     host.speak(&utterance(400)).await?;
     let error = host.until(SECOND, |v| v["type"] == "error").await?;
     assert_eq!(error["code"], "realtime_upstream_closed", "{error}");
-    host.until(SECOND, |v| v["type"] == "turn.completed" && v["interrupted"] == true)
-        .await?;
+    host.until(SECOND, |v| {
+        v["type"] == "turn.completed" && v["interrupted"] == true
+    })
+    .await?;
     host.speak(&utterance(400)).await?;
-    host.until(SECOND, |v| v["type"] == "message.completed" && v["content"] == "Back again.")
-        .await?;
-    assert_eq!(st.mock.connections().len(), 2, "connected again for the next input");
+    host.until(SECOND, |v| {
+        v["type"] == "message.completed" && v["content"] == "Back again."
+    })
+    .await?;
+    assert_eq!(
+        st.mock.connections().len(),
+        2,
+        "connected again for the next input"
+    );
 
     // The goodbye: the output, the generated goodbye, then the end.
     host.speak(&utterance(400)).await?;
     let called = host.until_type("tool.called").await?;
     assert_eq!(called["name"], "endConversation");
-    host.until(SECOND, |v| v["type"] == "message.completed" && v["content"] == "Goodbye!")
-        .await?;
+    host.until(SECOND, |v| {
+        v["type"] == "message.completed" && v["content"] == "Goodbye!"
+    })
+    .await?;
     let ended = host.until_type("session.ended").await?;
-    assert_eq!((ended["reason"].as_str(), ended["endedBy"].as_str()), (Some("user said bye"), Some("model")));
+    assert_eq!(
+        (ended["reason"].as_str(), ended["endedBy"].as_str()),
+        (Some("user said bye"), Some("model"))
+    );
     let session = st.ws.get(&format!("/v1/sessions/{sid}")).await?;
     assert_eq!(session.assert_status(200)["status"], "ended");
     let heard = st.mock.audio_ms_received();
     host.speak(&utterance(200)).await?;
     host.drain(Duration::from_millis(300)).await?;
-    assert_eq!(st.mock.audio_ms_received(), heard, "the provider socket is closed");
+    assert_eq!(
+        st.mock.audio_ms_received(),
+        heard,
+        "the provider socket is closed"
+    );
     Ok(())
 }
 both!(end_handoff_and_upstream_failure);

@@ -26,7 +26,11 @@ pub struct Stage {
     pub mock: RealtimeMock,
 }
 
-pub async fn stage(engine: Engine, flavor: RealtimeFlavor, script: Value) -> anyhow::Result<Option<Stage>> {
+pub async fn stage(
+    engine: Engine,
+    flavor: RealtimeFlavor,
+    script: Value,
+) -> anyhow::Result<Option<Stage>> {
     let env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
     let Some(srv) = start(engine, env).await? else {
         return Ok(None);
@@ -39,8 +43,11 @@ pub async fn stage(engine: Engine, flavor: RealtimeFlavor, script: Value) -> any
         RealtimeFlavor::Qwen => "qwen",
         RealtimeFlavor::Stepfun => "stepfun",
     };
-    ws.create("/v1/realtime-interfaces", interface("rt", dialect, &mock.url()))
-        .await?;
+    ws.create(
+        "/v1/realtime-interfaces",
+        interface("rt", dialect, &mock.url()),
+    )
+    .await?;
     Ok(Some(Stage { srv, ws, mock }))
 }
 
@@ -60,10 +67,18 @@ impl Stage {
 
     /// A session of `assistant` with a host socket that said hello at
     /// 16 kHz in, 24 kHz out, declaring `client_tools`.
-    pub async fn open(&self, assistant: &str, variables: Value, client_tools: Value) -> anyhow::Result<(String, Host)> {
+    pub async fn open(
+        &self,
+        assistant: &str,
+        variables: Value,
+        client_tools: Value,
+    ) -> anyhow::Result<(String, Host)> {
         let s = self
             .ws
-            .create("/v1/sessions", json!({"assistantId": assistant, "dynamicVariables": variables}))
+            .create(
+                "/v1/sessions",
+                json!({"assistantId": assistant, "dynamicVariables": variables}),
+            )
             .await?;
         let sid = s["id"].as_str().unwrap().to_owned();
         let token = s["clientToken"].as_str().unwrap().to_owned();
@@ -76,11 +91,15 @@ impl Stage {
 
     pub async fn messages(&self, sid: &str) -> anyhow::Result<Vec<Value>> {
         let r = self.ws.get(&format!("/v1/sessions/{sid}/messages")).await?;
-        Ok(r.assert_status(200)["data"].as_array().cloned().unwrap_or_default())
+        Ok(r.assert_status(200)["data"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default())
     }
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The host's WebSocket: every frame it received is kept, in order.
 pub struct Host {
@@ -107,7 +126,10 @@ impl Host {
 
     /// A second socket on the same session.
     pub async fn reconnect(&self) -> anyhow::Result<Self> {
-        let url = format!("{}/v1/sessions/{}/ws?token={}", self.base, self.sid, self.token);
+        let url = format!(
+            "{}/v1/sessions/{}/ws?token={}",
+            self.base, self.sid, self.token
+        );
         let (sock, _) = tokio_tungstenite::connect_async(url).await?;
         Ok(Self {
             sock,
@@ -119,7 +141,9 @@ impl Host {
     }
 
     pub async fn send(&mut self, frame: Value) -> anyhow::Result<()> {
-        self.sock.send(WsMessage::Text(frame.to_string().into())).await?;
+        self.sock
+            .send(WsMessage::Text(frame.to_string().into()))
+            .await?;
         Ok(())
     }
 
@@ -127,19 +151,33 @@ impl Host {
     pub async fn speak(&mut self, pcm: &[u8]) -> anyhow::Result<()> {
         for chunk in pcm.chunks(640) {
             let audio = base64::engine::general_purpose::STANDARD.encode(chunk);
-            self.send(json!({"type": "audio.append", "audio": audio})).await?;
+            self.send(json!({"type": "audio.append", "audio": audio}))
+                .await?;
         }
         Ok(())
     }
 
     /// Read until a frame satisfies `pred` (returned), within `within`.
-    pub async fn until(&mut self, within: Duration, pred: impl Fn(&Value) -> bool) -> anyhow::Result<Value> {
+    pub async fn until(
+        &mut self,
+        within: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> anyhow::Result<Value> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
-            let next = tokio::time::timeout_at(deadline, self.sock.next()).await.map_err(|_| {
-                let kinds: Vec<&str> = self.seen.iter().filter_map(|v| v["type"].as_str()).filter(|k| *k != "audio.delta").collect();
-                anyhow::anyhow!("no expected frame within {within:?}; seen (without audio): {kinds:?}")
-            })?;
+            let next = tokio::time::timeout_at(deadline, self.sock.next())
+                .await
+                .map_err(|_| {
+                    let kinds: Vec<&str> = self
+                        .seen
+                        .iter()
+                        .filter_map(|v| v["type"].as_str())
+                        .filter(|k| *k != "audio.delta")
+                        .collect();
+                    anyhow::anyhow!(
+                        "no expected frame within {within:?}; seen (without audio): {kinds:?}"
+                    )
+                })?;
             let Some(msg) = next else {
                 anyhow::bail!("the socket closed");
             };
@@ -157,7 +195,8 @@ impl Host {
 
     /// Read until a frame of `kind` arrives.
     pub async fn until_type(&mut self, kind: &str) -> anyhow::Result<Value> {
-        self.until(Duration::from_secs(20), |v| v["type"] == kind).await
+        self.until(Duration::from_secs(20), |v| v["type"] == kind)
+            .await
     }
 
     /// Keep reading for `d` (frames are kept).
@@ -194,10 +233,12 @@ pub fn tone(ms: u32) -> Vec<u8> {
     let n = 16 * ms as usize;
     (0..n)
         .flat_map(|i| {
-            let t = i as f64 / 16_000.0;
-            ((t * 440.0 * std::f64::consts::TAU).sin() * 8_000.0) as i16
-        }
-        .to_le_bytes())
+            {
+                let t = i as f64 / 16_000.0;
+                ((t * 440.0 * std::f64::consts::TAU).sin() * 8_000.0) as i16
+            }
+            .to_le_bytes()
+        })
         .collect()
 }
 

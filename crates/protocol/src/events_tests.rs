@@ -127,6 +127,11 @@ fn every_kind_has_one_shape_on_the_wire() {
             "task.completed",
             json!({"taskId": "task_1", "title": "t", "status": "failed", "error": "e"}),
         ),
+        (
+            "session.realtime_ready",
+            json!({"inputRate": 16000, "outputRate": 24000, "dialect": "qwen"}),
+        ),
+        ("speech.started", json!({"audioStartMs": 1200})),
         ("error", json!({"code": "llm_failed", "message": "m"})),
     ];
     let mut seen = std::collections::BTreeSet::new();
@@ -187,4 +192,39 @@ fn client_frames_parse_by_type() {
 
     assert!(serde_json::from_value::<ClientFrame>(json!({"type": "user.message"})).is_err());
     assert!(serde_json::from_value::<ClientFrame>(json!({"type": "bogus"})).is_err());
+}
+
+#[test]
+fn realtime_frames_and_turn_detection_have_their_wire_names() {
+    let frame: ClientFrame = serde_json::from_value(
+        json!({"type": "playback.interrupted", "itemId": "i", "playedMs": 500}),
+    )
+    .unwrap();
+    assert_eq!(
+        frame,
+        ClientFrame::PlaybackInterrupted(crate::PlaybackInterruptedFrame {
+            item_id: "i".into(),
+            played_ms: 500
+        })
+    );
+    let audio = crate::EphemeralFrame::AudioDelta(crate::AudioDelta {
+        item_id: "i".into(),
+        audio: "AAA=".into(),
+        rate: 24_000,
+    });
+    assert_eq!(
+        serde_json::to_value(&audio).unwrap(),
+        json!({"type": "audio.delta", "itemId": "i", "audio": "AAA=", "rate": 24000})
+    );
+    let vad: crate::TurnDetection =
+        serde_json::from_value(json!({"type": "server_vad", "silenceDurationMs": 400})).unwrap();
+    assert_eq!(
+        vad,
+        crate::TurnDetection::ServerVad {
+            threshold: None,
+            prefix_padding_ms: None,
+            silence_duration_ms: Some(400)
+        }
+    );
+    assert!(serde_json::from_value::<crate::TurnDetection>(json!({"type": "none"})).is_ok());
 }

@@ -118,6 +118,7 @@ impl RealtimeConnection {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum TurnDetection {
     /// The provider's voice activity detection (the default).
+    #[serde(rename_all = "camelCase")]
     ServerVad {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[schema(minimum = 0, maximum = 1)]

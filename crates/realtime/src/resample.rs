@@ -40,14 +40,19 @@ impl Resampler {
             return pcm[..input.len() * 2].to_vec();
         }
         let (from, to) = (u64::from(self.from), u64::from(self.to));
-        let mut out = Vec::with_capacity(input.len() * self.to as usize / self.from as usize * 2 + 4);
+        let mut out =
+            Vec::with_capacity(input.len() * self.to as usize / self.from as usize * 2 + 4);
         // Positions are in units of 1/to input samples; sample k of this
         // chunk sits at (k + 1) * to (position 0 is `last`).
         let end = input.len() as u64 * to;
         while self.pos < end {
             let index = (self.pos / to) as usize;
             let frac = (self.pos % to) as i64;
-            let a = if index == 0 { self.last } else { input[index - 1] };
+            let a = if index == 0 {
+                self.last
+            } else {
+                input[index - 1]
+            };
             let b = input[index];
             let v = i64::from(a) + (i64::from(b) - i64::from(a)) * frac / to as i64;
             out.extend_from_slice(&(v as i16).to_le_bytes());

@@ -64,6 +64,9 @@ struct Live {
     book: ResponseBook,
     /// The stored turn of each response.
     turns: HashMap<String, String>,
+    /// Sending failed: nothing more is sent; the events still queued are
+    /// read until the connection's `Closed`.
+    broken: bool,
 }
 
 /// An assistant transcript item of the provider.
@@ -242,6 +245,7 @@ impl Bridge {
             plan,
             book: ResponseBook::default(),
             turns: HashMap::new(),
+            broken: false,
         });
         Ok(true)
     }
@@ -249,8 +253,9 @@ impl Bridge {
     /// One input of the host; `false` ends the bridge.
     async fn host(&mut self, input: HostInput) -> Result<bool, RuntimeError> {
         if let HostInput::Rates { input, output } = input {
+            let changed = self.host_rates != (input, output);
             self.host_rates = (input, output);
-            if let Some(live) = &self.live {
+            if let Some(live) = self.live.as_ref().filter(|_| changed) {
                 self.up = Resampler::new(input, live.caps.input.rate);
                 self.down = Resampler::new(live.caps.output.rate, output);
                 let ready = RealtimeReady {
@@ -280,6 +285,10 @@ impl Bridge {
         let Some(mut live) = self.live.take() else {
             return Ok(true);
         };
+        if live.broken {
+            self.live = Some(live);
+            return Ok(true);
+        }
         let sent = match input {
             HostInput::Audio(pcm) => {
                 let pcm = self.up.process(&pcm);
@@ -299,14 +308,13 @@ impl Bridge {
             }
             HostInput::Rates { .. } | HostInput::Text(..) => Ok(()),
         };
-        match sent {
-            Ok(()) => self.live = Some(live),
-            Err(e) => {
-                let reason = live.plan.scrubber.scrub_str(&e.to_string());
-                self.upstream_closed(&mut live, &reason).await?;
-                let _ = live.adapter.close().await;
-            }
+        if let Err(e) = sent {
+            // What the provider sent before it went is still to be read:
+            // its `Closed` comes after it, and ends the connection.
+            tracing::debug!(session = %self.ctx.id, error = %e, "sending to the realtime provider failed");
+            live.broken = true;
         }
+        self.live = Some(live);
         Ok(true)
     }
 
@@ -367,8 +375,9 @@ impl Bridge {
                 r.map(|()| m)
             }
             Err(e) => {
-                let reason = live.plan.scrubber.scrub_str(&e.to_string());
-                self.upstream_closed(&mut live, &reason).await?;
+                tracing::debug!(session = %self.ctx.id, error = %e, "sending to the realtime provider failed");
+                live.broken = true;
+                self.live = Some(live);
                 Err(unavailable())
             }
         }
@@ -648,6 +657,9 @@ impl Bridge {
         }
         let name = done.name.clone();
         let interrupt = done.interrupt;
+        if name == BuiltInToolName::EndConversation.as_str() && !done.is_error {
+            self.prepare_goodbye().await;
+        }
         let result = self.submit(&mut live, done).await;
         let flow = match result {
             Ok(()) => self.after_platform_call(&mut live, &name, interrupt).await,
@@ -682,22 +694,20 @@ impl Bridge {
     ) -> Result<Flow, RuntimeError> {
         let built_ins = &self.ctx.config.assistant.built_in_tools;
         if name == BuiltInToolName::EndConversation.as_str() {
-            let Some((_, allow)) = self.ctx.state.lock().await.ending.clone() else {
+            if self.ctx.state.lock().await.ending.is_none() {
                 return Ok(Flow::Go);
-            };
+            }
             let Some(cfg) = built_ins.end_conversation.clone() else {
                 return Ok(Flow::Go);
             };
-            self.deaf = !allow;
             match cfg.message_type {
                 EndMessageType::None => return self.finish_ending(live).await,
                 EndMessageType::Custom => {
                     let next = live.book.want(say_exactly(&cfg.custom_message));
-                    self.ending = Ending::AfterGoodbye;
                     self.follow_on(live, next).await?;
                 }
-                // The follow-up response is the goodbye.
-                EndMessageType::Generated => self.ending = Ending::AfterGoodbye,
+                // The follow-up response (asked for with the output) is the goodbye.
+                EndMessageType::Generated => {}
             }
         } else if interrupt == Some(crate::tool::Interrupt::Handoff)
             && let Some(text) = built_ins
@@ -709,6 +719,28 @@ impl Bridge {
             self.follow_on(live, next).await?;
         }
         Ok(Flow::Go)
+    }
+
+    /// endConversation succeeded: the next response we ask for is the
+    /// goodbye (asked for with its output, or a custom message), after
+    /// which the session ends; without `allowEndInterruption` the user's
+    /// audio is no longer forwarded.
+    async fn prepare_goodbye(&mut self) {
+        let Some((_, allow)) = self.ctx.state.lock().await.ending.clone() else {
+            return;
+        };
+        let spoken = self
+            .ctx
+            .config
+            .assistant
+            .built_in_tools
+            .end_conversation
+            .as_ref()
+            .is_some_and(|c| c.message_type != EndMessageType::None);
+        if spoken {
+            self.ending = Ending::AfterGoodbye;
+            self.deaf = !allow;
+        }
     }
 
     /// The user spoke during a goodbye that allows it: the end is off.

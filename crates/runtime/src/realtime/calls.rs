@@ -23,6 +23,7 @@ pub(crate) struct Finished {
     /// What the model reads (the `function_call_output`).
     pub content: String,
     pub interrupt: Option<Interrupt>,
+    pub is_error: bool,
     /// Whether the model is asked to go on after it.
     pub follow_up: bool,
 }
@@ -65,6 +66,7 @@ pub(crate) async fn run_call(
     Finished {
         call_id: call.id,
         name: call.name,
+        is_error: outcome.is_error,
         content: outcome.content,
         interrupt: outcome.interrupt,
         follow_up,
@@ -86,6 +88,7 @@ pub(crate) async fn refuse(
         name: call.name,
         content: outcome.content,
         interrupt: None,
+        is_error: true,
         follow_up: false,
     })
 }
