@@ -133,7 +133,7 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
     )
     .await?
     .assert_status(201);
-    let vad = json!({"type": "server_vad", "silence_duration_ms": 300});
+    let vad = json!({"type": "server_vad", "silenceDurationMs": 300});
     let iface = ws
         .create(
             "/v1/realtime-interfaces",
@@ -220,6 +220,16 @@ async fn console_realtime_playground_in_a_real_browser() -> anyhow::Result<()> {
         .get(&format!("/v1/realtime-interfaces/{iface_id}"))
         .await?;
     assert_eq!(saved.assert_status(200)["connection"]["voice"], "verse");
+    assert_eq!(
+        saved.body["connection"]["turnDetection"],
+        json!({"type": "server_vad", "silenceDurationMs": 400})
+    );
+    assert!(
+        updates
+            .iter()
+            .any(|u| u.to_string().contains(r#""silence_duration_ms":400"#)),
+        "{updates:?}"
+    );
     assert_eq!(
         saved.body["connection"]["apiKey"],
         "{{secret__mock_realtime_key}}"

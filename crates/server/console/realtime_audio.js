@@ -143,13 +143,25 @@ export class Player {
     this.queued = [];
     this.heard = new Map();
     this.received = new Map();
+    // The item still being spoken (its audio so far may all have been
+    // played while more is to come), and the items known to be complete:
+    // audio frames and events come apart, so a late chunk must not
+    // reopen one.
+    this.open = null;
+    this.complete = new Set();
+    // Items the user spoke over: their late chunks are dropped.
+    this.cut = new Set();
     this.chunks = 0;
     this.playedMs = 0;
     this.interruptions = 0;
   }
 
-  /** Queue one chunk of `itemId` (base64 PCM16 mono at `rate` Hz); returns its ms. */
+  /**
+   * Queue one chunk of `itemId` (base64 PCM16 mono at `rate` Hz); returns
+   * its ms, 0 when dropped (an item the user spoke over).
+   */
   enqueue(itemId, b64, rate) {
+    if (this.cut.has(itemId)) return 0;
     const samples = base64ToFloat32(b64);
     if (!samples.length) return 0;
     const buffer = this.ctx.createBuffer(1, samples.length, rate);
@@ -170,6 +182,7 @@ export class Player {
     this.nextTime += buffer.duration;
     this.queued.push(entry);
     this.chunks += 1;
+    if (!this.complete.has(itemId)) this.open = itemId;
     this.received.set(itemId, (this.received.get(itemId) || 0) + buffer.duration * 1000);
     return buffer.duration * 1000;
   }
@@ -184,6 +197,14 @@ export class Player {
     return Math.max(0, Math.min(entry.duration, this.ctx.currentTime - entry.start)) * 1000;
   }
 
+  /** `itemId` (or, without one, the item being spoken) is complete. */
+  settle(itemId) {
+    const id = itemId || this.open;
+    if (!id) return;
+    this.complete.add(id);
+    if (this.open === id) this.open = null;
+  }
+
   /** Whether audio is playing or waiting to play. */
   get busy() { return this.queued.length > 0; }
 
@@ -196,16 +217,20 @@ export class Player {
 
   /**
    * Stop everything queued (the user started speaking). Returns the item
-   * that was playing and how much of it was heard, or null when nothing
-   * was left to play.
+   * that was being spoken and how much of it was heard — also when all
+   * its audio so far was played but its response goes on — or null when
+   * nothing was being spoken.
    */
   flush() {
-    if (!this.queued.length) return null;
     const now = this.ctx.currentTime;
     const playing = this.queued.find((e) => e.start <= now && now < e.start + e.duration) || this.queued[0];
-    const itemId = playing.itemId;
+    const itemId = playing ? playing.itemId : this.open;
+    if (!itemId) return null;
     const playedMs = Math.floor(this.heardMs(itemId));
+    this.settle(itemId);
+    this.cut.add(itemId);
     for (const e of this.queued.splice(0)) {
+      this.cut.add(e.itemId);
       e.stopped = true;
       this.count(e.itemId, this.partial(e));
       try { e.source.stop(); } catch { /* not started yet */ }

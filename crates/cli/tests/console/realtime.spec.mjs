@@ -51,6 +51,8 @@ scenario("realtime", async (t) => {
   await t.fieldError("connection.apiKey").filter({ hasText: "{{secret__name}} reference" }).waitFor();
   await page.getByLabel("API key").fill("{{secret__mock_realtime_key}}");
   await page.getByLabel("Voice").fill("verse");
+  assert.equal(await page.getByLabel("Silence to end a turn (ms)").inputValue(), "300");
+  await page.getByLabel("Silence to end a turn (ms)").fill("400");
   await page.getByRole("button", { name: "Save" }).click();
   await page.getByText("Realtime interface Mock Realtime saved").waitFor();
 

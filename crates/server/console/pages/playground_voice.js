@@ -138,7 +138,11 @@ export function voiceBar({ config, frame, line }) {
         stats.deltas += 1;
         return true;
       }
+      case "message.completed":
+        if (audio.player && e.itemId && e.role === "assistant") audio.player.settle(e.itemId);
+        return false;
       case "turn.completed":
+        if (audio.player) audio.player.settle();
         if (stats.ready) state.textContent = `ready · ${stats.ready.dialect} · in ${stats.ready.inputRate} Hz · out ${stats.ready.outputRate} Hz`;
         return false;
       case "session.ended":

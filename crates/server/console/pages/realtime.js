@@ -31,13 +31,13 @@ function connectionFields(conn, readOnly) {
   const transcription = text(conn?.transcriptionModel, { placeholder: "the dialect's default" });
   const tdType = select(TURN_DETECTION, td.type, { "aria-label": "Turn detection" });
   const threshold = num(td.threshold, { min: 0, max: 1, step: 0.05 });
-  const padding = num(td.prefix_padding_ms, { min: 0, max: 5000, step: 50 });
-  const silence = num(td.silence_duration_ms, { min: 100, max: 10000, step: 50 });
+  const padding = num(td.prefixPaddingMs, { min: 0, max: 5000, step: 50 });
+  const silence = num(td.silenceDurationMs, { min: 100, max: 10000, step: 50 });
   const eagerness = select([["", "default"], "low", "medium", "high", "auto"], td.eagerness || "");
   const vadBox = h("div", { class: "row" },
     field("Threshold (0–1)", "connection.turnDetection.threshold", threshold),
-    field("Prefix padding (ms)", "connection.turnDetection.prefix_padding_ms", padding),
-    field("Silence to end a turn (ms)", "connection.turnDetection.silence_duration_ms", silence));
+    field("Prefix padding (ms)", "connection.turnDetection.prefixPaddingMs", padding),
+    field("Silence to end a turn (ms)", "connection.turnDetection.silenceDurationMs", silence));
   const semanticBox = h("div", { class: "row" }, field("Eagerness", "connection.turnDetection.eagerness", eagerness));
   const rateHint = h("p", { class: "hint" });
   const details = h("div", {},
@@ -76,7 +76,7 @@ function connectionFields(conn, readOnly) {
     }
     let turnDetection = { type: tdType.value };
     if (tdType.value === "server_vad") {
-      turnDetection = { ...turnDetection, threshold: numberOf(threshold), prefix_padding_ms: numberOf(padding), silence_duration_ms: numberOf(silence) };
+      turnDetection = { ...turnDetection, threshold: numberOf(threshold), prefixPaddingMs: numberOf(padding), silenceDurationMs: numberOf(silence) };
     } else if (tdType.value === "semantic_vad") {
       turnDetection.eagerness = eagerness.value || undefined;
     }
