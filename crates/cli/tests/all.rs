@@ -11,6 +11,7 @@ mod builtins;
 mod chat;
 mod connections;
 mod console;
+mod console_realtime;
 mod contract;
 mod conversation;
 mod crash_safety;

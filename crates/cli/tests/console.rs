@@ -51,7 +51,7 @@ fn script(req: &Value) -> MockReply {
 
 /// Run one browser scenario against the server at `base`, signed in with
 /// the workspace key of `ws`.
-async fn run_scenario(
+pub(crate) async fn run_scenario(
     spec: &str,
     base: &str,
     ws: &crate::harness::Api,

@@ -21,6 +21,14 @@ const FILES: &[(&str, &str)] = &[
     ("expr.js", include_str!("../console/expr.js")),
     ("variables.js", include_str!("../console/variables.js")),
     (
+        "realtime_audio.js",
+        include_str!("../console/realtime_audio.js"),
+    ),
+    (
+        "pcm_capture.worklet.js",
+        include_str!("../console/pcm_capture.worklet.js"),
+    ),
+    (
         "pages/secrets.js",
         include_str!("../console/pages/secrets.js"),
     ),
@@ -46,6 +54,10 @@ const FILES: &[(&str, &str)] = &[
     (
         "pages/playground.js",
         include_str!("../console/pages/playground.js"),
+    ),
+    (
+        "pages/playground_voice.js",
+        include_str!("../console/pages/playground_voice.js"),
     ),
     (
         "pages/panels.js",

@@ -11,13 +11,14 @@ export const BASE = process.env.BASE_URL;
 export const KEY = process.env.API_KEY;
 const OUT = process.env.OUT_DIR;
 
-/** Run one scenario; exits non-zero naming the step that failed. */
-export async function scenario(name, body) {
+/** Run one scenario; exits non-zero naming the step that failed. `args`
+ * are extra Chromium switches (a fake microphone, say). */
+export async function scenario(name, body, { args = [] } = {}) {
   mkdirSync(OUT, { recursive: true });
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", ...args],
   });
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();

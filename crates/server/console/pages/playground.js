@@ -3,13 +3,16 @@
 // questions as option chips, client tools answered by hand or
 // automatically, handoff replies as the human agent, and live panels
 // (delegated tasks among them, each openable with its transcript).
-// A dropped connection resumes from the last event seen.
+// A dropped connection resumes from the last event seen. A realtime
+// assistant's session adds the voice bar (microphone in, audio out) and
+// shows the spoken transcripts, an interrupted answer marked.
 
 import { get, list, post, wsUrl } from "../api.js";
 import { h, page, field, text, area, select, showError, clearErrors, toast } from "../ui.js";
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
 import { workflowPanel } from "./workflows/live.js";
 import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
+import { realtimeOf, voiceBar } from "./playground_voice.js";
 
 const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
 
@@ -85,8 +88,11 @@ async function startForm() {
   await load();
 }
 
-function liveSession(sid) {
+async function liveSession(sid) {
   const client = JSON.parse(sessionStorage.getItem(CLIENT_KEY(sid)) || "[]");
+  const session = await get(`/v1/sessions/${encodeURIComponent(sid)}`);
+  const realtime = await realtimeOf(session).catch(() => null);
+  const voice = realtime && voiceBar({ config: realtime, frame: (obj) => frame(obj), line: (t, cls) => line(t, cls) });
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
   const status = h("span", { class: "status", role: "status" }, "connecting…");
   const input = text("", { placeholder: "Write a message…", "aria-label": "Message" });
@@ -107,7 +113,7 @@ function liveSession(sid) {
     h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status),
     flowSlot,
     h("div", { class: "play" },
-      h("div", { class: "chat" }, log, handoff, composer),
+      h("div", { class: "chat" }, voice ? voice.element : null, log, handoff, composer),
       h("div", { class: "panels" }, taskCard, todoCard, varCard, goalCard, loopCard, treeCard)),
     taskView.element);
 
@@ -252,28 +258,41 @@ function liveSession(sid) {
   // A workflow session shows its graph with the current node above the chat.
   let flow = null;
   const pending = [];
-  get(`/v1/sessions/${encodeURIComponent(sid)}`).then(async (s) => {
-    if (!s.workflowId || closed) return;
-    flow = await workflowPanel(s);
-    flowSlot.replaceChildren(flow.card);
-    pending.splice(0).forEach((e) => flow.onEvent(e));
-  }).catch((e) => line(`workflow graph unavailable: ${e.message}`, "sysline bad"));
+  if (session.workflowId) {
+    workflowPanel(session).then((panel) => {
+      if (closed) return;
+      flow = panel;
+      flowSlot.replaceChildren(flow.card);
+      pending.splice(0).forEach((e) => flow.onEvent(e));
+    }).catch((e) => line(`workflow graph unavailable: ${e.message}`, "sysline bad"));
+  }
 
   function onEvent(e) {
     if (e.seq !== undefined) {
       if (e.seq <= lastSeq) return;
       lastSeq = e.seq;
     }
+    if (voice && voice.onEvent(e)) return;
     switch (e.type) {
       case "session.started": line("session started"); break;
       case "turn.started": status.textContent = "thinking…"; break;
       case "turn.completed":
         if (!log.querySelector(".question")) status.textContent = e.interrupted ? "interrupted" : "idle";
         break;
-      case "message.delta": { const b = bubble(e.messageId, "assistant"); b.body.textContent += e.delta; scroll(); break; }
+      case "message.delta": {
+        const role = e.role || "assistant";
+        const b = bubble(e.messageId, role, undefined, e.source === "audio" ? `${role} · spoken` : role);
+        b.body.textContent += e.delta;
+        scroll();
+        break;
+      }
       case "message.completed": {
         const label = e.goalId ? "goal" : e.loopId ? "loop" : e.fromSessionId ? (e.role === "user" ? "sub-agent" : e.role) : e.role === "human_agent" ? "human agent" : e.role;
-        bubble(e.messageId, e.role, e.content, label);
+        const b = bubble(e.messageId, e.role, e.content, e.source === "audio" ? `${label} · spoken` : label);
+        if (e.interrupted && !b.classList.contains("interrupted")) {
+          b.classList.add("interrupted");
+          b.append(h("span", { class: "pill" }, "interrupted"));
+        }
         break;
       }
       case "tool.called": toolCard(e); break;
@@ -324,7 +343,9 @@ function liveSession(sid) {
     ws.onopen = () => {
       retry = 500;
       status.textContent = "connected";
-      frame({ type: "client.hello", clientTools: client.map((c) => c.fn) });
+      const hello = { type: "client.hello", clientTools: client.map((c) => c.fn) };
+      if (voice) hello.audio = voice.hello();
+      frame(hello);
     };
     ws.onmessage = (m) => { try { onEvent(JSON.parse(m.data)); } catch (err) { console.error(err); } };
     ws.onclose = () => {
@@ -341,10 +362,12 @@ function liveSession(sid) {
     const value = input.value.trim();
     if (!value) return;
     input.value = "";
+    // A realtime answer is spoken: this click lets the page play it.
+    if (voice) voice.unlock();
     if (!frame({ type: "user.message", text: value })) {
       try { await post(`/v1/sessions/${sid}/messages`, { text: value }); } catch (e) { toast(`${e.code}: ${e.message}`); }
     }
   });
   input.focus();
-  return () => { closed = true; if (ws) ws.close(); };
+  return () => { closed = true; if (ws) ws.close(); if (voice) voice.close(); };
 }

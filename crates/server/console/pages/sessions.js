@@ -65,7 +65,10 @@ export async function sessionDetail(id) {
     h("h2", {}, "Transcript"),
     h("div", { class: "card log", style: null }, messages.length ? messages.map((m) => m.role === "tool"
       ? h("div", { class: "toolcard" }, h("strong", {}, `${m.name || "tool"} result`), h("pre", {}, m.content))
-      : h("div", { class: `msg ${m.role}` }, h("span", { class: "who" }, m.name ? `${m.role} · ${m.name}` : m.role), m.content || (m.toolCalls || []).map((c) => `→ ${c.name}(${c.arguments})`).join("\n")))
+      : h("div", { class: `msg ${m.role}${m.interrupted ? " interrupted" : ""}` },
+        h("span", { class: "who" }, [m.role, m.name, m.source === "audio" ? "spoken" : null].filter(Boolean).join(" · ")),
+        m.content || (m.toolCalls || []).map((c) => `→ ${c.name}(${c.arguments})`).join("\n"),
+        m.interrupted ? h("span", { class: "pill" }, "interrupted") : null))
       : h("p", { class: "muted" }, "No messages.")),
     h("div", { hidden: !tasks.length }, h("h2", {}, "Tasks"), h("section", { class: "card", "aria-label": "Tasks" }, tasksPanel(tasks, (t) => taskView.show(t), s.status === "ended" ? null : id)), taskView.element),
     h("h2", {}, "Event log"), log);
