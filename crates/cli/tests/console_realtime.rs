@@ -70,17 +70,9 @@ fn tone_wav(rate: u32, segments: &[(bool, u32)]) -> Vec<u8> {
 
 /// Root mean square of base64 PCM16 audio, on the PCM16 scale.
 fn rms(b64: &str) -> f64 {
-    let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(b64) else {
-        return 0.0;
-    };
-    let samples: Vec<f64> = bytes
-        .chunks_exact(2)
-        .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])))
-        .collect();
-    if samples.is_empty() {
-        return 0.0;
-    }
-    (samples.iter().map(|s| s * s).sum::<f64>() / samples.len() as f64).sqrt()
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_or(0.0, |bytes| rtc_testkit::pcm16_rms(&bytes))
 }
 
 #[test]

@@ -30,6 +30,25 @@ macro_rules! on_both {
 }
 pub(crate) use on_both;
 
+/// One test per engine from `async fn body(engine) -> Result` of the
+/// same name in the calling module.
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test]
+            async fn sqlite() -> anyhow::Result<()> {
+                super::$name(rtc_testkit::Engine::Sqlite).await
+            }
+
+            #[tokio::test]
+            async fn postgres() -> anyhow::Result<()> {
+                super::$name(rtc_testkit::Engine::Postgres).await
+            }
+        }
+    };
+}
+pub(crate) use both;
+
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent"))
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use rtc_testkit::{Engine, RealtimeFlavor};
 use serde_json::json;
 
-use crate::realtime_sessions::both;
+use crate::harness::both;
 use crate::realtime_support::{order_stub, order_tool, order_variables, stage, utterance};
 
 const SECOND: Duration = Duration::from_secs(20);

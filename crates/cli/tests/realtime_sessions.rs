@@ -9,22 +9,7 @@ use serde_json::{Value, json};
 
 use crate::realtime_support::{order_stub, order_tool, order_variables, stage, utterance};
 
-/// Define the sqlite and postgres tests of one scenario.
-macro_rules! both {
-    ($name:ident) => {
-        mod $name {
-            #[tokio::test]
-            async fn sqlite() -> anyhow::Result<()> {
-                super::$name(rtc_testkit::Engine::Sqlite).await
-            }
-            #[tokio::test]
-            async fn postgres() -> anyhow::Result<()> {
-                super::$name(rtc_testkit::Engine::Postgres).await
-            }
-        }
-    };
-}
-pub(crate) use both;
+use crate::harness::both;
 
 const SECOND: Duration = Duration::from_secs(20);
 

@@ -18,22 +18,7 @@ use crate::harness::{Api, Server, start};
 const EXAMPLE: &str = include_str!("fixtures/workflows/order_support_v4.json");
 const TOOL: &str = include_str!("fixtures/workflows/tool_query_order.json");
 
-/// One test per engine from `async fn body(engine) -> Result`.
-macro_rules! both {
-    ($name:ident) => {
-        mod $name {
-            #[tokio::test]
-            async fn sqlite() -> anyhow::Result<()> {
-                super::$name(rtc_testkit::Engine::Sqlite).await
-            }
-
-            #[tokio::test]
-            async fn postgres() -> anyhow::Result<()> {
-                super::$name(rtc_testkit::Engine::Postgres).await
-            }
-        }
-    };
-}
+use crate::harness::both;
 
 /// The mock model and its script.
 struct Model {

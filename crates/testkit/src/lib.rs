@@ -31,7 +31,7 @@ pub use opencode::{
 pub use processes::processes_with;
 pub use realtime_mock::{
     ClientFrame, MockConnection, RealtimeFlavor, RealtimeMock, RealtimeScript, SPEECH_RMS,
-    ScriptedResponse, Step,
+    ScriptedResponse, Step, pcm16_rms,
 };
 pub use server::{ServerProcess, free_port};
 pub use workflow_stand_ins::{OrderService, StageScript, judge_requests, stage_requests};

@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::StatusCode;
 
 use crate::realtime_mock_conn::{Conn, Out};
-pub use crate::realtime_mock_script::{RealtimeScript, ScriptedResponse, Step};
+pub use crate::realtime_mock_script::{RealtimeScript, ScriptedResponse, Step, rms as pcm16_rms};
 
 /// Which provider the mock imitates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

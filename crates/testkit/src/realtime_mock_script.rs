@@ -97,8 +97,8 @@ pub(crate) fn tone(rate: u32, from: u64, samples: u64) -> Vec<u8> {
     pcm
 }
 
-/// Root mean square of PCM16 LE samples.
-pub(crate) fn rms(pcm: &[u8]) -> f64 {
+/// Root mean square of PCM16 LE samples, on the PCM16 scale.
+pub fn rms(pcm: &[u8]) -> f64 {
     let samples: Vec<f64> = pcm
         .chunks_exact(2)
         .map(|b| f64::from(i16::from_le_bytes([b[0], b[1]])))
