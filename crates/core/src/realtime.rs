@@ -147,16 +147,7 @@ fn check_connection(c: &RealtimeConnection, secret_exists: &dyn Fn(&str) -> bool
             ));
         }
     }
-    let secret = crate::placeholders::parse(&c.api_key, "connection.apiKey")
-        .ok()
-        .and_then(|found| match found.as_slice() {
-            [crate::placeholders::Placeholder::Secret(name)]
-                if c.api_key == format!("{{{{{name}}}}}") =>
-            {
-                Some((*name).to_owned())
-            }
-            _ => None,
-        });
+    let secret = api_key_secret(&c.api_key);
     let Some(secret) = secret else {
         return Err(ValidationError::new(
             "invalid_placeholder",
@@ -183,16 +174,25 @@ fn check_connection(c: &RealtimeConnection, secret_exists: &dyn Fn(&str) -> bool
     Ok(())
 }
 
-/// The secret an interface's connection references, if any.
-pub fn referenced_secret(iface: &RealtimeInterface) -> Option<String> {
-    let c = iface.connection.as_ref()?;
-    match crate::placeholders::parse(&c.api_key, "connection.apiKey")
+/// The secret an `apiKey` names, when it is exactly one
+/// `{{secret__name}}` reference.
+pub fn api_key_secret(api_key: &str) -> Option<String> {
+    match crate::placeholders::parse(api_key, "connection.apiKey")
         .ok()?
         .as_slice()
     {
-        [crate::placeholders::Placeholder::Secret(name)] => Some((*name).to_owned()),
+        [crate::placeholders::Placeholder::Secret(name)]
+            if api_key == format!("{{{{{name}}}}}") =>
+        {
+            Some((*name).to_owned())
+        }
         _ => None,
     }
+}
+
+/// The secret an interface's connection references, if any.
+pub fn referenced_secret(iface: &RealtimeInterface) -> Option<String> {
+    api_key_secret(&iface.connection.as_ref()?.api_key)
 }
 
 /// The items of `assistant` its realtime interface does not support. Empty

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rtc_core::model_tools::render_variables;
-use rtc_core::placeholders::{self, Placeholder};
 use rtc_protocol::{MessageRole, RealtimeConnection, RealtimeInterface, TurnDetection};
 use rtc_realtime::{ProviderCfg, SessionSpec, ToolChoice, ToolDecl, Vad};
 use rtc_tools::scrub::Scrubber;
@@ -77,18 +76,7 @@ pub(crate) fn connection_of(
     })
 }
 
-/// The secret name of an `apiKey` reference.
-pub(crate) fn api_key_secret(api_key: &str) -> Option<String> {
-    match placeholders::parse(api_key, "connection.apiKey")
-        .ok()?
-        .as_slice()
-    {
-        [Placeholder::Secret(name)] if api_key == format!("{{{{{name}}}}}") => {
-            Some((*name).to_owned())
-        }
-        _ => None,
-    }
-}
+pub(crate) use rtc_core::realtime::api_key_secret;
 
 impl Inner {
     /// The plan of the next provider connection of `ctx`, read afresh
