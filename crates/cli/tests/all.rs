@@ -18,6 +18,7 @@ mod crash_safety;
 mod errors;
 mod goals;
 mod instances;
+mod instances_work;
 mod interaction;
 mod isolation;
 mod loops;

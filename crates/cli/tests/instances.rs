@@ -44,14 +44,14 @@ fn model(req: &Value) -> MockReply {
 /// Instance A (holding the throwaway PostgreSQL) and instance B on the
 /// same database, each with `env` plus its own settings, and workspace "A"
 /// as each one serves it.
-struct Pair {
-    a: Server,
-    b: ServerProcess,
-    ws_a: Api,
-    ws_b: Api,
+pub(crate) struct Pair {
+    pub a: Server,
+    pub b: ServerProcess,
+    pub ws_a: Api,
+    pub ws_b: Api,
 }
 
-async fn two_instances(
+pub(crate) async fn two_instances(
     env: HashMap<String, String>,
     only_a: &[(&str, &str)],
     only_b: &[(&str, &str)],

@@ -13,6 +13,10 @@ use crate::events::EventLog;
 
 type Reply = Result<Value, String>;
 
+/// The connection of calls sent to a client on another instance (local
+/// connections are numbered from 1).
+pub(crate) const REMOTE: u64 = 0;
+
 struct Pending {
     connection: u64,
     reply: oneshot::Sender<Reply>,
@@ -117,9 +121,17 @@ impl Broker {
         }
     }
 
-    /// Whether some connected client declared `function`.
+    /// Whether some client connected to this process declared `function`.
     pub fn supports(&self, function: &str) -> bool {
         self.connection_for(function).is_some()
+    }
+
+    /// Whether the waiting call `call_id` is sent through another
+    /// instance (see `remote_clients.rs`).
+    pub fn waits_remotely(&self, call_id: &str) -> bool {
+        self.pending
+            .lock()
+            .is_ok_and(|p| p.get(call_id).is_some_and(|c| c.connection == REMOTE))
     }
 
     /// The first connection declaring `function`, with the hash it declared.
@@ -131,9 +143,28 @@ impl Broker {
             .min_by_key(|(id, _)| *id)
     }
 
-    /// Ask a connected client to run `function`. Fails at once when no
-    /// connected client declared it (R-CT-2).
+    /// Ask a client connected to this process to run `function`. Fails at
+    /// once when none declared it (R-CT-2).
     pub async fn call(&self, events: &EventLog, call: ClientCall<'_>) -> ClientOutcome {
+        let Some((connection, declared)) = self.connection_for(call.function) else {
+            return ClientOutcome::Error(format!(
+                "no connected client supports `{}`; the user's app cannot do this right now",
+                call.function
+            ));
+        };
+        self.call_via(events, call, connection, declared).await
+    }
+
+    /// [`Self::call`] through `connection` ([`REMOTE`]: a client on
+    /// another instance, whose reply is resolved here by call id), which
+    /// declared the function with hash `declared`.
+    pub async fn call_via(
+        &self,
+        events: &EventLog,
+        call: ClientCall<'_>,
+        connection: u64,
+        declared: Option<String>,
+    ) -> ClientOutcome {
         let ClientCall {
             call_id,
             function,
@@ -142,11 +173,6 @@ impl Broker {
             timeout,
             schema_hash,
         } = call;
-        let Some((connection, declared)) = self.connection_for(function) else {
-            return ClientOutcome::Error(format!(
-                "no connected client supports `{function}`; the user's app cannot do this right now"
-            ));
-        };
         if let Some(declared) = declared.filter(|d| d != schema_hash) {
             return ClientOutcome::Error(format!(
                 "the connected client implements `{function}` with another parameter schema (hash {declared}, expected {schema_hash}); update the app or the tool"

@@ -159,6 +159,8 @@ impl Inner {
         params: AnswerParams,
     ) -> Result<AnswerResponse, RuntimeError> {
         let inner = self;
+        // The question may have been asked by a turn on another instance.
+        inner.reload_shared(ctx).await?;
         let (pending, answers) = {
             let mut state = ctx.state.lock().await;
             if state.status == SessionStatus::Ended {
@@ -209,6 +211,8 @@ impl Inner {
         };
         inner.settle_question(ctx, &pending, &result, event).await?;
         ctx.wait_turn().await;
+        // The turn that asked may still be ending on another instance.
+        inner.await_remote_turn(ctx, false).await?;
         if ctx.state.lock().await.status == SessionStatus::Active {
             inner.start_turn(ctx).await;
         }

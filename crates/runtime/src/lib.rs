@@ -9,6 +9,7 @@
 
 mod broker;
 mod builtins;
+mod control;
 mod error;
 mod events;
 mod goals;
@@ -21,8 +22,10 @@ mod limits;
 mod live;
 mod loops;
 mod memory;
+mod ownership;
 mod realtime;
 mod registry;
+mod remote_clients;
 mod session;
 mod small_model;
 mod start;
@@ -145,6 +148,10 @@ pub(crate) struct Inner {
     /// OpenCode servers: clients, event streams, supervised processes.
     pub opencode: tasks::opencode::OpencodeServers,
     pub realtime: realtime::Bridges,
+    /// Whether this instance's heartbeat row is written (shared stores).
+    pub registered: std::sync::atomic::AtomicBool,
+    /// Client connections and calls across instances.
+    pub remote_clients: remote_clients::RemoteClients,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -186,12 +193,16 @@ impl Runtime {
                 task_drivers: tasks::TaskDrivers::default(),
                 opencode,
                 realtime: realtime::Bridges::default(),
+                registered: std::sync::atomic::AtomicBool::new(false),
+                remote_clients: remote_clients::RemoteClients::default(),
             }),
         };
         session::spawn_sweeper(&runtime.inner);
         loops::spawn_scheduler(&runtime.inner);
         session::spawn_listener(&runtime.inner);
         tasks::spawn_keeper(&runtime.inner);
+        control::spawn_control_listener(&runtime.inner);
+        remote_clients::spawn_client_rows(&runtime.inner);
         runtime
     }
 
@@ -268,6 +279,16 @@ impl Runtime {
         inner.task_drivers.abort_all();
         inner.opencode.shutdown().await;
         inner.journal.flush().await;
+        // What is left (inbox items, goals) is adopted by the other
+        // instances at once rather than after a lease.
+        if inner.store.is_shared()
+            && let Err(e) = inner
+                .store
+                .remove_instance(&inner.config.loops.instance)
+                .await
+        {
+            tracing::warn!(error = %e, "removing this instance's heartbeat failed");
+        }
         ShutdownReport {
             finished: running.saturating_sub(checkpointed),
             checkpointed,

@@ -20,9 +20,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rtc_protocol::{
-    EventBody, LoopStatus, MessageRole, SessionEnded, SessionStatus, TurnCompleted,
-};
+use rtc_protocol::{EventBody, LoopStatus, SessionEnded, SessionStatus, TurnCompleted};
 use rtc_store::{
     ClaimedTick, GoalRecord, InboxItem, SessionUpdate, TickOutcome, new_id, now_millis,
 };
@@ -34,13 +32,25 @@ use crate::session::{RunningTurn, SessionCtx};
 use crate::{Inner, RuntimeError};
 
 impl Inner {
-    /// Start a turn in the session's slot; returns its id.
-    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> u64 {
+    /// Start a turn in the session's slot; returns its id, or `None` when
+    /// another instance runs the session's turn (see `ownership.rs`).
+    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Option<u64> {
         let mut slot = ctx.turn.lock().await;
+        let local = slot.as_ref().is_some_and(|t| !t.handle.is_finished());
+        if !local {
+            match self.claim(ctx).await {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => {
+                    tracing::error!(session = %ctx.id, error = %e, "claiming the turn failed");
+                    return None;
+                }
+            }
+        }
         let turn = self.spawn_turn(ctx);
         let id = turn.id;
         *slot = Some(turn);
-        id
+        Some(id)
     }
 
     /// Spawn a turn; the caller puts it in the session's turn slot.
@@ -175,7 +185,14 @@ impl Inner {
             // for the deterministic nodes it leads through.
             match self.workflow_after_turn(ctx).await {
                 Ok(super::workflow::Next::Turn) if !self.tasks.is_closed() => {
-                    *slot = Some(self.spawn_turn(ctx));
+                    if self.claim(ctx).await.unwrap_or_else(|e| {
+                        tracing::error!(session = %ctx.id, error = %e, "claiming the turn failed");
+                        false
+                    }) {
+                        *slot = Some(self.spawn_turn(ctx));
+                    } else {
+                        *slot = None;
+                    }
                     return;
                 }
                 Ok(super::workflow::Next::Ended) => {
@@ -209,18 +226,34 @@ impl Inner {
             return;
         }
         let started = async {
+            if !self.claim(ctx).await? {
+                // A request on another instance took the session's turn:
+                // that instance goes on from here.
+                return Ok(None);
+            }
             if self.deliver_inbox(ctx).await? {
                 *slot = Some(self.spawn_turn(ctx));
             } else if let Some(goal) = &goal {
                 self.continue_goal(ctx, goal, &mut slot).await?;
             }
-            Ok::<_, RuntimeError>(slot.as_ref().is_some_and(|t| t.id != turn))
+            let started = slot.as_ref().is_some_and(|t| t.id != turn);
+            if !started {
+                self.release(ctx).await;
+            }
+            Ok::<_, RuntimeError>(Some(started))
         };
         match started.await {
-            Ok(true) => return,
-            Ok(false) => {}
+            Ok(Some(true)) => return,
+            Ok(None) => {
+                *slot = None;
+                return;
+            }
+            Ok(Some(false)) => {}
             Err(e) => {
-                tracing::error!(session = %ctx.id, error = %e, "starting the next turn failed")
+                tracing::error!(session = %ctx.id, error = %e, "starting the next turn failed");
+                if slot.as_ref().is_none_or(|t| t.id == turn) {
+                    self.release(ctx).await;
+                }
             }
         }
         if let Err(e) = self.report_if_done(ctx).await {
@@ -237,8 +270,26 @@ impl Inner {
         if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
             return Ok(());
         }
-        if self.deliver_inbox(ctx).await? {
-            *slot = Some(self.spawn_turn(ctx));
+        if !self.claim(ctx).await? {
+            // The instance running the session's turn delivers them.
+            if let Some(owner) = self
+                .store
+                .live_turn_owner(&ctx.id, self.live_since())
+                .await?
+            {
+                self.store
+                    .send_control(&owner, rtc_store::ControlOp::Kick, &ctx.id)
+                    .await?;
+            }
+            return Ok(());
+        }
+        match self.deliver_inbox(ctx).await {
+            Ok(true) => *slot = Some(self.spawn_turn(ctx)),
+            Ok(false) => self.release(ctx).await,
+            Err(e) => {
+                self.release(ctx).await;
+                return Err(e);
+            }
         }
         Ok(())
     }
@@ -266,6 +317,7 @@ impl Inner {
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
         self.cancel_session_tasks_logged(&ctx.id).await;
+        self.cancel_remote_turn(ctx).await;
         let ended = SessionEnded {
             reason: reason.map(str::to_owned),
             ended_by: by.to_owned(),
@@ -323,8 +375,12 @@ impl Inner {
             let ctx = self.session(&goal.session_id).await?;
             self.refresh_if_stale(&ctx).await?;
             let mut slot = ctx.turn.lock().await;
-            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
+            // A turn running here or elsewhere settles the goal when it ends.
+            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) && self.claim(&ctx).await? {
                 self.continue_goal(&ctx, &goal, &mut slot).await?;
+                if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
+                    self.release(&ctx).await;
+                }
             }
         }
         Ok(())
@@ -366,6 +422,10 @@ impl Inner {
         }
         let busy = slot.as_ref().is_some_and(|t| !t.handle.is_finished())
             || ctx.user_turns_pending.load(Ordering::SeqCst) > 0;
+        // The turn may also run on another instance: then the tick is
+        // skipped as for a turn running here.
+        let busy =
+            busy || (!waiting && status == SessionStatus::Active && !self.claim(&ctx).await?);
         if busy || waiting || status == SessionStatus::Handoff {
             // A loop whose ticks are always skipped expires all the same.
             return Ok(TickOutcome {
@@ -381,8 +441,13 @@ impl Inner {
             l.max_turns,
             l.prompt
         );
-        self.runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
-            .await?;
+        if let Err(e) = self
+            .runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
+            .await
+        {
+            self.release(&ctx).await;
+            return Err(e);
+        }
         // Set once nothing can fail before the turn runs (it is cleared
         // when the turn is over).
         if let Ok(mut current) = ctx.current_loop.lock() {
@@ -445,8 +510,14 @@ impl Inner {
             .copied()
     }
 
-    /// Close the turns a crash cut off, then resume the trees.
+    /// Close the turns a crash cut off, then resume the trees. On a shared
+    /// store only the work of this instance's earlier run and of dead
+    /// instances is touched (see `ownership.rs`).
     async fn recover_now(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+        if self.store.is_shared() {
+            self.forget_stale_clients().await?;
+            return self.adopt_orphans(true).await;
+        }
         let ids = self.store.sessions_with_running_turn().await?;
         for id in &ids {
             let ctx = self.session(id).await?;
@@ -469,22 +540,13 @@ impl Inner {
         Ok(ids.len())
     }
 
-    /// After a restart: sub-agents whose run was cut off (their last
+    /// After a restart on SQLite: sub-agents whose run was cut off (their last
     /// input has no answer yet) go on working, and every inbox item not yet
     /// consumed is delivered (R-BX-3).
     pub(crate) async fn resume_trees(self: &Arc<Self>) -> Result<(), RuntimeError> {
         for id in self.store.working_sub_agents().await? {
             let ctx = self.session(&id).await?;
-            let unanswered = self
-                .with_history(&ctx, |h| {
-                    h.last().is_some_and(|m| {
-                        m.role != MessageRole::Assistant || !m.tool_calls.is_empty()
-                    })
-                })
-                .await?;
-            if unanswered && ctx.state.lock().await.can_continue() {
-                self.start_turn(&ctx).await;
-            }
+            self.resume_sub_agent(&ctx).await?;
         }
         for id in self.store.sessions_with_pending_inbox().await? {
             let ctx = self.session(&id).await?;

@@ -300,6 +300,12 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
             }
             if goals_swept.elapsed() >= inner.config.loops.lease / 3 {
                 goals_swept = tokio::time::Instant::now();
+                // The heartbeat, and the work of instances that stopped.
+                if inner.store.is_shared()
+                    && let Err(e) = inner.adopt_orphans(false).await
+                {
+                    tracing::warn!(error = %e, "adopting the work of stopped instances failed");
+                }
                 if let Err(e) = inner.sweep_goals().await {
                     tracing::warn!(error = %e, "renewing or taking over goals failed");
                 }

@@ -186,6 +186,9 @@ pub(crate) struct SessionCtx {
     /// tick meanwhile is skipped, as if that turn were running (else the
     /// tick's turn would start between the message and its own turn).
     pub user_turns_pending: std::sync::atomic::AtomicUsize,
+    /// Another instance wrote the session since its state was read (on
+    /// PostgreSQL): the next use reloads it (`Inner::refresh_if_stale`).
+    pub stale: AtomicBool,
 }
 
 impl SessionCtx {
@@ -302,6 +305,7 @@ impl Inner {
             current_loop: std::sync::Mutex::new(None),
             turns_finished: tokio::sync::watch::Sender::new(0),
             user_turns_pending: std::sync::atomic::AtomicUsize::new(0),
+            stale: AtomicBool::new(false),
         });
         let mut map = self
             .sessions
@@ -335,20 +339,23 @@ impl Inner {
         before - map.len()
     }
 
-    /// On PostgreSQL another instance may have written this session (a loop
-    /// tick it claimed): when the store holds more messages than memory,
-    /// the cached history is dropped and the session's state reloaded.
+    /// On PostgreSQL another instance may have written this session (a
+    /// request that reached it, a loop tick it claimed): when it was
+    /// notified of such a write, or the store holds another number of
+    /// messages than memory, the cached history is dropped and the
+    /// session's state reloaded.
     pub(crate) async fn refresh_if_stale(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        if self.store.dialect() != rtc_store::Dialect::Postgres {
+        if !self.store.is_shared() {
             return Ok(());
         }
         self.journal.flush().await;
+        let notified = ctx.stale.swap(false, Ordering::SeqCst);
         let stored = self.store.message_count(&ctx.id).await?;
         let mut history = ctx.history.lock().await;
         let cached = history
             .as_ref()
             .map(|h| i64::try_from(h.len()).unwrap_or(i64::MAX));
-        if cached.is_none_or(|n| n == stored) {
+        if !notified && cached.is_none_or(|n| n == stored) {
             return Ok(());
         }
         *history = None;
@@ -370,11 +377,12 @@ impl Inner {
         id: &str,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
         let ctx = self.session(id).await?;
-        if ctx.workspace == workspace {
-            Ok(ctx)
-        } else {
-            Err(RuntimeError::not_found("session", id))
+        if ctx.workspace != workspace {
+            return Err(RuntimeError::not_found("session", id));
         }
+        // A request may follow one another instance answered.
+        self.refresh_if_stale(&ctx).await?;
+        Ok(ctx)
     }
 }
 
@@ -422,6 +430,7 @@ pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
                             .ok()
                             .and_then(|m| m.get(&write.session).cloned());
                         if let Some(ctx) = ctx {
+                            ctx.stale.store(true, Ordering::SeqCst);
                             ctx.events.poke();
                         }
                     }
@@ -443,18 +452,38 @@ pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
 pub struct ClientConnection {
     pub(crate) ctx: Arc<SessionCtx>,
     pub(crate) id: u64,
+    /// Its id across instances (see `remote_clients.rs`).
+    pub(crate) key: String,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl ClientConnection {
     /// `client.hello`: the functions this client runs, each with an
     /// optional schema hash (see [`schema_hash`]).
     pub fn declare(&self, functions: Vec<(String, Option<String>)>) {
+        self.inner.remote_clients.declared(
+            &self.key,
+            &self.ctx.id,
+            &self.inner.config.loops.instance,
+            functions.iter().cloned().collect(),
+        );
         self.ctx.broker.declare(self.id, functions);
     }
 
-    /// `client_tool.result`: `Ok(result)` or `Err(error message)`.
-    pub fn resolve(&self, call_id: &str, reply: Result<Value, String>) -> bool {
-        self.ctx.broker.resolve(call_id, reply)
+    /// `client_tool.result`: `Ok(result)` or `Err(error message)`, for a
+    /// call of a turn of this process or (on a shared store) of another
+    /// instance; `false` if no call waits under that id.
+    pub async fn resolve(&self, call_id: &str, reply: Result<Value, String>) -> bool {
+        if self.ctx.broker.resolve(call_id, reply.clone()) {
+            return true;
+        }
+        self.inner
+            .forward_client_reply(&self.ctx.id, call_id, reply)
+            .await
+            .unwrap_or_else(|e| {
+                tracing::warn!(call_id, error = %e, "forwarding a client reply failed");
+                false
+            })
     }
 
     pub fn session_id(&self) -> &str {
@@ -465,5 +494,6 @@ impl ClientConnection {
 impl Drop for ClientConnection {
     fn drop(&mut self) {
         self.ctx.broker.disconnect(self.id);
+        self.inner.remote_clients.closed(&self.key);
     }
 }

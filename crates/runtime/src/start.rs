@@ -304,6 +304,7 @@ impl Runtime {
                 config: &config_json,
                 client_token: &client_token,
                 workflow_id,
+                owner: Some(&inner.config.loops.instance),
             })
             .await?;
         let ctx = inner.session(&id).await?;
@@ -400,6 +401,7 @@ impl Runtime {
         let inner = &self.inner;
         let ctx = inner.session_in(workspace, id).await?;
         inner.config.limits.check_text(text)?;
+        inner.reload_shared(&ctx).await?;
         let (status, keep_ending) = {
             let mut s = ctx.state.lock().await;
             let keep = match &s.ending {
@@ -451,6 +453,8 @@ impl Runtime {
             return Ok(m);
         }
         ctx.cancel_turn().await;
+        // A turn another instance runs is cancelled there first.
+        inner.await_remote_turn(&ctx, true).await?;
         if ctx.state.lock().await.status == SessionStatus::Active {
             inner.start_turn(&ctx).await;
         }
@@ -469,6 +473,7 @@ impl Runtime {
             .limits
             .check_end_reason(reason.as_deref())?;
         let ctx = self.inner.session_in(workspace, id).await?;
+        self.inner.reload_shared(&ctx).await?;
         if ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(());
         }
@@ -487,6 +492,7 @@ impl Runtime {
     ) -> Result<Message, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
         self.inner.config.limits.check_text(text)?;
+        self.inner.reload_shared(&ctx).await?;
         if ctx.state.lock().await.status != SessionStatus::Handoff {
             return Err(RuntimeError::Conflict {
                 code: "not_in_handoff",
@@ -505,6 +511,7 @@ impl Runtime {
     /// Hand the conversation back to the model.
     pub async fn handoff_release(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
+        self.inner.reload_shared(&ctx).await?;
         {
             let mut s = ctx.state.lock().await;
             if s.status != SessionStatus::Handoff {
@@ -546,7 +553,12 @@ impl Runtime {
     ) -> Result<ClientConnection, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
         let conn = ctx.broker.connect();
-        Ok(ClientConnection { ctx, id: conn })
+        Ok(ClientConnection {
+            ctx,
+            id: conn,
+            key: rtc_store::new_id("conn"),
+            inner: self.inner.clone(),
+        })
     }
 
     /// Wait until the session's running turn (if any) has finished and

@@ -181,6 +181,7 @@ impl Inner {
                     config: &config,
                     client_token: &new_token("rtc_ct"),
                     workflow_id: None,
+                    owner: Some(&self.config.loops.instance),
                 },
                 &record,
                 &first,

@@ -24,6 +24,7 @@ pub(crate) async fn store_with_session(dir: &tempfile::TempDir) -> Store {
             config: &json!({}),
             client_token: "t",
             workflow_id: None,
+            owner: None,
         })
         .await
         .unwrap();

@@ -84,6 +84,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "tasks",
         include_str!("../migrations/sqlite/0011_tasks.sql"),
     ),
+    (
+        12,
+        "instances",
+        include_str!("../migrations/sqlite/0012_instances.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -140,6 +145,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         11,
         "tasks",
         include_str!("../migrations/postgres/0011_tasks.sql"),
+    ),
+    (
+        12,
+        "instances",
+        include_str!("../migrations/postgres/0012_instances.sql"),
     ),
 ];
 

@@ -12,11 +12,13 @@
 
 mod backup;
 mod catalog;
+mod clients;
 mod db;
 mod documents;
 mod error;
 mod goals;
 mod ids;
+mod instances;
 mod legacy;
 mod loops;
 mod memories;
@@ -33,17 +35,19 @@ pub use backup::{
     RestoreSummary, TableRows,
 };
 pub use catalog::FingerprintInput;
+pub use clients::{ClientConnectionRow, DeclaredFunctions};
 pub use db::{Dialect, Store, redact_url};
 pub use documents::{Document, Reference, ResourceKind};
 pub use error::StoreError;
 pub use goals::GoalRecord;
 pub use ids::{hash_token, new_id, new_token};
+pub use instances::{OrphanedSession, TurnClaim};
 pub use legacy::{
     LegacyDocument, LegacyKind, MigrationRecord, ResourceMigration, TOOL_RESOURCE_V4,
 };
 pub use loops::{ClaimedTick, LoopRecord, TickOutcome, TickRow};
 pub use memories::MemoryRecord;
-pub use notify::SessionWrite;
+pub use notify::{Control, ControlOp, SessionWrite};
 pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;
 pub use sessions::{NewSession, SessionRecord, SessionRecords, SessionUpdate};

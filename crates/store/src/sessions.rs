@@ -24,6 +24,9 @@ pub struct NewSession<'a> {
     pub client_token: &'a str,
     /// Set for a workflow session (`assistant_id` holds the same id).
     pub workflow_id: Option<&'a str>,
+    /// The instance creating it, which owns its work until a turn runs
+    /// elsewhere (see `instances.rs`).
+    pub owner: Option<&'a str>,
 }
 
 /// A message (if any), the events recorded with it and changes of the
@@ -137,7 +140,7 @@ pub(crate) async fn insert_session<'e>(
     s: &NewSession<'_>,
 ) -> Result<(), StoreError> {
     let sql = format!(
-        "INSERT INTO sessions ({COLUMNS}, client_token_hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $13, NULL, $12)"
+        "INSERT INTO sessions ({COLUMNS}, client_token_hash, turn_owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $13, NULL, $12, $14)"
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(s.id)
@@ -153,6 +156,7 @@ pub(crate) async fn insert_session<'e>(
         .bind(now_millis())
         .bind(hash_token(s.client_token))
         .bind(s.workflow_id)
+        .bind(s.owner)
         .execute(executor)
         .await?;
     Ok(())

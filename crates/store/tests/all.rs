@@ -231,6 +231,7 @@ on_both!(sessions_messages_and_events, |store| {
             config: &config,
             client_token: "ct-1",
             workflow_id: None,
+            owner: None,
         })
         .await?;
     assert_eq!(s.status, SessionStatus::Active);
@@ -450,6 +451,7 @@ async fn bare_session(store: &Store, workspace: &str, id: &str) -> anyhow::Resul
             config: &json!({}),
             client_token: "t",
             workflow_id: None,
+            owner: None,
         })
         .await?;
     Ok(())
@@ -710,6 +712,7 @@ on_both!(sub_agents_and_their_inboxes, |store| {
         config: &no_config,
         client_token: "t",
         workflow_id: None,
+        owner: None,
     };
     store
         .create_sub_agent(

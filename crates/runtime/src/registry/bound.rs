@@ -296,7 +296,7 @@ impl Inner {
             timeout: Duration::from_millis(client.timeout_ms),
             schema_hash: &hash,
         };
-        match ctx.broker.call(&ctx.events, call).await {
+        match self.call_client(ctx, call).await {
             ClientOutcome::Result(v) => Ok(v),
             ClientOutcome::Error(e) => Err(e),
         }

@@ -208,7 +208,7 @@ impl Inner {
         Ok(ids.len())
     }
 
-    async fn recover_action(self: &Arc<Self>, id: &str) -> Result<(), RuntimeError> {
+    pub(crate) async fn recover_action(self: &Arc<Self>, id: &str) -> Result<(), RuntimeError> {
         {
             let ctx = self.session(id).await?;
             let Some(wf) = graph(&ctx) else {

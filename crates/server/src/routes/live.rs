@@ -330,7 +330,7 @@ async fn handle_frame(
         }
         ClientFrame::ClientToolResult(r) => {
             let call_id = r.call_id.clone();
-            if !conn.resolve(&call_id, r.into_reply()) {
+            if !conn.resolve(&call_id, r.into_reply()).await {
                 return Err(ApiError::new(
                     StatusCode::NOT_FOUND,
                     "unknown_call",

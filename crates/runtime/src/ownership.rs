@@ -1,0 +1,349 @@
+//! Who runs a session's turns when several instances share one
+//! PostgreSQL (R-ST-2; the rows are `rtc_store::instances`). On SQLite
+//! there is one instance and none of this does any IO.
+//!
+//! - Every turn starts through [`Inner::claim`]: the session's row names
+//!   this instance as the turn's owner unless a live instance runs one.
+//! - An instance heartbeats its row; one not seen for a lease is dead and
+//!   the work it owned (a running turn, a working sub-agent, inbox items,
+//!   a workflow action) is adopted by exactly one live instance
+//!   ([`Inner::adopt_orphans`], at startup and every lease/3).
+//! - A request that needs a session's turn while another live instance
+//!   runs it asks that instance to cancel it, or waits for its end
+//!   ([`Inner::await_remote_turn`]).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use rtc_protocol::{MessageRole, TurnCompleted};
+use rtc_store::{ControlOp, SessionUpdate, TurnClaim, now_millis};
+
+use crate::loops::millis;
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError};
+
+/// Why a cut-off turn ended, as its `turn.completed` says.
+const OWNER_STOPPED: &str = "the server running the turn stopped during it";
+
+/// Sessions adopted per query.
+const ADOPT_BATCH: i64 = 200;
+
+impl Inner {
+    fn shared(&self) -> bool {
+        self.store.is_shared()
+    }
+
+    fn me(&self) -> &str {
+        &self.config.loops.instance
+    }
+
+    /// Instances seen since then are alive.
+    pub(crate) fn live_since(&self) -> i64 {
+        now_millis() - millis(self.config.loops.lease)
+    }
+
+    /// Write this instance's heartbeat (before its first claim, then every
+    /// lease/3 from the scheduler).
+    pub(crate) async fn heartbeat(&self) -> Result<(), RuntimeError> {
+        if self.shared() {
+            let host = this_host();
+            let pid = i64::from(std::process::id());
+            self.store
+                .heartbeat_instance(self.me(), host.as_deref(), pid, now_millis())
+                .await?;
+            self.registered.store(true, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// At startup: earlier instances on this host whose process is gone
+    /// (a crash, then this restart) are dead now, not a lease from now.
+    async fn forget_dead_local_instances(&self) -> Result<(), RuntimeError> {
+        let Some(host) = this_host() else {
+            return Ok(());
+        };
+        for (id, pid) in self.store.instances_on(&host, self.me()).await? {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                tracing::info!(instance = %id, pid, "an earlier server on this host is gone");
+                self.store.remove_instance(&id).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether this instance may start a turn of `ctx` now; the caller
+    /// holds the turn slot and no turn of this process runs in it. A turn
+    /// cut off by a dead owner (or by this instance's crash) is recorded
+    /// as interrupted first.
+    pub(crate) async fn claim(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
+        if !self.shared() {
+            return Ok(true);
+        }
+        if !self.registered.load(Ordering::SeqCst) {
+            self.heartbeat().await?;
+        }
+        // This process's last turn end is committed before the row is read.
+        self.journal.flush().await;
+        match self
+            .store
+            .claim_turn(&ctx.id, self.me(), self.live_since())
+            .await?
+        {
+            TurnClaim::Claimed { cut_off } => {
+                if cut_off {
+                    self.record_cut_off(ctx, false).await?;
+                }
+                Ok(true)
+            }
+            TurnClaim::Busy { owner } => {
+                tracing::debug!(session = %ctx.id, %owner, "the session's turn runs on another instance");
+                Ok(false)
+            }
+        }
+    }
+
+    /// A claim that started no turn.
+    pub(crate) async fn release(&self, ctx: &SessionCtx) {
+        if self.shared()
+            && let Err(e) = self.store.release_turn(&ctx.id, self.me()).await
+        {
+            tracing::warn!(session = %ctx.id, error = %e, "releasing a turn claim failed");
+        }
+    }
+
+    /// Record the end of a turn its owner did not finish; `not_running`
+    /// also clears the session's running mark (no turn follows).
+    async fn record_cut_off(
+        &self,
+        ctx: &SessionCtx,
+        not_running: bool,
+    ) -> Result<(), RuntimeError> {
+        let event = TurnCompleted {
+            turn_id: None,
+            interrupted: true,
+            reason: Some(OWNER_STOPPED.to_owned()),
+            status: None,
+        };
+        let update = SessionUpdate {
+            turn_running: not_running.then_some(false),
+            ..SessionUpdate::default()
+        };
+        ctx.events.emit_with(vec![event.into()], update).await
+    }
+
+    /// Before this instance runs `ctx`'s next turn for a request (a user
+    /// message, an answer): while another live instance runs the session's
+    /// turn, ask it to cancel it (`cancel`) or let it finish, and wait
+    /// until it has ended (or its owner died) — within a lease.
+    pub(crate) async fn await_remote_turn(
+        &self,
+        ctx: &SessionCtx,
+        cancel: bool,
+    ) -> Result<(), RuntimeError> {
+        if !self.shared() {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + self.config.loops.lease;
+        let mut asked = None::<String>;
+        loop {
+            self.journal.flush().await;
+            let owner = self
+                .store
+                .live_turn_owner(&ctx.id, self.live_since())
+                .await?;
+            let Some(owner) = owner.filter(|o| o != self.me()) else {
+                break;
+            };
+            if cancel && asked.as_deref() != Some(owner.as_str()) {
+                self.store
+                    .send_control(&owner, ControlOp::Cancel, &ctx.id)
+                    .await?;
+                asked = Some(owner);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(RuntimeError::Conflict {
+                    code: "turn_busy",
+                    message: "another server runs this session's turn and did not end it in time; try again".into(),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        ctx.stale.store(true, Ordering::SeqCst);
+        self.refresh_if_stale(ctx).await
+    }
+
+    /// Reload what another instance may have changed (shared stores): a
+    /// request that may follow one answered elsewhere reads the store.
+    pub(crate) async fn reload_shared(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        if self.shared() {
+            ctx.stale.store(true, Ordering::SeqCst);
+            self.refresh_if_stale(ctx).await?;
+        }
+        Ok(())
+    }
+
+    /// The session ended here: a turn another live instance runs for it
+    /// is cancelled there.
+    pub(crate) async fn cancel_remote_turn(&self, ctx: &SessionCtx) {
+        if !self.shared() {
+            return;
+        }
+        let asked = async {
+            self.journal.flush().await;
+            if let Some(owner) = self
+                .store
+                .live_turn_owner(&ctx.id, self.live_since())
+                .await?
+                .filter(|o| o != self.me())
+            {
+                self.store
+                    .send_control(&owner, ControlOp::Cancel, &ctx.id)
+                    .await?;
+            }
+            Ok::<_, RuntimeError>(())
+        };
+        if let Err(e) = asked.await {
+            tracing::warn!(session = %ctx.id, error = %e, "asking another instance to stop the turn failed");
+        }
+    }
+
+    /// Another instance asked to cancel `session`'s turn (see
+    /// [`Self::await_remote_turn`]).
+    pub(crate) async fn cancel_for_other(&self, session: &str) {
+        let ctx = self
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|m| m.get(session).cloned());
+        let cancelled = match &ctx {
+            Some(ctx) => {
+                ctx.stale.store(true, Ordering::SeqCst);
+                ctx.cancel_turn().await
+            }
+            None => false,
+        };
+        if !cancelled {
+            // No turn runs here: a mark left by a claim that started none
+            // (or a turn this process lost) must not hold the session.
+            self.journal.flush().await;
+            if let Err(e) = self.store.release_turn(session, self.me()).await {
+                tracing::warn!(session, error = %e, "releasing a turn claim failed");
+            }
+        }
+    }
+
+    /// Adopt the work of dead instances (`startup`: this instance's earlier
+    /// run's too) and go on with it: cut-off turns are recorded as
+    /// interrupted, cut-off workflow actions as failed, working sub-agents
+    /// with an unanswered input run again, inbox items are delivered.
+    /// Returns how many cut-off turns were closed.
+    pub(crate) async fn adopt_orphans(
+        self: &Arc<Self>,
+        startup: bool,
+    ) -> Result<usize, RuntimeError> {
+        self.heartbeat().await?;
+        if startup {
+            self.forget_dead_local_instances().await?;
+        }
+        let me = self.me().to_owned();
+        let mut closed = 0;
+        loop {
+            let orphans = self
+                .store
+                .orphaned_sessions(
+                    startup.then_some(me.as_str()),
+                    self.live_since(),
+                    ADOPT_BATCH,
+                )
+                .await?;
+            let full = orphans.len() == usize::try_from(ADOPT_BATCH).unwrap_or(usize::MAX);
+            for orphan in orphans {
+                if !self
+                    .store
+                    .adopt_session(&orphan.id, orphan.owner.as_deref(), &me)
+                    .await?
+                {
+                    continue; // another instance adopted it first
+                }
+                tracing::info!(session = %orphan.id, owner = ?orphan.owner, "adopting a session whose server stopped");
+                match self.resume_adopted(&orphan.id).await {
+                    Ok(true) => closed += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::error!(session = %orphan.id, error = %e, "resuming an adopted session failed")
+                    }
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        self.journal.flush().await;
+        Ok(closed)
+    }
+
+    /// Go on with one adopted session; whether a cut-off turn was closed.
+    async fn resume_adopted(self: &Arc<Self>, id: &str) -> Result<bool, RuntimeError> {
+        let Some(record) = self.store.session_by_id(id).await? else {
+            return Ok(false);
+        };
+        let ctx = self.session(id).await?;
+        ctx.stale.store(true, Ordering::SeqCst);
+        self.refresh_if_stale(&ctx).await?;
+        let cut_off = record.turn_running
+            && ctx
+                .turn
+                .lock()
+                .await
+                .as_ref()
+                .is_none_or(|t| t.handle.is_finished());
+        if cut_off {
+            self.record_cut_off(&ctx, true).await?;
+        }
+        if record
+            .workflow
+            .as_ref()
+            .is_some_and(|p| p.running_action.is_some())
+        {
+            self.recover_action(id).await?;
+        }
+        self.resume_sub_agent(&ctx).await?;
+        self.kick(&ctx).await?;
+        Ok(cut_off)
+    }
+
+    /// A working sub-agent whose last input has no answer yet goes on.
+    pub(crate) async fn resume_sub_agent(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+    ) -> Result<(), RuntimeError> {
+        if ctx.sub_agent.is_none()
+            || !self
+                .store
+                .sub_agent(&ctx.id)
+                .await?
+                .is_some_and(|a| a.running)
+        {
+            return Ok(());
+        }
+        let unanswered = self
+            .with_history(ctx, |h| {
+                h.last()
+                    .is_some_and(|m| m.role != MessageRole::Assistant || !m.tool_calls.is_empty())
+            })
+            .await?;
+        if unanswered && ctx.state.lock().await.can_continue() {
+            self.start_turn(ctx).await;
+        }
+        Ok(())
+    }
+}
+
+/// This host's name, where the system tells it (Linux); `None` elsewhere,
+/// where a crashed instance's work waits for its lease.
+fn this_host() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_owned())
+}

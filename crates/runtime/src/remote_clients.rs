@@ -1,0 +1,309 @@
+//! Client tools across instances (R-ST-2, R-CT-1..4). On PostgreSQL the
+//! host's WebSocket may be on another instance than the turn calling its
+//! function:
+//!
+//! - each connection's declaration is a row (`client_connections`) naming
+//!   the instance holding the socket, written in order by one writer task
+//!   and heartbeated every [`HEARTBEAT`]; a row unseen for [`FRESH`] is a
+//!   dead instance's;
+//! - a turn finding no local client looks the rows up: none anywhere is
+//!   the same immediate error as on one instance; otherwise the call is
+//!   recorded (`client_calls`, naming the waiting instance) and its
+//!   `client_tool.call` event reaches the host through the other
+//!   instance's live subscription;
+//! - the host's `client_tool.result` arrives where the socket is: the reply
+//!   is written into the call's row and the waiting instance is notified
+//!   ([`ControlOp::ClientReply`]); a closed connection is announced to all
+//!   ([`ControlOp::ClientGone`]) and fails its waiting calls at once, as
+//!   does a connection whose instance stopped heartbeating.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rtc_store::{ClientConnectionRow, ControlOp, DeclaredFunctions, now_millis};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::broker::{ClientCall, ClientOutcome, REMOTE};
+use crate::loops::millis;
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError};
+
+/// How often an instance tells its connections are open.
+const HEARTBEAT: Duration = Duration::from_secs(2);
+/// A connection row older than this belongs to an instance that stopped.
+const FRESH: Duration = Duration::from_secs(6);
+/// What a waiting call answers when its client is gone.
+const DISCONNECTED: &str = "the client disconnected before answering";
+
+/// A call waiting for a client on another instance.
+struct RemoteCall {
+    session: String,
+    connection: String,
+}
+
+/// One change of this instance's connection rows.
+enum RowOp {
+    Put(ClientConnectionRow),
+    Remove(String),
+}
+
+/// This instance's connection rows and the calls it routed elsewhere.
+#[derive(Default)]
+pub(crate) struct RemoteClients {
+    /// The writer of connection rows (shared stores only).
+    rows: std::sync::OnceLock<mpsc::UnboundedSender<RowOp>>,
+    calls: std::sync::Mutex<HashMap<String, RemoteCall>>,
+}
+
+impl RemoteClients {
+    /// Connection `key` of `session` declared `functions`.
+    pub fn declared(&self, key: &str, session: &str, instance: &str, functions: DeclaredFunctions) {
+        if let Some(rows) = self.rows.get() {
+            let _ = rows.send(RowOp::Put(ClientConnectionRow {
+                id: key.to_owned(),
+                session_id: session.to_owned(),
+                instance: instance.to_owned(),
+                functions,
+                seen_at: now_millis(),
+            }));
+        }
+    }
+
+    /// Connection `key` closed.
+    pub fn closed(&self, key: &str) {
+        if let Some(rows) = self.rows.get() {
+            let _ = rows.send(RowOp::Remove(key.to_owned()));
+        }
+    }
+
+    fn waiting_on(&self, connection: &str) -> Vec<(String, String)> {
+        self.calls
+            .lock()
+            .map(|calls| {
+                calls
+                    .iter()
+                    .filter(|(_, c)| c.connection == connection)
+                    .map(|(id, c)| (id.clone(), c.session.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn fresh_since() -> i64 {
+    now_millis() - millis(FRESH)
+}
+
+impl Inner {
+    /// Run a client function for `ctx`'s turn: on a client connected here,
+    /// else (shared stores) on one connected to another instance.
+    pub(crate) async fn call_client(
+        &self,
+        ctx: &SessionCtx,
+        call: ClientCall<'_>,
+    ) -> ClientOutcome {
+        if !self.store.is_shared() || ctx.broker.supports(call.function) {
+            return ctx.broker.call(&ctx.events, call).await;
+        }
+        let me = self.config.loops.instance.as_str();
+        let rows = match self.store.client_connections(&ctx.id, fresh_since()).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(session = %ctx.id, error = %e, "looking up client connections failed");
+                return ClientOutcome::Error("the call could not be delivered".to_owned());
+            }
+        };
+        let found = rows.into_iter().find_map(|r| {
+            let declared = r.functions.get(call.function).cloned()?;
+            (r.instance != me).then_some((r, declared))
+        });
+        let Some((row, declared)) = found else {
+            // No client anywhere: the usual immediate error.
+            return ctx.broker.call(&ctx.events, call).await;
+        };
+        let call_id = call.call_id.to_owned();
+        if call.wait {
+            if let Err(e) = self
+                .store
+                .insert_client_call(&call_id, &ctx.id, me, &row.id, now_millis())
+                .await
+            {
+                tracing::warn!(session = %ctx.id, error = %e, "recording a client call failed");
+                return ClientOutcome::Error("the call could not be delivered".to_owned());
+            }
+            if let Ok(mut calls) = self.remote_clients.calls.lock() {
+                calls.insert(
+                    call_id.clone(),
+                    RemoteCall {
+                        session: ctx.id.clone(),
+                        connection: row.id.clone(),
+                    },
+                );
+            }
+        }
+        let wait = call.wait;
+        let outcome = ctx
+            .broker
+            .call_via(&ctx.events, call, REMOTE, declared)
+            .await;
+        if wait {
+            if let Ok(mut calls) = self.remote_clients.calls.lock() {
+                calls.remove(&call_id);
+            }
+            if let Err(e) = self.store.take_client_call(&call_id).await {
+                tracing::warn!(call_id, error = %e, "removing a client call failed");
+            }
+        }
+        outcome
+    }
+
+    /// A host's reply to a call no turn of this process waits for: on a
+    /// shared store, stored for the instance waiting for it, which is
+    /// told. `false` when no call of `session` waits under that id.
+    pub(crate) async fn forward_client_reply(
+        &self,
+        session: &str,
+        call_id: &str,
+        reply: Result<Value, String>,
+    ) -> Result<bool, RuntimeError> {
+        if !self.store.is_shared() {
+            return Ok(false);
+        }
+        let stored = match reply {
+            Ok(v) => json!({"result": v}),
+            Err(e) => json!({"error": e}),
+        };
+        let Some(waiter) = self
+            .store
+            .answer_client_call(call_id, session, &stored)
+            .await?
+        else {
+            return Ok(false);
+        };
+        self.store
+            .send_control(&waiter, ControlOp::ClientReply, call_id)
+            .await?;
+        Ok(true)
+    }
+
+    /// The reply to a call this process routed elsewhere arrived.
+    pub(crate) async fn client_reply_arrived(&self, call_id: &str) {
+        let session = self
+            .remote_clients
+            .calls
+            .lock()
+            .ok()
+            .and_then(|calls| calls.get(call_id).map(|c| c.session.clone()));
+        let Some(session) = session else { return };
+        let stored = match self.store.take_client_call(call_id).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(call_id, error = %e, "reading a client reply failed");
+                return;
+            }
+        };
+        let reply = match stored.get("error").and_then(Value::as_str) {
+            Some(e) => Err(e.to_owned()),
+            None => Ok(stored.get("result").cloned().unwrap_or(Value::Null)),
+        };
+        self.resolve_remote(&session, call_id, reply);
+    }
+
+    /// Connection `key` (on some instance) closed, or its instance
+    /// stopped: the calls waiting on it fail at once (R-CT-4).
+    pub(crate) fn client_gone(&self, key: &str) {
+        for (call_id, session) in self.remote_clients.waiting_on(key) {
+            self.resolve_remote(&session, &call_id, Err(DISCONNECTED.to_owned()));
+        }
+    }
+
+    fn resolve_remote(&self, session: &str, call_id: &str, reply: Result<Value, String>) {
+        let ctx = self
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|m| m.get(session).cloned());
+        if let Some(ctx) = ctx
+            && ctx.broker.waits_remotely(call_id)
+        {
+            ctx.broker.resolve(call_id, reply);
+        }
+    }
+
+    /// At startup: rows left by this instance's earlier run, and by
+    /// instances long gone, are removed.
+    pub(crate) async fn forget_stale_clients(&self) -> Result<(), RuntimeError> {
+        self.store
+            .remove_stale_client_connections(
+                &self.config.loops.instance,
+                now_millis() - millis(FRESH) * 10,
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+/// On a shared store: the writer of this instance's connection rows (in
+/// the order connections declare and close) and their heartbeat, which
+/// also fails calls waiting on a connection whose instance stopped.
+pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
+    if !inner.store.is_shared() {
+        return;
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    if inner.remote_clients.rows.set(tx).is_err() {
+        return;
+    }
+    let store = inner.store.clone();
+    tokio::spawn(async move {
+        while let Some(op) = rx.recv().await {
+            let done = match &op {
+                RowOp::Put(row) => store.put_client_connection(row).await,
+                RowOp::Remove(key) => match store.remove_client_connection(key).await {
+                    Ok(()) => store.send_control("*", ControlOp::ClientGone, key).await,
+                    Err(e) => Err(e),
+                },
+            };
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "writing a client connection row failed");
+            }
+        }
+    });
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(HEARTBEAT);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            let me = &inner.config.loops.instance;
+            if let Err(e) = inner
+                .store
+                .heartbeat_client_connections(me, now_millis())
+                .await
+            {
+                tracing::warn!(error = %e, "heartbeating client connections failed");
+            }
+            let mut connections: Vec<String> = inner
+                .remote_clients
+                .calls
+                .lock()
+                .map(|c| c.values().map(|c| c.connection.clone()).collect())
+                .unwrap_or_default();
+            connections.sort_unstable();
+            connections.dedup();
+            for key in connections {
+                if let Ok(false) = inner
+                    .store
+                    .client_connection_open(&key, fresh_since())
+                    .await
+                {
+                    inner.client_gone(&key);
+                }
+            }
+        }
+    });
+}
