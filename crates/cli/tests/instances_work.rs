@@ -53,6 +53,9 @@ fn model(req: &Value) -> MockReply {
                 "options": [{"label": "Lufthansa", "description": "Via Frankfurt"},
                             {"label": "TAP", "description": "Direct"}]}]}),
         ),
+        "human please" => {
+            MockReply::call("requestHumanHandoff", json!({"reason": "wants a human"}))
+        }
         "delegate" => MockReply::call(
             "subAgent",
             json!({"title": "Deep", "instruction": "Work slowly.", "mode": "async"}),
@@ -87,6 +90,7 @@ async fn pair(mock: &MockLlm) -> anyhow::Result<Option<(Pair, String)>> {
     .await?;
     let id = assistant(ws, json!({"name": "Everywhere", "systemPrompt": "Help.",
         "features": {"askUser": true, "subAgents": true},
+        "builtInTools": {"requestHumanHandoff": {"description": "When the user asks for a human"}},
         "toolBindings": [{"toolId": "photo", "argumentBindings": {"visible": {"source": "model"}}}, {"toolId": "loc"}]})).await?;
     Ok(Some((pair, id)))
 }
@@ -662,5 +666,70 @@ async fn a_killed_owners_turn_and_sub_agent_are_taken_over_once() -> anyhow::Res
     await_answer(&ws_b, &slow, "echo: hello again").await?;
     b.kill().await;
     c.kill().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_handoff_requested_on_one_instance_is_served_and_released_on_another()
+-> anyhow::Result<()> {
+    let mock = MockLlm::with_responder(model).await?;
+    let Some((Pair { a, b, ws_a, ws_b }, id)) = pair(&mock).await? else {
+        return Ok(());
+    };
+    let (sid, token) = open(&ws_a, json!({"assistantId": id})).await?;
+    // B holds the session in memory from before the handoff.
+    ws_b.get(&format!("/v1/sessions/{sid}"))
+        .await?
+        .assert_status(200);
+    ws_a.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "human please"}),
+    )
+    .await?
+    .assert_status(202);
+    events_on(&a.process.base_url, &token, &sid, 0, |e| {
+        e["type"] == "handoff.requested"
+    })
+    .await?;
+    let state = ws_b.get(&format!("/v1/sessions/{sid}")).await?;
+    assert_eq!(
+        state.assert_status(200)["status"],
+        "handoff",
+        "B sees the handoff"
+    );
+    ws_b.post(
+        &format!("/v1/sessions/{sid}/handoff/messages"),
+        json!({"text": "Hi, I am Ana."}),
+    )
+    .await?
+    .assert_status(201);
+    // A user message during the handoff reaches A: stored, not answered.
+    ws_a.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "thanks Ana"}),
+    )
+    .await?
+    .assert_status(202);
+    ws_b.post(&format!("/v1/sessions/{sid}/handoff/release"), json!({}))
+        .await?
+        .assert_status(204);
+    ws_a.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "back to the bot"}),
+    )
+    .await?
+    .assert_status(202);
+    let history = await_answer(&ws_b, &sid, "echo: back to the bot").await?;
+    assert!(
+        history
+            .iter()
+            .any(|m| m["role"] == "human_agent" && m["content"] == "Hi, I am Ana."),
+        "{history:#?}"
+    );
+    assert!(
+        !history.iter().any(|m| m["content"] == "echo: thanks Ana"),
+        "not answered during the handoff: {history:#?}"
+    );
+    b.kill().await;
     Ok(())
 }

@@ -77,8 +77,14 @@ impl Inner {
     /// cut off by a dead owner (or by this instance's crash) is recorded
     /// as interrupted first.
     pub(crate) async fn claim(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
+        Ok(self.claim_closing(ctx).await?.is_some())
+    }
+
+    /// [`Self::claim`]: `None` when another instance runs the turn, else
+    /// whether a cut-off turn was closed.
+    async fn claim_closing(&self, ctx: &SessionCtx) -> Result<Option<bool>, RuntimeError> {
         if !self.shared() {
-            return Ok(true);
+            return Ok(Some(false));
         }
         if !self.registered.load(Ordering::SeqCst) {
             self.heartbeat().await?;
@@ -92,13 +98,13 @@ impl Inner {
         {
             TurnClaim::Claimed { cut_off } => {
                 if cut_off {
-                    self.record_cut_off(ctx, false).await?;
+                    self.record_cut_off(ctx).await?;
                 }
-                Ok(true)
+                Ok(Some(cut_off))
             }
             TurnClaim::Busy { owner } => {
                 tracing::debug!(session = %ctx.id, %owner, "the session's turn runs on another instance");
-                Ok(false)
+                Ok(None)
             }
         }
     }
@@ -112,24 +118,18 @@ impl Inner {
         }
     }
 
-    /// Record the end of a turn its owner did not finish; `not_running`
-    /// also clears the session's running mark (no turn follows).
-    async fn record_cut_off(
-        &self,
-        ctx: &SessionCtx,
-        not_running: bool,
-    ) -> Result<(), RuntimeError> {
+    /// Record the end of a turn its owner did not finish (the session
+    /// stays claimed by this instance).
+    async fn record_cut_off(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         let event = TurnCompleted {
             turn_id: None,
             interrupted: true,
             reason: Some(OWNER_STOPPED.to_owned()),
             status: None,
         };
-        let update = SessionUpdate {
-            turn_running: not_running.then_some(false),
-            ..SessionUpdate::default()
-        };
-        ctx.events.emit_with(vec![event.into()], update).await
+        ctx.events
+            .emit_with(vec![event.into()], SessionUpdate::default())
+            .await
     }
 
     /// Before this instance runs `ctx`'s next turn for a request (a user
@@ -291,15 +291,17 @@ impl Inner {
         let ctx = self.session(id).await?;
         ctx.stale.store(true, Ordering::SeqCst);
         self.refresh_if_stale(&ctx).await?;
-        let cut_off = record.turn_running
-            && ctx
-                .turn
-                .lock()
-                .await
-                .as_ref()
-                .is_none_or(|t| t.handle.is_finished());
-        if cut_off {
-            self.record_cut_off(&ctx, true).await?;
+        // A turn marked running is closed (if it had begun) through a
+        // claim, which is then released for what follows.
+        let mut cut_off = false;
+        if record.turn_running {
+            let slot = ctx.turn.lock().await;
+            if slot.as_ref().is_none_or(|t| t.handle.is_finished())
+                && let Some(closed) = self.claim_closing(&ctx).await?
+            {
+                cut_off = closed;
+                self.release(&ctx).await;
+            }
         }
         if record
             .workflow

@@ -11,12 +11,20 @@ use sqlx::Row;
 
 use crate::{Store, StoreError};
 
+/// `sessions.turn_running`: no turn; a turn that began (its
+/// `turn.started` is recorded in the same transaction); a turn claimed by
+/// [`Store::claim_turn`] that has not begun yet (a crash then leaves no
+/// turn to close).
+const NOT_RUNNING: i32 = 0;
+const BEGUN: i32 = 1;
+const CLAIMED: i32 = 2;
+
 /// The answer to [`Store::claim_turn`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TurnClaim {
     /// The turn is ours to run; `cut_off`: the row still showed a turn
-    /// running (a dead owner's, or one this instance lost in a crash),
-    /// whose end the caller records as interrupted.
+    /// that had begun (a dead owner's, or one this instance lost in a
+    /// crash), whose end the caller records as interrupted.
     Claimed { cut_off: bool },
     /// A live instance runs the session's turn.
     Busy { owner: String },
@@ -117,7 +125,8 @@ impl Store {
             let Some(row) = row else {
                 return Err(StoreError::Corrupt(format!("session `{session}` vanished")));
             };
-            let running = row.try_get::<i32, _>("turn_running")? != 0;
+            let mark = row.try_get::<i32, _>("turn_running")?;
+            let running = mark != NOT_RUNNING;
             let owner: Option<String> = row.try_get("turn_owner")?;
             let alive = row.try_get::<i64, _>("alive")? > 0;
             if let Some(owner) = owner.as_ref().filter(|o| running && alive && *o != me) {
@@ -126,17 +135,20 @@ impl Store {
                 });
             }
             let won = sqlx::query(
-                "UPDATE sessions SET turn_running = 1, turn_owner = $1 \
-                 WHERE id = $2 AND turn_running = $3 AND COALESCE(turn_owner, '') = $4",
+                "UPDATE sessions SET turn_running = $1, turn_owner = $2 \
+                 WHERE id = $3 AND turn_running = $4 AND COALESCE(turn_owner, '') = $5",
             )
+            .bind(CLAIMED)
             .bind(me)
             .bind(session)
-            .bind(i32::from(running))
+            .bind(mark)
             .bind(owner.as_deref().unwrap_or(""))
             .execute(&self.writer)
             .await?;
             if won.rows_affected() == 1 {
-                return Ok(TurnClaim::Claimed { cut_off: running });
+                return Ok(TurnClaim::Claimed {
+                    cut_off: mark == BEGUN,
+                });
             }
             // Someone changed the row in between: look again.
         }
@@ -160,7 +172,7 @@ impl Store {
         live_since: i64,
     ) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(
-            "SELECT s.turn_owner FROM sessions s WHERE s.id = $1 AND s.turn_running = 1 \
+            "SELECT s.turn_owner FROM sessions s WHERE s.id = $1 AND s.turn_running <> 0 \
              AND EXISTS (SELECT 1 FROM instances n WHERE n.id = s.turn_owner AND n.seen_at >= $2)",
         )
         .bind(session)
@@ -183,7 +195,7 @@ impl Store {
     ) -> Result<Vec<OrphanedSession>, StoreError> {
         let rows = sqlx::query(
             "SELECT s.id, s.turn_owner FROM sessions s WHERE s.status <> 'ended' \
-             AND (s.turn_running = 1 \
+             AND (s.turn_running <> 0 \
                   OR s.id IN (SELECT a.session_id FROM sub_agents a WHERE a.running = 1) \
                   OR s.id IN (SELECT i.session_id FROM session_inbox i WHERE NOT EXISTS \
                       (SELECT 1 FROM messages m WHERE m.session_id = i.session_id AND m.id = i.message_id)) \

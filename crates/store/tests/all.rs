@@ -865,3 +865,6 @@ on_both!(
 
 #[path = "all/tasks.rs"]
 mod tasks;
+
+#[path = "all/instances.rs"]
+mod instances;
