@@ -212,10 +212,7 @@ impl Inner {
         inner.settle_question(ctx, &pending, &result, event).await?;
         ctx.wait_turn().await;
         // The turn that asked may still be ending on another instance.
-        inner.await_remote_turn(ctx, false).await?;
-        if ctx.state.lock().await.status == SessionStatus::Active {
-            inner.start_turn(ctx).await;
-        }
+        inner.start_turn_for_request(ctx, false).await?;
         Ok(AnswerResponse {
             call_id: pending.call_id,
             answers,

@@ -202,6 +202,7 @@ impl Runtime {
         session::spawn_listener(&runtime.inner);
         tasks::spawn_keeper(&runtime.inner);
         control::spawn_control_listener(&runtime.inner);
+        ownership::spawn_heartbeat(&runtime.inner);
         remote_clients::spawn_client_rows(&runtime.inner);
         runtime
     }

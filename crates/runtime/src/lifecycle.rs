@@ -31,6 +31,19 @@ use crate::loops::{EXPIRED, millis};
 use crate::session::{RunningTurn, SessionCtx};
 use crate::{Inner, RuntimeError};
 
+/// Tells the session, when the turn's task ends (a panic included), that
+/// everything the turn does, what comes after it included, is done.
+struct TurnFinished(Arc<SessionCtx>, u64);
+
+impl Drop for TurnFinished {
+    fn drop(&mut self) {
+        let id = self.1;
+        self.0
+            .turns_finished
+            .send_modify(|last| *last = (*last).max(id));
+    }
+}
+
 impl Inner {
     /// Start a turn in the session's slot; returns its id, or `None` when
     /// another instance runs the session's turn (see `ownership.rs`).
@@ -59,13 +72,10 @@ impl Inner {
         let id = NEXT_TURN.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
         let run = self.clone().run_turn(ctx.clone(), cancel.clone(), id);
-        let session = ctx.clone();
+        let finished = TurnFinished(ctx.clone(), id);
         let handle = self.tasks.spawn(async move {
+            let _finished = finished;
             run.await;
-            // Everything the turn does, what comes after it included, is done.
-            session
-                .turns_finished
-                .send_modify(|last| *last = (*last).max(id));
         });
         RunningTurn { id, cancel, handle }
     }
@@ -377,10 +387,11 @@ impl Inner {
             let mut slot = ctx.turn.lock().await;
             // A turn running here or elsewhere settles the goal when it ends.
             if slot.as_ref().is_none_or(|t| t.handle.is_finished()) && self.claim(&ctx).await? {
-                self.continue_goal(&ctx, &goal, &mut slot).await?;
+                let continued = self.continue_goal(&ctx, &goal, &mut slot).await;
                 if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
                     self.release(&ctx).await;
                 }
+                continued?;
             }
         }
         Ok(())

@@ -26,6 +26,9 @@ use crate::{Inner, RuntimeError};
 /// Why a cut-off turn ended, as its `turn.completed` says.
 const OWNER_STOPPED: &str = "the server running the turn stopped during it";
 
+/// How often a request waiting for another instance's turn asks again.
+const RE_ASK: Duration = Duration::from_millis(250);
+
 /// Sessions adopted per query.
 const ADOPT_BATCH: i64 = 200;
 
@@ -86,9 +89,7 @@ impl Inner {
         if !self.shared() {
             return Ok(Some(false));
         }
-        if !self.registered.load(Ordering::SeqCst) {
-            self.heartbeat().await?;
-        }
+        self.heartbeat_if_new().await?;
         // This process's last turn end is committed before the row is read.
         self.journal.flush().await;
         match self
@@ -97,8 +98,9 @@ impl Inner {
             .await?
         {
             TurnClaim::Claimed { cut_off } => {
-                if cut_off {
-                    self.record_cut_off(ctx).await?;
+                if cut_off && let Err(e) = self.record_cut_off(ctx).await {
+                    self.release(ctx).await;
+                    return Err(e);
                 }
                 Ok(Some(cut_off))
             }
@@ -106,6 +108,7 @@ impl Inner {
                 tracing::debug!(session = %ctx.id, %owner, "the session's turn runs on another instance");
                 Ok(None)
             }
+            TurnClaim::Ended => Ok(None),
         }
     }
 
@@ -145,7 +148,9 @@ impl Inner {
             return Ok(());
         }
         let deadline = tokio::time::Instant::now() + self.config.loops.lease;
-        let mut asked = None::<String>;
+        // Asked again now and then: the owner may have started another
+        // turn (a goal's continuation) after the first cancel.
+        let mut asked_at = None::<tokio::time::Instant>;
         loop {
             self.journal.flush().await;
             let owner = self
@@ -155,22 +160,60 @@ impl Inner {
             let Some(owner) = owner.filter(|o| o != self.me()) else {
                 break;
             };
-            if cancel && asked.as_deref() != Some(owner.as_str()) {
+            if cancel && asked_at.is_none_or(|at| at.elapsed() >= RE_ASK) {
                 self.store
                     .send_control(&owner, ControlOp::Cancel, &ctx.id)
                     .await?;
-                asked = Some(owner);
+                asked_at = Some(tokio::time::Instant::now());
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(RuntimeError::Conflict {
-                    code: "turn_busy",
-                    message: "another server runs this session's turn and did not end it in time; try again".into(),
-                });
+                return Err(busy());
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         ctx.stale.store(true, Ordering::SeqCst);
         self.refresh_if_stale(ctx).await
+    }
+
+    /// Start the session's next turn for a request (a user message, an
+    /// answer): after [`Self::await_remote_turn`], claimed here; a claim
+    /// another instance won in between (its turn's end looking for what
+    /// comes next) is waited out again, within a lease.
+    pub(crate) async fn start_turn_for_request(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        cancel: bool,
+    ) -> Result<(), RuntimeError> {
+        let deadline = tokio::time::Instant::now() + self.config.loops.lease;
+        loop {
+            self.await_remote_turn(ctx, cancel).await?;
+            if ctx.state.lock().await.status != rtc_protocol::SessionStatus::Active
+                || self.start_turn(ctx).await.is_some()
+            {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(busy());
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Make this instance the owner of `ctx`'s work done outside a turn (a
+    /// workflow walk after a release), so no instance adopts it meanwhile.
+    pub(crate) async fn own(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        if self.shared() {
+            self.heartbeat_if_new().await?;
+            self.store.own_session(&ctx.id, self.me()).await?;
+        }
+        Ok(())
+    }
+
+    async fn heartbeat_if_new(&self) -> Result<(), RuntimeError> {
+        if !self.registered.load(Ordering::SeqCst) {
+            self.heartbeat().await?;
+        }
+        Ok(())
     }
 
     /// Reload what another instance may have changed (shared stores): a
@@ -216,16 +259,21 @@ impl Inner {
             .lock()
             .ok()
             .and_then(|m| m.get(session).cloned());
-        let cancelled = match &ctx {
-            Some(ctx) => {
-                ctx.stale.store(true, Ordering::SeqCst);
-                ctx.cancel_turn().await
-            }
-            None => false,
+        if let Some(ctx) = &ctx {
+            ctx.stale.store(true, Ordering::SeqCst);
+            ctx.cancel_turn().await;
+        }
+        // No turn runs here now: a mark left by a claim that started none
+        // (or by a turn this process lost) must not hold the session.
+        // Under the slot's lock, so no turn starts here meanwhile.
+        let slot = match &ctx {
+            Some(ctx) => Some(ctx.turn.lock().await),
+            None => None,
         };
-        if !cancelled {
-            // No turn runs here: a mark left by a claim that started none
-            // (or a turn this process lost) must not hold the session.
+        if slot
+            .as_ref()
+            .is_none_or(|s| s.as_ref().is_none_or(|t| t.handle.is_finished()))
+        {
             self.journal.flush().await;
             if let Err(e) = self.store.release_turn(session, self.me()).await {
                 tracing::warn!(session, error = %e, "releasing a turn claim failed");
@@ -248,16 +296,21 @@ impl Inner {
         }
         let me = self.me().to_owned();
         let mut closed = 0;
+        let mut after = String::new();
         loop {
             let orphans = self
                 .store
                 .orphaned_sessions(
                     startup.then_some(me.as_str()),
                     self.live_since(),
+                    &after,
                     ADOPT_BATCH,
                 )
                 .await?;
             let full = orphans.len() == usize::try_from(ADOPT_BATCH).unwrap_or(usize::MAX);
+            if let Some(last) = orphans.last() {
+                after.clone_from(&last.id);
+            }
             for orphan in orphans {
                 if !self
                     .store
@@ -347,5 +400,40 @@ impl Inner {
 fn this_host() -> Option<String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
     let name = name.trim();
-    (!name.is_empty()).then(|| name.to_owned())
+    // The PID namespace is part of it: containers sharing a hostname but
+    // not their processes are different hosts here.
+    let pids = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    (!name.is_empty()).then(|| format!("{name} {}", pids.display()))
+}
+
+fn busy() -> RuntimeError {
+    RuntimeError::Conflict {
+        code: "turn_busy",
+        message: "another server runs this session's turn and did not end it in time; try again"
+            .into(),
+    }
+}
+
+/// On a shared store: this instance's heartbeat, every lease/3 on a task
+/// of its own (a busy scheduler must not make a live instance look dead).
+pub(crate) fn spawn_heartbeat(inner: &Arc<Inner>) {
+    if !inner.store.is_shared() {
+        return;
+    }
+    let weak = Arc::downgrade(inner);
+    let period = (inner.config.loops.lease / 3).max(Duration::from_millis(100));
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.tasks.is_closed() {
+                return;
+            }
+            if let Err(e) = inner.heartbeat().await {
+                tracing::warn!(error = %e, "writing this instance's heartbeat failed");
+            }
+        }
+    });
 }

@@ -37,11 +37,9 @@ const FRESH: Duration = Duration::from_secs(6);
 /// What a waiting call answers when its client is gone.
 const DISCONNECTED: &str = "the client disconnected before answering";
 
-/// A call waiting for a client on another instance.
-struct RemoteCall {
-    session: String,
-    connection: String,
-}
+/// A call waiting for a client on another instance, by (session, call
+/// id): the connection it was sent to.
+type RemoteCalls = HashMap<(String, String), String>;
 
 /// One change of this instance's connection rows.
 enum RowOp {
@@ -54,7 +52,7 @@ enum RowOp {
 pub(crate) struct RemoteClients {
     /// The writer of connection rows (shared stores only).
     rows: std::sync::OnceLock<mpsc::UnboundedSender<RowOp>>,
-    calls: std::sync::Mutex<HashMap<String, RemoteCall>>,
+    calls: std::sync::Mutex<RemoteCalls>,
 }
 
 impl RemoteClients {
@@ -78,14 +76,15 @@ impl RemoteClients {
         }
     }
 
-    fn waiting_on(&self, connection: &str) -> Vec<(String, String)> {
+    /// The waiting calls (all, or those sent to `connection`).
+    fn waiting(&self, connection: Option<&str>) -> Vec<((String, String), String)> {
         self.calls
             .lock()
             .map(|calls| {
                 calls
                     .iter()
-                    .filter(|(_, c)| c.connection == connection)
-                    .map(|(id, c)| (id.clone(), c.session.clone()))
+                    .filter(|(_, c)| connection.is_none_or(|k| *c == k))
+                    .map(|(key, c)| (key.clone(), c.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -134,13 +133,7 @@ impl Inner {
                 return ClientOutcome::Error("the call could not be delivered".to_owned());
             }
             if let Ok(mut calls) = self.remote_clients.calls.lock() {
-                calls.insert(
-                    call_id.clone(),
-                    RemoteCall {
-                        session: ctx.id.clone(),
-                        connection: row.id.clone(),
-                    },
-                );
+                calls.insert((ctx.id.clone(), call_id.clone()), row.id.clone());
             }
         }
         let wait = call.wait;
@@ -150,9 +143,9 @@ impl Inner {
             .await;
         if wait {
             if let Ok(mut calls) = self.remote_clients.calls.lock() {
-                calls.remove(&call_id);
+                calls.remove(&(ctx.id.clone(), call_id.clone()));
             }
-            if let Err(e) = self.store.take_client_call(&call_id).await {
+            if let Err(e) = self.store.remove_client_call(&ctx.id, &call_id).await {
                 tracing::warn!(call_id, error = %e, "removing a client call failed");
             }
         }
@@ -183,21 +176,32 @@ impl Inner {
             return Ok(false);
         };
         self.store
-            .send_control(&waiter, ControlOp::ClientReply, call_id)
+            .send_control(
+                &waiter,
+                ControlOp::ClientReply,
+                &format!("{session} {call_id}"),
+            )
             .await?;
         Ok(true)
     }
 
-    /// The reply to a call this process routed elsewhere arrived.
-    pub(crate) async fn client_reply_arrived(&self, call_id: &str) {
-        let session = self
+    /// The reply to a call this process routed elsewhere arrived
+    /// (`argument`: "<session> <call id>"), or may have (a notification
+    /// lost while the listener reconnected).
+    pub(crate) async fn client_reply_arrived(&self, argument: &str) {
+        let Some((session, call_id)) = argument.split_once(' ') else {
+            return;
+        };
+        let key = (session.to_owned(), call_id.to_owned());
+        if !self
             .remote_clients
             .calls
             .lock()
-            .ok()
-            .and_then(|calls| calls.get(call_id).map(|c| c.session.clone()));
-        let Some(session) = session else { return };
-        let stored = match self.store.take_client_call(call_id).await {
+            .is_ok_and(|calls| calls.contains_key(&key))
+        {
+            return;
+        }
+        let stored = match self.store.take_client_reply(session, call_id).await {
             Ok(Some(stored)) => stored,
             Ok(None) => return,
             Err(e) => {
@@ -209,13 +213,13 @@ impl Inner {
             Some(e) => Err(e.to_owned()),
             None => Ok(stored.get("result").cloned().unwrap_or(Value::Null)),
         };
-        self.resolve_remote(&session, call_id, reply);
+        self.resolve_remote(session, call_id, reply);
     }
 
     /// Connection `key` (on some instance) closed, or its instance
     /// stopped: the calls waiting on it fail at once (R-CT-4).
     pub(crate) fn client_gone(&self, key: &str) {
-        for (call_id, session) in self.remote_clients.waiting_on(key) {
+        for ((session, call_id), _) in self.remote_clients.waiting(Some(key)) {
             self.resolve_remote(&session, &call_id, Err(DISCONNECTED.to_owned()));
         }
     }
@@ -287,22 +291,20 @@ pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
             {
                 tracing::warn!(error = %e, "heartbeating client connections failed");
             }
-            let mut connections: Vec<String> = inner
-                .remote_clients
-                .calls
-                .lock()
-                .map(|c| c.values().map(|c| c.connection.clone()).collect())
-                .unwrap_or_default();
+            let waiting = inner.remote_clients.waiting(None);
+            let mut connections: Vec<&String> = waiting.iter().map(|(_, c)| c).collect();
             connections.sort_unstable();
             connections.dedup();
             for key in connections {
-                if let Ok(false) = inner
-                    .store
-                    .client_connection_open(&key, fresh_since())
-                    .await
-                {
-                    inner.client_gone(&key);
+                if let Ok(false) = inner.store.client_connection_open(key, fresh_since()).await {
+                    inner.client_gone(key);
                 }
+            }
+            // A reply whose notification was lost is found here.
+            for ((session, call_id), _) in &waiting {
+                inner
+                    .client_reply_arrived(&format!("{session} {call_id}"))
+                    .await;
             }
         }
     });

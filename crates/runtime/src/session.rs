@@ -211,26 +211,36 @@ impl SessionCtx {
     }
 
     /// Cancel the running turn, if any, and wait until it has recorded its
-    /// consistent end; whether a turn was still running.
+    /// consistent end; whether a turn was still running. The cancelled turn
+    /// stays in the slot until its task has ended, so nothing else (an
+    /// inbox delivery, a loop tick, a claim on a shared store) starts a turn
+    /// while it is still finishing.
     pub async fn cancel_turn(&self) -> bool {
         // Cancelled under the lock: a turn that starts its own continuation
         // (a goal) checks its token under the same lock.
         let running = {
-            let mut slot = self.turn.lock().await;
-            let running = slot.take();
-            if let Some(t) = &running {
+            let slot = self.turn.lock().await;
+            slot.as_ref().map(|t| {
                 t.cancel.cancel();
-            }
-            running
+                (t.id, !t.handle.is_finished())
+            })
         };
-        match running {
-            Some(t) => {
-                let was_running = !t.handle.is_finished();
-                let _ = t.handle.await;
-                was_running
+        let Some((id, was_running)) = running else {
+            return false;
+        };
+        self.wait_turn_ended(id).await;
+        let ended = {
+            let mut slot = self.turn.lock().await;
+            if slot.as_ref().is_some_and(|t| t.id == id) {
+                slot.take()
+            } else {
+                None
             }
-            None => false,
+        };
+        if let Some(t) = ended {
+            let _ = t.handle.await;
         }
+        was_running
     }
 
     /// Wait until turn `id`'s task has ended.

@@ -454,10 +454,7 @@ impl Runtime {
         }
         ctx.cancel_turn().await;
         // A turn another instance runs is cancelled there first.
-        inner.await_remote_turn(&ctx, true).await?;
-        if ctx.state.lock().await.status == SessionStatus::Active {
-            inner.start_turn(&ctx).await;
-        }
+        inner.start_turn_for_request(&ctx, true).await?;
         Ok(m)
     }
 

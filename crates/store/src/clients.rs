@@ -70,7 +70,8 @@ impl Store {
     }
 
     /// Forget the connections of `instance` (its earlier run, at startup)
-    /// and those of any instance not seen since `stale_before`.
+    /// and those of any instance not seen since `stale_before`, and calls
+    /// older than that (their waiting instance stopped).
     pub async fn remove_stale_client_connections(
         &self,
         instance: &str,
@@ -78,6 +79,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM client_connections WHERE instance = $1 OR seen_at < $2")
             .bind(instance)
+            .bind(stale_before)
+            .execute(&self.writer)
+            .await?;
+        sqlx::query("DELETE FROM client_calls WHERE created_at < $1")
             .bind(stale_before)
             .execute(&self.writer)
             .await?;
@@ -141,7 +146,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO client_calls (call_id, session_id, instance, connection_id, reply, created_at) \
-             VALUES ($1, $2, $3, $4, NULL, $5)",
+             VALUES ($1, $2, $3, $4, NULL, $5) \
+             ON CONFLICT (session_id, call_id) DO UPDATE SET instance = $3, connection_id = $4, reply = NULL, created_at = $5",
         )
         .bind(call_id)
         .bind(session)
@@ -174,23 +180,36 @@ impl Store {
         Ok(row.map(|r| r.try_get("instance")).transpose()?)
     }
 
-    /// Remove call `call_id`, returning its reply if one arrived.
-    pub async fn take_client_call(&self, call_id: &str) -> Result<Option<Value>, StoreError> {
-        let row = sqlx::query("DELETE FROM client_calls WHERE call_id = $1 RETURNING reply")
-            .bind(call_id)
-            .fetch_optional(&self.writer)
-            .await?;
-        let Some(reply) = row
-            .map(|r| r.try_get::<Option<String>, _>("reply"))
-            .transpose()?
-        else {
+    /// The reply to call `call_id` of `session`, if one arrived: the row
+    /// is then removed.
+    pub async fn take_client_reply(
+        &self,
+        session: &str,
+        call_id: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let row = sqlx::query(
+            "DELETE FROM client_calls WHERE session_id = $1 AND call_id = $2 AND reply IS NOT NULL \
+             RETURNING reply",
+        )
+        .bind(session)
+        .bind(call_id)
+        .fetch_optional(&self.writer)
+        .await?;
+        let Some(reply) = row.map(|r| r.try_get::<String, _>("reply")).transpose()? else {
             return Ok(None);
         };
-        reply
-            .map(|text| {
-                serde_json::from_str(&text)
-                    .map_err(|e| StoreError::Corrupt(format!("client reply: {e}")))
-            })
-            .transpose()
+        serde_json::from_str(&reply)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt(format!("client reply: {e}")))
+    }
+
+    /// The call is over (answered, timed out or failed): its row goes.
+    pub async fn remove_client_call(&self, session: &str, call_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM client_calls WHERE session_id = $1 AND call_id = $2")
+            .bind(session)
+            .bind(call_id)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 }

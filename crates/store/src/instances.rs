@@ -28,6 +28,8 @@ pub enum TurnClaim {
     Claimed { cut_off: bool },
     /// A live instance runs the session's turn.
     Busy { owner: String },
+    /// The session has ended: no turn starts.
+    Ended,
 }
 
 /// A session with work whose owner is gone (see
@@ -114,7 +116,7 @@ impl Store {
     ) -> Result<TurnClaim, StoreError> {
         loop {
             let row = sqlx::query(
-                "SELECT s.turn_running, s.turn_owner, \
+                "SELECT s.status, s.turn_running, s.turn_owner, \
                  (SELECT COUNT(*) FROM instances n WHERE n.id = s.turn_owner AND n.seen_at >= $2) AS alive \
                  FROM sessions s WHERE s.id = $1",
             )
@@ -125,6 +127,9 @@ impl Store {
             let Some(row) = row else {
                 return Err(StoreError::Corrupt(format!("session `{session}` vanished")));
             };
+            if row.try_get::<String, _>("status")? == "ended" {
+                return Ok(TurnClaim::Ended);
+            }
             let mark = row.try_get::<i32, _>("turn_running")?;
             let running = mark != NOT_RUNNING;
             let owner: Option<String> = row.try_get("turn_owner")?;
@@ -136,7 +141,8 @@ impl Store {
             }
             let won = sqlx::query(
                 "UPDATE sessions SET turn_running = $1, turn_owner = $2 \
-                 WHERE id = $3 AND turn_running = $4 AND COALESCE(turn_owner, '') = $5",
+                 WHERE id = $3 AND turn_running = $4 AND COALESCE(turn_owner, '') = $5 \
+                 AND status <> 'ended'",
             )
             .bind(CLAIMED)
             .bind(me)
@@ -186,11 +192,13 @@ impl Store {
     /// running, a working sub-agent, inbox items not delivered, a
     /// workflow action marked running. An owner is dead when it was not
     /// seen at or after `live_since`; `also_mine` (at startup: this
-    /// instance's earlier run) counts as dead too. At most `limit`.
+    /// instance's earlier run) counts as dead too. At most `limit`, with
+    /// ids after `after` (pages).
     pub async fn orphaned_sessions(
         &self,
         also_mine: Option<&str>,
         live_since: i64,
+        after: &str,
         limit: i64,
     ) -> Result<Vec<OrphanedSession>, StoreError> {
         let rows = sqlx::query(
@@ -202,10 +210,11 @@ impl Store {
                   OR s.workflow LIKE '%\"runningAction\"%') \
              AND (s.turn_owner IS NULL OR s.turn_owner = $1 OR NOT EXISTS \
                   (SELECT 1 FROM instances n WHERE n.id = s.turn_owner AND n.seen_at >= $2)) \
-             ORDER BY s.id LIMIT $3",
+             AND s.id > $3 ORDER BY s.id LIMIT $4",
         )
         .bind(also_mine.unwrap_or(""))
         .bind(live_since)
+        .bind(after)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
@@ -236,6 +245,16 @@ impl Store {
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Make `me` the owner of `session`'s work (done outside a turn).
+    pub async fn own_session(&self, session: &str, me: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET turn_owner = $1 WHERE id = $2")
+            .bind(me)
+            .bind(session)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
     }
 
     /// The instance owning `session`'s turns (see the module doc).

@@ -67,6 +67,11 @@ impl ServerProcess {
         })
     }
 
+    /// The process id (for CPU and memory readings).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// Everything the process logged so far (stderr).
     pub fn log(&self) -> String {
         self.stderr_lines

@@ -160,10 +160,13 @@ impl Inner {
         // Under the turn slot, as after a turn: a user message meanwhile
         // waits for the walk and then takes the slot.
         let mut slot = ctx.turn.lock().await;
+        self.own(ctx).await?;
         match self.release_walk(ctx).await? {
             Next::Idle => Ok(()),
             Next::Turn => {
-                *slot = Some(self.spawn_turn(ctx));
+                if self.claim(ctx).await? {
+                    *slot = Some(self.spawn_turn(ctx));
+                }
                 Ok(())
             }
             Next::Ended => {

@@ -15,7 +15,6 @@ CREATE TABLE instances (
 -- session's work (a running turn, a working sub-agent, waiting inbox
 -- items, a running workflow action) while it is alive.
 ALTER TABLE sessions ADD COLUMN turn_owner TEXT;
-CREATE INDEX sessions_by_turn_running ON sessions (turn_running);
 
 -- The host connections (WebSockets) that run client tools, by instance,
 -- so a turn on another instance can call them.
@@ -32,10 +31,11 @@ CREATE INDEX client_connections_by_instance ON client_connections (instance);
 -- A client tool call routed to another instance's connection: the
 -- waiting instance, then the host's reply, written where it arrived.
 CREATE TABLE client_calls (
-    call_id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    call_id TEXT NOT NULL,
     instance TEXT NOT NULL,
     connection_id TEXT NOT NULL,
     reply TEXT,
-    created_at BIGINT NOT NULL
+    created_at BIGINT NOT NULL,
+    PRIMARY KEY (session_id, call_id)
 );

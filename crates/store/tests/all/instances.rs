@@ -48,10 +48,17 @@ on_both!(
             TurnClaim::Claimed { cut_off: true }
         );
         // A live owner's work is not orphaned.
-        assert!(store.orphaned_sessions(None, live, 10).await?.is_empty());
+        assert!(
+            store
+                .orphaned_sessions(None, live, "", 10)
+                .await?
+                .is_empty()
+        );
         // ...unless at A's own restart.
         assert_eq!(
-            store.orphaned_sessions(Some("inst_a"), live, 10).await?,
+            store
+                .orphaned_sessions(Some("inst_a"), live, "", 10)
+                .await?,
             vec![OrphanedSession {
                 id: "sess_1".into(),
                 owner: Some("inst_a".into())
@@ -68,7 +75,7 @@ on_both!(
             .await?;
         let live = later - lease;
         assert_eq!(store.live_turn_owner("sess_1", live).await?, None);
-        let orphans = store.orphaned_sessions(None, live, 10).await?;
+        let orphans = store.orphaned_sessions(None, live, "", 10).await?;
         assert_eq!(orphans.len(), 1, "{orphans:?}");
         let (b, c) = tokio::join!(
             store.adopt_session("sess_1", Some("inst_a"), "inst_b"),
@@ -98,6 +105,21 @@ on_both!(
         assert!(store.session_by_id("sess_2").await?.unwrap().turn_running);
         store.release_turn("sess_2", &owner).await?;
         assert!(!store.session_by_id("sess_2").await?.unwrap().turn_running);
+        // Paged past the last id: none.
+        assert!(
+            store
+                .orphaned_sessions(None, live, "sess_9", 10)
+                .await?
+                .is_empty()
+        );
+        // An ended session is not claimed.
+        store
+            .set_session_status("sess_2", rtc_protocol::SessionStatus::Ended, None, None)
+            .await?;
+        assert_eq!(
+            store.claim_turn("sess_2", "inst_b", live).await?,
+            TurnClaim::Ended
+        );
         store.remove_instance("inst_c").await?;
         assert_eq!(
             store.live_instances(0).await?,
@@ -155,10 +177,37 @@ on_both!(client_replies_reach_the_waiting_instance_once, |store| {
         None
     );
     assert_eq!(
-        store.take_client_call("call_1").await?,
+        store.take_client_reply("sess_c", "call_1").await?,
         Some(json!({"result": 2}))
     );
-    assert_eq!(store.take_client_call("call_1").await?, None);
+    assert_eq!(store.take_client_reply("sess_c", "call_1").await?, None);
+    // The same call id in another session is another call.
+    store
+        .insert_client_call("call_2", "sess_c", "inst_b", "conn_1", 3_000)
+        .await?;
+    store
+        .insert_client_call("call_2", "sess_other", "inst_b", "conn_1", 3_000)
+        .await?;
+    assert_eq!(
+        store.take_client_reply("sess_c", "call_2").await?,
+        None,
+        "no reply yet: kept"
+    );
+    store
+        .answer_client_call("call_2", "sess_other", &json!({"result": 4}))
+        .await?;
+    assert_eq!(store.take_client_reply("sess_c", "call_2").await?, None);
+    assert_eq!(
+        store.take_client_reply("sess_other", "call_2").await?,
+        Some(json!({"result": 4}))
+    );
+    store.remove_client_call("sess_c", "call_2").await?;
+    assert_eq!(
+        store
+            .answer_client_call("call_2", "sess_c", &json!({"result": 5}))
+            .await?,
+        None
+    );
 
     store.remove_client_connection("conn_1").await?;
     assert!(!store.client_connection_open("conn_1", 0).await?);
