@@ -9,6 +9,13 @@
 //! `RTC_TEST_POSTGRES_URL=postgres://… cargo bench -p rtc-cli --bench cross_instance_client_tool`
 //! (`ROUNDS`, default 200).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::cast_precision_loss,
+    reason = "a benchmark binary"
+)]
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

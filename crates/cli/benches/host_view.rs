@@ -17,6 +17,13 @@
 //! `SECONDS` of the concurrent phase, default 10; `SESSIONS`, default
 //! 1000).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::cast_precision_loss,
+    reason = "a benchmark binary"
+)]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
