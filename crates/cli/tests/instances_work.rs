@@ -153,23 +153,31 @@ async fn messages(api: &Api, sid: &str) -> anyhow::Result<Vec<Value>> {
         .unwrap_or_default())
 }
 
-/// Wait until the session's history has an assistant message `text`.
-async fn await_answer(api: &Api, sid: &str, text: &str) -> anyhow::Result<Vec<Value>> {
+/// Wait until the session's history has an assistant message whose text
+/// `fits`; returns the history.
+async fn await_assistant(
+    api: &Api,
+    sid: &str,
+    what: &str,
+    fits: impl Fn(&str) -> bool,
+) -> anyhow::Result<Vec<Value>> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let history = messages(api, sid).await?;
         if history
             .iter()
-            .any(|m| m["role"] == "assistant" && m["content"] == text)
+            .any(|m| m["role"] == "assistant" && m["content"].as_str().is_some_and(&fits))
         {
             return Ok(history);
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "no answer `{text}`: {history:#?}"
-        );
+        anyhow::ensure!(Instant::now() < deadline, "no answer {what}: {history:#?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Wait until the session's history has an assistant message `text`.
+async fn await_answer(api: &Api, sid: &str, text: &str) -> anyhow::Result<Vec<Value>> {
+    await_assistant(api, sid, text, |c| c == text).await
 }
 
 async fn send(sock: &mut Socket, frame: Value) -> anyhow::Result<()> {
@@ -272,25 +280,10 @@ async fn client_tools_are_routed_to_the_instance_holding_the_socket() -> anyhow:
     )
     .await?
     .assert_status(202);
-    let history = {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let h = messages(&ws_b, &sid).await?;
-            if h.iter().any(|m| {
-                m["role"] == "assistant"
-                    && m["content"]
-                        .as_str()
-                        .is_some_and(|c| c.contains("no connected client"))
-            }) {
-                break h;
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the call did not fail at once: {h:#?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
+    let history = await_assistant(&ws_b, &sid, "no connected client", |c| {
+        c.contains("no connected client")
+    })
+    .await?;
     assert!(asked.elapsed() < Duration::from_secs(20), "{history:#?}");
 
     // The host's socket closes while B waits for its answer: the call
@@ -303,23 +296,10 @@ async fn client_tools_are_routed_to_the_instance_holding_the_socket() -> anyhow:
     .assert_status(202);
     next_of(&mut sock, "client_tool.call").await?;
     drop(sock);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let h = messages(&ws_b, &sid).await?;
-        if h.iter().any(|m| {
-            m["role"] == "assistant"
-                && m["content"]
-                    .as_str()
-                    .is_some_and(|c| c.contains("disconnected before answering"))
-        }) {
-            break;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the disconnection did not fail the call: {h:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    await_assistant(&ws_b, &sid, "about the disconnection", |c| {
+        c.contains("disconnected before answering")
+    })
+    .await?;
     let events = all_events(&store, &sid).await?;
     assert_turns_in_sequence(&events);
     b.kill().await;
@@ -437,23 +417,10 @@ async fn a_question_asked_on_one_instance_is_answered_on_another() -> anyhow::Re
         )
         .await?;
     assert_eq!(reply.assert_status(202)["answers"], json!(["TAP"]));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let history = loop {
-        let h = messages(&ws_a, &sid).await?;
-        if h.iter().any(|m| {
-            m["role"] == "assistant"
-                && m["content"]
-                    .as_str()
-                    .is_some_and(|c| c.starts_with("after the tool:"))
-        }) {
-            break h;
-        }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "the answer never reached the model: {h:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let history = await_assistant(&ws_a, &sid, "after the answer", |c| {
+        c.starts_with("after the tool:")
+    })
+    .await?;
     let answer = history
         .iter()
         .rev()

@@ -151,6 +151,7 @@ impl Inner {
         // Asked again now and then: the owner may have started another
         // turn (a goal's continuation) after the first cancel.
         let mut asked_at = None::<tokio::time::Instant>;
+        let mut waited = false;
         loop {
             self.journal.flush().await;
             let owner = self
@@ -160,6 +161,7 @@ impl Inner {
             let Some(owner) = owner.filter(|o| o != self.me()) else {
                 break;
             };
+            waited = true;
             if cancel && asked_at.is_none_or(|at| at.elapsed() >= RE_ASK) {
                 self.store
                     .send_control(&owner, ControlOp::Cancel, &ctx.id)
@@ -171,8 +173,12 @@ impl Inner {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        ctx.stale.store(true, Ordering::SeqCst);
-        self.refresh_if_stale(ctx).await
+        if waited {
+            // What the other instance's turn recorded is read again.
+            ctx.stale.store(true, Ordering::SeqCst);
+            self.refresh_if_stale(ctx).await?;
+        }
+        Ok(())
     }
 
     /// Start the session's next turn for a request (a user message, an
@@ -220,8 +226,7 @@ impl Inner {
     /// request that may follow one answered elsewhere reads the store.
     pub(crate) async fn reload_shared(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         if self.shared() {
-            ctx.stale.store(true, Ordering::SeqCst);
-            self.refresh_if_stale(ctx).await?;
+            self.refresh(ctx, true).await?;
         }
         Ok(())
     }

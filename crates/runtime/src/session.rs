@@ -355,6 +355,13 @@ impl Inner {
     /// messages than memory, the cached history is dropped and the
     /// session's state reloaded.
     pub(crate) async fn refresh_if_stale(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        self.refresh(ctx, false).await
+    }
+
+    /// [`Self::refresh_if_stale`]; `state` reloads the session's state
+    /// (status, pending question, variables…, one row) even when nothing
+    /// says it changed.
+    pub(crate) async fn refresh(&self, ctx: &SessionCtx, state: bool) -> Result<(), RuntimeError> {
         if !self.store.is_shared() {
             return Ok(());
         }
@@ -365,10 +372,13 @@ impl Inner {
         let cached = history
             .as_ref()
             .map(|h| i64::try_from(h.len()).unwrap_or(i64::MAX));
-        if !notified && cached.is_none_or(|n| n == stored) {
+        let moved = notified || cached.is_some_and(|n| n != stored);
+        if !moved && !state {
             return Ok(());
         }
-        *history = None;
+        if moved {
+            *history = None;
+        }
         if let Some(record) = self.store.session_by_id(&ctx.id).await? {
             let mut state = ctx.state.lock().await;
             state.variables = record.variables;
