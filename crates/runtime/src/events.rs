@@ -152,6 +152,7 @@ impl EventLog {
                 match st.rx.recv().await {
                     Ok(Some(ev)) if Some(ev.seq) == st.last.checked_add(1) => {
                         st.last = ev.seq;
+                        let ev = Arc::unwrap_or_clone(ev);
                         return Some((ev, st));
                     }
                     // A gap: the missing events are in the store.
@@ -168,7 +169,7 @@ impl EventLog {
 }
 
 struct Subscription {
-    rx: broadcast::Receiver<Option<SessionEvent>>,
+    rx: broadcast::Receiver<crate::live::LiveEvent>,
     store: Store,
     session: String,
     last: i64,

@@ -166,7 +166,7 @@ fn records(e: &mut Entry) -> SessionRecords<'_> {
 fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
     if outcome.is_ok() {
         for event in entry.events {
-            entry.live.send(Some(event));
+            entry.live.send(Some(std::sync::Arc::new(event)));
         }
     }
     if let Some(done) = done {
