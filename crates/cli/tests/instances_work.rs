@@ -145,6 +145,17 @@ fn assert_turns_in_sequence(events: &[Value]) {
     }
 }
 
+/// Post a user message through `api` (202).
+async fn say(api: &Api, sid: &str, text: &str) -> anyhow::Result<()> {
+    api.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": text}),
+    )
+    .await?
+    .assert_status(202);
+    Ok(())
+}
+
 async fn messages(api: &Api, sid: &str) -> anyhow::Result<Vec<Value>> {
     let history = api.get(&format!("/v1/sessions/{sid}/messages")).await?;
     Ok(history.assert_status(200)["data"]
@@ -241,12 +252,7 @@ async fn client_tools_are_routed_to_the_instance_holding_the_socket() -> anyhow:
     let mut sock = host_socket(&a.process.base_url, &sid, &token).await?;
     next_of(&mut sock, "session.started").await.ok();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    ws_b.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "photo"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_b, &sid, "photo").await?;
     let call = next_of(&mut sock, "client_tool.call").await?;
     assert_eq!(call["functionName"], "setPhotoButtonVisible");
     assert_eq!(call["arguments"], json!({"visible": true}));
@@ -274,12 +280,7 @@ async fn client_tools_are_routed_to_the_instance_holding_the_socket() -> anyhow:
     // No client anywhere declared getLocation: an immediate error, not
     // the 30 s timeout.
     let asked = Instant::now();
-    ws_b.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "where"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_b, &sid, "where").await?;
     let history = await_assistant(&ws_b, &sid, "no connected client", |c| {
         c.contains("no connected client")
     })
@@ -288,12 +289,7 @@ async fn client_tools_are_routed_to_the_instance_holding_the_socket() -> anyhow:
 
     // The host's socket closes while B waits for its answer: the call
     // fails at once with the disconnection.
-    ws_b.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "photo"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_b, &sid, "photo").await?;
     next_of(&mut sock, "client_tool.call").await?;
     drop(sock);
     await_assistant(&ws_b, &sid, "about the disconnection", |c| {
@@ -314,23 +310,13 @@ async fn a_message_or_an_end_on_one_instance_cancels_the_turn_on_another() -> an
     };
     let store = Store::connect(&a.db.url, SecretBox::new(&MasterKey::generate())).await?;
     let (sid, token) = open(&ws_a, json!({"assistantId": id})).await?;
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "slow"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "slow").await?;
     events_on(&a.process.base_url, &token, &sid, 0, |e| {
         e["type"] == "turn.started"
     })
     .await?;
     // B takes the message: A's slow turn is cancelled, B answers.
-    ws_b.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "quick"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_b, &sid, "quick").await?;
     let history = await_answer(&ws_a, &sid, "echo: quick").await?;
     tokio::time::sleep(SLOW).await;
     let history_later = messages(&ws_a, &sid).await?;
@@ -354,12 +340,7 @@ async fn a_message_or_an_end_on_one_instance_cancels_the_turn_on_another() -> an
     assert_eq!(completed[1]["interrupted"], false, "{completed:#?}");
 
     // A slow turn on A, ended through B: the turn stops there.
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "slow"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "slow").await?;
     let after = events.last().unwrap()["seq"].as_i64().unwrap();
     events_on(&a.process.base_url, &token, &sid, after, |e| {
         e["type"] == "turn.started"
@@ -399,12 +380,7 @@ async fn a_question_asked_on_one_instance_is_answered_on_another() -> anyhow::Re
     ws_b.get(&format!("/v1/sessions/{sid}/question"))
         .await?
         .assert_status(200);
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "ask"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "ask").await?;
     let asked = events_on(&a.process.base_url, &token, &sid, 0, |e| {
         e["type"] == "ask_user.question"
     })
@@ -445,12 +421,7 @@ async fn a_starting_instance_leaves_a_live_turn_alone() -> anyhow::Result<()> {
     };
     let store = Store::connect(&a.db.url, SecretBox::new(&MasterKey::generate())).await?;
     let (sid, token) = open(&ws_a, json!({"assistantId": id})).await?;
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "slow"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "slow").await?;
     events_on(&a.process.base_url, &token, &sid, 0, |e| {
         e["type"] == "turn.started"
     })
@@ -512,12 +483,7 @@ async fn a_killed_owners_turn_and_sub_agent_are_taken_over_once() -> anyhow::Res
     // A runs a slow root turn in one session and a slow sub-agent in another.
     let (slow, slow_token) = open(&ws_a, json!({"assistantId": id})).await?;
     let (parent, parent_token) = open(&ws_a, json!({"assistantId": id})).await?;
-    ws_a.post(
-        &format!("/v1/sessions/{parent}/messages"),
-        json!({"text": "delegate"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &parent, "delegate").await?;
     let spawned = events_on(&a.process.base_url, &parent_token, &parent, 0, |e| {
         e["type"] == "tool.completed" && e["name"] == "subAgent"
     })
@@ -526,12 +492,7 @@ async fn a_killed_owners_turn_and_sub_agent_are_taken_over_once() -> anyhow::Res
         .as_str()
         .unwrap()
         .to_owned();
-    ws_a.post(
-        &format!("/v1/sessions/{slow}/messages"),
-        json!({"text": "slow"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &slow, "slow").await?;
     events_on(&a.process.base_url, &slow_token, &slow, 0, |e| {
         e["type"] == "turn.started"
     })
@@ -623,13 +584,7 @@ async fn a_killed_owners_turn_and_sub_agent_are_taken_over_once() -> anyhow::Res
         base: c.base_url.clone(),
         ..ws_b.clone()
     };
-    c_api
-        .post(
-            &format!("/v1/sessions/{slow}/messages"),
-            json!({"text": "hello again"}),
-        )
-        .await?
-        .assert_status(202);
+    say(&c_api, &slow, "hello again").await?;
     await_answer(&ws_b, &slow, "echo: hello again").await?;
     b.kill().await;
     c.kill().await;
@@ -648,12 +603,7 @@ async fn a_handoff_requested_on_one_instance_is_served_and_released_on_another()
     ws_b.get(&format!("/v1/sessions/{sid}"))
         .await?
         .assert_status(200);
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "human please"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "human please").await?;
     events_on(&a.process.base_url, &token, &sid, 0, |e| {
         e["type"] == "handoff.requested"
     })
@@ -671,21 +621,11 @@ async fn a_handoff_requested_on_one_instance_is_served_and_released_on_another()
     .await?
     .assert_status(201);
     // A user message during the handoff reaches A: stored, not answered.
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "thanks Ana"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "thanks Ana").await?;
     ws_b.post(&format!("/v1/sessions/{sid}/handoff/release"), json!({}))
         .await?
         .assert_status(204);
-    ws_a.post(
-        &format!("/v1/sessions/{sid}/messages"),
-        json!({"text": "back to the bot"}),
-    )
-    .await?
-    .assert_status(202);
+    say(&ws_a, &sid, "back to the bot").await?;
     let history = await_answer(&ws_b, &sid, "echo: back to the bot").await?;
     assert!(
         history

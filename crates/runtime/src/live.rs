@@ -9,8 +9,8 @@ use tokio::sync::broadcast;
 /// How many live events a subscriber may fall behind before it re-reads
 /// from the store. Each slot is a pointer: the channel is allocated whole
 /// when the first subscriber comes, so this is what a subscribed session
-/// holds for it.
-pub(crate) const LIVE_BUFFER: usize = 64;
+/// holds for it (a few KiB).
+pub(crate) const LIVE_BUFFER: usize = 256;
 
 /// One live event: shared by every subscriber, not copied per slot.
 pub(crate) type LiveEvent = Option<Arc<SessionEvent>>;

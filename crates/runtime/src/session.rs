@@ -365,15 +365,27 @@ impl Inner {
         if !self.store.is_shared() {
             return Ok(());
         }
+        // Under the history lock, so no local append falls between the
+        // flush and the count (which would look like another instance's).
+        let mut history = ctx.history.lock().await;
         self.journal.flush().await;
         let notified = ctx.stale.swap(false, Ordering::SeqCst);
         let stored = self.store.message_count(&ctx.id).await?;
-        let mut history = ctx.history.lock().await;
         let cached = history
             .as_ref()
             .map(|h| i64::try_from(h.len()).unwrap_or(i64::MAX));
         let moved = notified || cached.is_some_and(|n| n != stored);
-        if !moved && !state {
+        // Asked to reload the state: only when another instance may have
+        // changed it (it ran the session last), since this instance's own
+        // state can be ahead of what its journal has written.
+        let foreign = state
+            && !moved
+            && self
+                .store
+                .turn_owner(&ctx.id)
+                .await?
+                .is_some_and(|o| o != self.config.loops.instance);
+        if !moved && !foreign {
             return Ok(());
         }
         if moved {
