@@ -67,7 +67,7 @@ impl Inner {
             return Ok(());
         };
         for (id, pid) in self.store.instances_on(&host, self.me()).await? {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            if !process_alive(pid) {
                 tracing::info!(instance = %id, pid, "an earlier server on this host is gone");
                 self.store.remove_instance(&id).await?;
             }
@@ -441,4 +441,18 @@ pub(crate) fn spawn_heartbeat(inner: &Arc<Inner>) {
             }
         }
     });
+}
+
+/// Whether process `pid` of this host still runs: it exists and is not a
+/// zombie (killed, not yet reaped by its parent).
+fn process_alive(pid: i64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which is in parentheses.
+    let state = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X"))
 }
