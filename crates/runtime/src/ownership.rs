@@ -317,6 +317,11 @@ impl Inner {
                 after.clone_from(&last.id);
             }
             for orphan in orphans {
+                // Never its own: a late heartbeat of this instance makes its
+                // live work look orphaned (startup adopts its earlier run's).
+                if !startup && orphan.owner.as_deref() == Some(me.as_str()) {
+                    continue;
+                }
                 if !self
                     .store
                     .adopt_session(&orphan.id, orphan.owner.as_deref(), &me)
