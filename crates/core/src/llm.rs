@@ -52,7 +52,9 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared with the registry that offers them: a turn's requests copy
+    /// pointers, not schemas.
+    pub tools: Vec<std::sync::Arc<ToolSpec>>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// What shape the answer must have.

@@ -64,10 +64,23 @@ impl OpenAiClient {
         )
     }
 
-    async fn send(&self, body: &Value) -> Result<reqwest::Response, LlmError> {
+    /// Send the request, retrying as [`ProviderConfig::max_retries`] says.
+    /// Each attempt writes the body anew and hands it over as a one-chunk
+    /// stream, so the bytes are freed once written: a request waiting on
+    /// its model holds the [`ChatRequest`] (shared tool specs), not a
+    /// second copy of its JSON for reqwest's own redirects and retries.
+    async fn send(&self, request: &ChatRequest) -> Result<reqwest::Response, LlmError> {
         let mut attempt = 0;
         loop {
-            let mut req = self.http.post(self.url()).json(body);
+            let body = request_body(request);
+            let length = body.len();
+            let once = futures::stream::once(std::future::ready(Ok::<_, std::io::Error>(body)));
+            let mut req = self
+                .http
+                .post(self.url())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::CONTENT_LENGTH, length)
+                .body(reqwest::Body::wrap_stream(once));
             if let Some(key) = &self.config.api_key {
                 req = req.bearer_auth(key);
             }
@@ -131,8 +144,7 @@ impl LlmClient for OpenAiClient {
     fn stream(&self, request: ChatRequest) -> LlmStream {
         let this = self.clone();
         let idle = self.config.idle_timeout;
-        let body = request_body(&request);
-        let start = async move { this.send(&body).await };
+        let start = async move { this.send(&request).await };
         futures::stream::once(start)
             .map(move |resp| -> LlmStream {
                 match resp {

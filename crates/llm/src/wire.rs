@@ -1,70 +1,196 @@
-//! The OpenAI chat-completions request body.
+//! The OpenAI chat-completions request body, written straight to JSON
+//! bytes from borrowed parts: no `Value` tree of the whole request (with
+//! every tool's schema) is built or kept while the model answers.
 
-use rtc_core::llm::{ChatMessage, ChatRequest, OutputFormat};
-use serde_json::{Value, json};
+use rtc_core::llm::{ChatMessage, ChatRequest, OutputFormat, ToolCall, ToolSpec};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::Value;
 
 /// The JSON body of a `/chat/completions` request.
-pub fn request_body(req: &ChatRequest) -> Value {
-    let messages: Vec<Value> = req.messages.iter().map(message).collect();
-    let mut body = json!({
-        "model": req.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !req.tools.is_empty() {
-        body["tools"] = req
-            .tools
-            .iter()
-            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
-            .collect();
-    }
-    if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
-    }
-    if let Some(m) = req.max_tokens {
-        body["max_tokens"] = json!(m);
-    }
-    match &req.output {
-        OutputFormat::Text => {}
-        OutputFormat::JsonObject => body["response_format"] = json!({"type": "json_object"}),
-        OutputFormat::JsonSchema { name, schema } => {
-            body["response_format"] = json!({"type": "json_schema", "json_schema": {"name": name, "strict": true, "schema": schema}});
-        }
-    }
-    body
+pub fn request_body(req: &ChatRequest) -> Vec<u8> {
+    let body = Body {
+        model: &req.model,
+        messages: Messages(&req.messages),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        tools: req.tools.iter().map(|t| Function { function: t }).collect(),
+        temperature: req.temperature,
+        max_tokens: req.max_tokens,
+        response_format: ResponseFormat(&req.output),
+    };
+    // Serializing borrowed strings and values cannot fail.
+    serde_json::to_vec(&body).unwrap_or_default()
 }
 
-fn message(m: &ChatMessage) -> Value {
-    match m {
-        ChatMessage::System { content } => json!({"role": "system", "content": content}),
-        ChatMessage::User { content } => json!({"role": "user", "content": content}),
-        ChatMessage::Assistant {
-            content,
-            tool_calls,
-        } if tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": content})
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Messages<'a>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Function<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "ResponseFormat::is_text")]
+    response_format: ResponseFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// `{"type": "function", "function": {name, description, parameters}}`.
+struct Function<'a> {
+    function: &'a ToolSpec,
+}
+
+impl Serialize for Function<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Inner<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters: &'a Value,
         }
-        ChatMessage::Assistant {
-            content,
-            tool_calls,
-        } => json!({
-            "role": "assistant",
-            "content": if content.is_empty() { Value::Null } else { json!(content) },
-            "tool_calls": tool_calls.iter().map(|c| json!({
-                "id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}
-            })).collect::<Vec<_>>(),
-        }),
-        ChatMessage::Tool {
-            tool_call_id,
-            content,
-        } => json!({"role": "tool", "tool_call_id": tool_call_id, "content": content}),
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("type", "function")?;
+        let f = self.function;
+        m.serialize_entry(
+            "function",
+            &Inner {
+                name: &f.name,
+                description: &f.description,
+                parameters: &f.parameters,
+            },
+        )?;
+        m.end()
+    }
+}
+
+struct Messages<'a>(&'a [ChatMessage]);
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(Msg))
+    }
+}
+
+struct Msg<'a>(&'a ChatMessage);
+
+impl Serialize for Msg<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            ChatMessage::System { content } => {
+                m.serialize_entry("role", "system")?;
+                m.serialize_entry("content", content)?;
+            }
+            ChatMessage::User { content } => {
+                m.serialize_entry("role", "user")?;
+                m.serialize_entry("content", content)?;
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } if tool_calls.is_empty() => {
+                m.serialize_entry("role", "assistant")?;
+                m.serialize_entry("content", content)?;
+            }
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                m.serialize_entry("role", "assistant")?;
+                m.serialize_entry("content", &Some(content).filter(|c| !c.is_empty()))?;
+                m.serialize_entry("tool_calls", &Calls(tool_calls))?;
+            }
+            ChatMessage::Tool {
+                tool_call_id,
+                content,
+            } => {
+                m.serialize_entry("role", "tool")?;
+                m.serialize_entry("tool_call_id", tool_call_id)?;
+                m.serialize_entry("content", content)?;
+            }
+        }
+        m.end()
+    }
+}
+
+struct Calls<'a>(&'a [ToolCall]);
+
+impl Serialize for Calls<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Call<'a> {
+            id: &'a str,
+            r#type: &'static str,
+            function: CallFunction<'a>,
+        }
+        #[derive(Serialize)]
+        struct CallFunction<'a> {
+            name: &'a str,
+            arguments: &'a str,
+        }
+        s.collect_seq(self.0.iter().map(|c| Call {
+            id: &c.id,
+            r#type: "function",
+            function: CallFunction {
+                name: &c.name,
+                arguments: &c.arguments,
+            },
+        }))
+    }
+}
+
+/// `response_format`, left out for plain text.
+struct ResponseFormat<'a>(&'a OutputFormat);
+
+impl ResponseFormat<'_> {
+    fn is_text(&self) -> bool {
+        matches!(self.0, OutputFormat::Text)
+    }
+}
+
+impl Serialize for ResponseFormat<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Schema<'a> {
+            name: &'a str,
+            strict: bool,
+            schema: &'a Value,
+        }
+        let mut m = s.serialize_map(None)?;
+        match self.0 {
+            OutputFormat::Text => {}
+            OutputFormat::JsonObject => m.serialize_entry("type", "json_object")?,
+            OutputFormat::JsonSchema { name, schema } => {
+                m.serialize_entry("type", "json_schema")?;
+                m.serialize_entry(
+                    "json_schema",
+                    &Schema {
+                        name,
+                        strict: true,
+                        schema,
+                    },
+                )?;
+            }
+        }
+        m.end()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use rtc_core::llm::{ToolCall, ToolSpec};
+    use serde_json::json;
 
     use super::*;
 
@@ -92,16 +218,27 @@ mod tests {
                     content: "{\"ok\":true}".into(),
                 },
             ],
-            tools: vec![ToolSpec {
+            tools: vec![std::sync::Arc::new(ToolSpec {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            })],
             temperature: Some(0.2),
             max_tokens: None,
             output: OutputFormat::Text,
         };
-        let body = request_body(&req);
+        let body: Value = serde_json::from_slice(&request_body(&req)).unwrap();
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "s"})
+        );
+        assert_eq!(
+            body["tools"][0],
+            json!({"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}})
+        );
         assert_eq!(body["messages"][2]["content"], Value::Null);
         assert_eq!(
             body["messages"][2]["tool_calls"][0]["function"]["name"],
@@ -111,5 +248,42 @@ mod tests {
         assert_eq!(body["tools"][0]["type"], "function");
         assert_eq!(body["temperature"], 0.2);
         assert!(body.get("max_tokens").is_none() && body.get("response_format").is_none());
+    }
+
+    /// A JSON-schema answer format and a plain assistant message are written
+    /// as OpenAI expects them.
+    #[test]
+    fn writes_response_format_and_plain_answers() {
+        let req = ChatRequest {
+            model: "m".into(),
+            messages: vec![ChatMessage::Assistant {
+                content: "hi".into(),
+                tool_calls: vec![],
+            }],
+            output: OutputFormat::JsonSchema {
+                name: "out".into(),
+                schema: serde_json::json!({"type": "object"}),
+            },
+            ..ChatRequest::default()
+        };
+        let body: Value = serde_json::from_slice(&request_body(&req)).unwrap();
+        assert_eq!(
+            body["response_format"],
+            serde_json::json!({"type": "json_schema", "json_schema": {"name": "out", "strict": true, "schema": {"type": "object"}}})
+        );
+        assert_eq!(
+            body["messages"][0],
+            serde_json::json!({"role": "assistant", "content": "hi"})
+        );
+        assert!(body.get("tools").is_none() && body.get("temperature").is_none());
+        let json_object = ChatRequest {
+            output: OutputFormat::JsonObject,
+            ..ChatRequest::default()
+        };
+        let body: Value = serde_json::from_slice(&request_body(&json_object)).unwrap();
+        assert_eq!(
+            body["response_format"],
+            serde_json::json!({"type": "json_object"})
+        );
     }
 }

@@ -118,9 +118,9 @@ impl Inner {
             .specs()
             .into_iter()
             .map(|s| ToolDecl {
-                name: s.name,
-                description: s.description,
-                parameters: s.parameters,
+                name: s.name.clone(),
+                description: s.description.clone(),
+                parameters: s.parameters.clone(),
             })
             .collect();
         let declared = decls.iter().map(|d| d.name.clone()).collect();

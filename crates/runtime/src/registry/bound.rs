@@ -45,12 +45,12 @@ pub(crate) fn mcp_pool_key_prefix(workspace: &str, server_id: &str) -> String {
 /// The function of one binding (`toolBindings[index]`).
 pub(crate) struct BoundTool {
     pub index: usize,
-    pub spec: ToolSpec,
+    pub spec: std::sync::Arc<ToolSpec>,
 }
 
 impl ToolHandler for BoundTool {
     fn spec(&self) -> ToolSpec {
-        self.spec.clone()
+        ToolSpec::clone(&self.spec)
     }
 
     fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {

@@ -21,11 +21,14 @@ use rtc_protocol::{Assistant, BuiltInToolName, Tool};
 use crate::RuntimeConfig;
 use crate::tool::{Offer, ToolHandler};
 
+/// A built-in's spec, shared by every session that offers it, with its handler.
+type BuiltIn = (Arc<ToolSpec>, Arc<dyn ToolHandler>);
+
 /// The LLM's built-ins with their specs, built once.
-static BUILT_INS: LazyLock<Vec<(ToolSpec, Arc<dyn ToolHandler>)>> = LazyLock::new(|| {
+static BUILT_INS: LazyLock<Vec<BuiltIn>> = LazyLock::new(|| {
     crate::builtins::all()
         .into_iter()
-        .map(|h| (h.spec(), h))
+        .map(|h| (Arc::new(h.spec()), h))
         .collect()
 });
 
@@ -45,7 +48,7 @@ pub(crate) fn is_reserved(name: &str) -> bool {
 
 /// The functions one session offers, each with its handler.
 pub(crate) struct SessionTools {
-    tools: Vec<(ToolSpec, Arc<dyn ToolHandler>)>,
+    tools: Vec<(Arc<ToolSpec>, Arc<dyn ToolHandler>)>,
 }
 
 impl SessionTools {
@@ -58,8 +61,9 @@ impl SessionTools {
         session_tools: &BTreeMap<String, Tool>,
     ) -> Self {
         let offer = Offer { assistant, config };
-        let mut tools: Vec<(ToolSpec, Arc<dyn ToolHandler>)> = Vec::new();
+        let mut tools: Vec<(Arc<ToolSpec>, Arc<dyn ToolHandler>)> = Vec::new();
         for (spec, target) in model_tools(assistant, session_tools) {
+            let spec = Arc::new(spec);
             let handler: Arc<dyn ToolHandler> = match target {
                 ToolTarget::BuiltIn(name) => Arc::new(platform::PlatformTool {
                     name,
@@ -92,9 +96,10 @@ impl SessionTools {
         session_tools: &BTreeMap<String, Tool>,
         caps: &rtc_protocol::RealtimePromptTools,
     ) -> (Self, BTreeMap<String, String>) {
-        let mut tools: Vec<(ToolSpec, Arc<dyn ToolHandler>)> = Vec::new();
+        let mut tools: Vec<(Arc<ToolSpec>, Arc<dyn ToolHandler>)> = Vec::new();
         let mut client_functions = BTreeMap::new();
         for (spec, target) in model_tools(assistant, session_tools) {
+            let spec = Arc::new(spec);
             let handler: Arc<dyn ToolHandler> = match target {
                 ToolTarget::BuiltIn(BuiltInToolName::SkipTurn) => continue,
                 ToolTarget::BuiltIn(name) if !caps.built_in_tools.contains(&name) => continue,
@@ -128,8 +133,8 @@ impl SessionTools {
         (Self { tools }, client_functions)
     }
 
-    /// What the model is offered.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    /// What the model is offered (shared, not copied).
+    pub fn specs(&self) -> Vec<Arc<ToolSpec>> {
         self.tools.iter().map(|(s, _)| s.clone()).collect()
     }
 

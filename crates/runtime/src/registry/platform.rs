@@ -18,12 +18,12 @@ use crate::{Inner, RuntimeError, variables};
 /// configuration gives it.
 pub(crate) struct PlatformTool {
     pub name: BuiltInToolName,
-    pub spec: ToolSpec,
+    pub spec: std::sync::Arc<ToolSpec>,
 }
 
 impl ToolHandler for PlatformTool {
     fn spec(&self) -> ToolSpec {
-        self.spec.clone()
+        ToolSpec::clone(&self.spec)
     }
 
     fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {

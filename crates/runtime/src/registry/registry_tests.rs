@@ -40,7 +40,7 @@ fn a_binding_cannot_shadow_a_built_in() {
     let session_tools = BTreeMap::from([("t1".to_owned(), tool)]);
     let config = crate::test_support::config();
     let tools = SessionTools::for_session(&config, &assistant, &session_tools);
-    let names: Vec<String> = tools.specs().into_iter().map(|s| s.name).collect();
+    let names: Vec<String> = tools.specs().iter().map(|s| s.name.clone()).collect();
     assert_eq!(
         names.iter().filter(|n| *n == "askUser").count(),
         1,

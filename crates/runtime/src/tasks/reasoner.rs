@@ -156,7 +156,10 @@ impl Inner {
                     ToolTarget::BuiltIn(_) => None,
                 })
                 .collect();
-        let specs: Vec<_> = offered.iter().map(|(s, _)| s.clone()).collect();
+        let specs: Vec<_> = offered
+            .iter()
+            .map(|(s, _)| std::sync::Arc::new(s.clone()))
+            .collect();
         let mut transcript = start_transcript(task, settings, config);
         // Resumed after its final answer was saved (the crash came before
         // the task was ended): that answer is the result.
