@@ -103,7 +103,9 @@ impl Inner {
                 false
             }
         };
-        if let Err(e) = self.finish_ending(&ctx).await {
+        // What runs after the model loop is boxed, so a turn waiting on its
+        // model holds only the loop's state (R-PF-5).
+        if let Err(e) = Box::pin(self.finish_ending(&ctx)).await {
             tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
         }
         let interrupted = cancel.is_cancelled();
@@ -126,11 +128,11 @@ impl Inner {
         }
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
-            if let Err(e) = self.after_end(&ctx).await {
+            if let Err(e) = Box::pin(self.after_end(&ctx)).await {
                 tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
             }
         } else if !interrupted {
-            self.after_turn(&ctx, &cancel, turn, answered).await;
+            Box::pin(self.after_turn(&ctx, &cancel, turn, answered)).await;
         }
     }
 

@@ -127,9 +127,11 @@ impl Inner {
             if response.tool_calls.is_empty() {
                 return Ok(true);
             }
-            if let Some(interrupt) = self
-                .run_calls(ctx, assistant, cancel, &response.tool_calls, &tools)
-                .await?
+            // Boxed: a turn waiting on its model does not carry the state
+            // of its tool calls.
+            if let Some(interrupt) =
+                Box::pin(self.run_calls(ctx, assistant, cancel, &response.tool_calls, &tools))
+                    .await?
             {
                 if interrupt == Interrupt::Skip {
                     let skipped = TurnSkipped {
