@@ -10,13 +10,12 @@ use futures::Stream;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{EventBody, Message, SessionEvent};
 use rtc_store::{SessionUpdate, Store, now_millis};
-use tokio::sync::broadcast;
 
 use crate::RuntimeError;
 use crate::journal::{Entry, Journal};
 #[cfg(test)]
 use crate::live::LIVE_BUFFER;
-use crate::live::Live;
+use crate::live::{Live, LiveError, LiveReceiver};
 
 const REPLAY_PAGE: i64 = 500;
 
@@ -160,16 +159,23 @@ impl EventLog {
                     // Another instance wrote: the store has what is new.
                     Ok(None) => st.replaying = true,
                     Ok(Some(_)) => {}
-                    Err(broadcast::error::RecvError::Lagged(_)) => st.replaying = true,
-                    Err(broadcast::error::RecvError::Closed) => return None,
+                    Err(LiveError::Lagged) => st.replaying = true,
+                    Err(LiveError::Closed) => return None,
                 }
             }
         })
     }
 }
 
+impl Drop for EventLog {
+    /// Subscribers end once they have read what was sent.
+    fn drop(&mut self) {
+        self.live.close();
+    }
+}
+
 struct Subscription {
-    rx: broadcast::Receiver<crate::live::LiveEvent>,
+    rx: LiveReceiver,
     store: Store,
     session: String,
     last: i64,

@@ -237,7 +237,7 @@ mod tests {
             .collect();
         assert_eq!(stored, [(1, 1), (2, 2), (3, 4)]);
         let mut told = Vec::new();
-        while let Ok(Some(e)) = rx.try_recv() {
+        while let Some(Some(e)) = rx.try_recv() {
             told.push(e.seq);
         }
         assert_eq!(
