@@ -9,6 +9,7 @@
 
 mod broker;
 mod builtins;
+mod config_cache;
 mod control;
 mod error;
 mod events;
@@ -140,6 +141,8 @@ pub(crate) struct Inner {
     pub config: RuntimeConfig,
     pub mcp_pool: McpPool,
     pub sessions: Mutex<HashMap<String, Arc<session::SessionCtx>>>,
+    /// The configurations the contexts in `sessions` share.
+    pub configs: config_cache::ConfigCache,
     pub tasks: TaskTracker,
     /// How many turns recovery marked interrupted, once it has run.
     pub recovered: tokio::sync::OnceCell<usize>,
@@ -188,6 +191,7 @@ impl Runtime {
                 config,
                 mcp_pool: McpPool::default(),
                 sessions: Mutex::default(),
+                configs: config_cache::ConfigCache::default(),
                 tasks: TaskTracker::new(),
                 recovered: tokio::sync::OnceCell::new(),
                 task_drivers: tasks::TaskDrivers::default(),

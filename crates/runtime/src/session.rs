@@ -45,7 +45,7 @@ pub struct WorkflowConfig {
 impl SessionConfig {
     /// The assistant of every turn of a plain session, or of each stage
     /// and transfer target of a workflow session, built once.
-    fn turn_assistants(&self) -> TurnAssistants {
+    pub(crate) fn turn_assistants(&self) -> TurnAssistants {
         let base = Arc::new(self.assistant.clone());
         let mut stages = BTreeMap::new();
         let mut transfers = BTreeMap::new();
@@ -162,9 +162,10 @@ pub(crate) struct SessionCtx {
     pub inbox_hint: AtomicBool,
     /// The end user (`userId` at start), who owns memories (R-MM).
     pub user_id: Option<String>,
-    pub config: SessionConfig,
+    /// Shared with the contexts of the same snapshot (`config_cache`).
+    pub config: Arc<SessionConfig>,
     /// The assistant each turn runs (a workflow's stages).
-    pub assistants: TurnAssistants,
+    pub assistants: Arc<TurnAssistants>,
     pub state: tokio::sync::Mutex<SessionState>,
     pub events: EventLog,
     pub broker: Broker,
@@ -270,7 +271,9 @@ impl Inner {
             .session_by_id(id)
             .await?
             .ok_or_else(|| RuntimeError::not_found("session", id))?;
-        let config: SessionConfig = serde_json::from_value(record.config.clone())
+        let shared = self
+            .configs
+            .get_or_parse(record.config.to_string(), |text| serde_json::from_str(text))
             .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
         let sub_agent = match &record.parent_id {
             Some(parent_id) => Some(SubAgentInfo {
@@ -295,8 +298,8 @@ impl Inner {
             // Items left from before a restart are found at the first boundary.
             inbox_hint: AtomicBool::new(true),
             user_id: record.user_id.clone(),
-            assistants: config.turn_assistants(),
-            config,
+            assistants: shared.assistants,
+            config: shared.config,
             state: tokio::sync::Mutex::new(SessionState {
                 variables: record.variables.clone(),
                 status: record.status,
