@@ -57,36 +57,43 @@ impl EventLog {
     }
 
     /// Record and broadcast an event.
-    pub async fn emit(&self, event: EventBody) -> Result<(), RuntimeError> {
+    ///
+    /// These are plain functions returning the journal's future: the
+    /// record is built and boxed before the first await, so what a caller
+    /// holds while the write is queued is a pointer, not every layer's
+    /// copy of the record (R-PF-5).
+    pub fn emit(
+        &self,
+        event: EventBody,
+    ) -> impl Future<Output = Result<(), RuntimeError>> + Send + '_ {
         self.record(
             None,
             vec![event],
             SessionUpdate::default(),
             Durability::Queued,
         )
-        .await
     }
 
     /// Record events together with a change of the session row.
-    pub async fn emit_with(
+    pub fn emit_with(
         &self,
         events: Vec<EventBody>,
         update: SessionUpdate,
-    ) -> Result<(), RuntimeError> {
-        self.record(None, events, update, Durability::Queued).await
+    ) -> impl Future<Output = Result<(), RuntimeError>> + Send + '_ {
+        self.record(None, events, update, Durability::Queued)
     }
 
     /// Store a message (if any) with events in one transaction, then
     /// broadcast the events. Their `seq` numbers are given in the commit,
     /// in the order records reach the journal, so several instances writing
     /// one session never collide.
-    pub async fn record(
+    pub fn record(
         &self,
         message: Option<Message>,
         events: Vec<EventBody>,
         update: SessionUpdate,
         durability: Durability,
-    ) -> Result<(), RuntimeError> {
+    ) -> impl Future<Output = Result<(), RuntimeError>> + Send + '_ {
         let now = now_millis();
         let timestamp = rfc3339_from_millis(now);
         let events: Vec<SessionEvent> = events
@@ -98,17 +105,20 @@ impl EventLog {
                 body,
             })
             .collect();
-        let entry = Entry {
+        let entry = Box::new(Entry {
             session: self.session_id.clone(),
             message,
             events,
             update,
             at_millis: now,
             live: self.live.clone(),
-        };
-        match durability {
-            Durability::Queued => self.journal.write(entry).await,
-            Durability::Committed => self.journal.write_awaitable(entry).await?.wait().await,
+        });
+        let journal = &self.journal;
+        async move {
+            match durability {
+                Durability::Queued => journal.write(entry).await,
+                Durability::Committed => journal.write_awaitable(entry).await?.wait().await,
+            }
         }
     }
 

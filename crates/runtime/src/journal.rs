@@ -40,12 +40,10 @@ pub(crate) struct Entry {
 /// Told when a write is committed (or why it failed).
 type Done = oneshot::Sender<Result<(), String>>;
 
-#[allow(
-    clippy::large_enum_variant,
-    reason = "writes are the common job; boxing them would allocate per write"
-)]
 enum Job {
-    Write(Entry, Option<Done>),
+    /// Boxed: a queued write is a pointer, and so is every future that
+    /// carries one to the channel (R-PF-5).
+    Write(Box<Entry>, Option<Done>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -68,7 +66,7 @@ impl Journal {
     }
 
     /// Queue records; they are committed and broadcast soon, in order.
-    pub async fn write(&self, entry: Entry) -> Result<(), RuntimeError> {
+    pub async fn write(&self, entry: Box<Entry>) -> Result<(), RuntimeError> {
         self.tx
             .send(Job::Write(entry, None))
             .await
@@ -76,7 +74,7 @@ impl Journal {
     }
 
     /// Queue records and get a handle that tells when they are committed.
-    pub async fn write_awaitable(&self, entry: Entry) -> Result<Commit, RuntimeError> {
+    pub async fn write_awaitable(&self, entry: Box<Entry>) -> Result<Commit, RuntimeError> {
         let (done, wait) = oneshot::channel();
         self.tx
             .send(Job::Write(entry, Some(done)))
@@ -130,7 +128,7 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, me: Instance) {
 
 /// Commit a batch; if the batch fails, each write on its own, so one bad
 /// record cannot lose the others. Events are broadcast after their commit.
-async fn commit(store: &Store, writes: Vec<(Entry, Option<Done>)>, me: Option<&str>) {
+async fn commit(store: &Store, writes: Vec<(Box<Entry>, Option<Done>)>, me: Option<&str>) {
     if writes.is_empty() {
         return;
     }
@@ -163,7 +161,7 @@ fn records(e: &mut Entry) -> SessionRecords<'_> {
     }
 }
 
-fn publish(entry: Entry, done: Option<Done>, outcome: Result<(), String>) {
+fn publish(entry: Box<Entry>, done: Option<Done>, outcome: Result<(), String>) {
     if outcome.is_ok() {
         for event in entry.events {
             entry.live.send(Some(std::sync::Arc::new(event)));
@@ -181,8 +179,8 @@ mod tests {
     use super::*;
     use crate::test_support::store_with_session;
 
-    fn entry(session: &str, n: i64, live: &Arc<Live>) -> Entry {
-        Entry {
+    fn entry(session: &str, n: i64, live: &Arc<Live>) -> Box<Entry> {
+        Box::new(Entry {
             session: session.into(),
             message: None,
             events: vec![SessionEvent {
@@ -194,7 +192,7 @@ mod tests {
             update: SessionUpdate::default(),
             at_millis: 0,
             live: live.clone(),
-        }
+        })
     }
 
     /// Records queued back to back are committed in order with consecutive

@@ -123,7 +123,8 @@ impl Inner {
             else {
                 return Ok(false);
             };
-            self.record_answer(ctx, &response, message_id).await?;
+            // Boxed, as what runs before and after the model is (R-PF-5).
+            Box::pin(self.record_answer(ctx, &response, message_id)).await?;
             if response.tool_calls.is_empty() {
                 return Ok(true);
             }
@@ -155,7 +156,7 @@ impl Inner {
     /// The turn begins: what another instance wrote is reloaded, the
     /// platform's variables move on, `turn.started` is recorded.
     pub(crate) async fn begin(&self, ctx: &SessionCtx, turn_id: &str) -> Result<(), RuntimeError> {
-        self.refresh_if_stale(ctx).await?;
+        Box::pin(self.refresh_if_stale(ctx)).await?;
         let (variables, changes) = variables::begin_turn(ctx).await;
         let state = StateUpdated {
             changes,
