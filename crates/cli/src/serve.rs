@@ -131,8 +131,12 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
 }
 
 fn provider(p: &ProviderSettings, small_model: Option<String>) -> anyhow::Result<Provider> {
+    // After a burst of model calls, at most 64 idle connections stay
+    // open (a plain HTTP/1.1 one holds ~30 KiB in hyper); the rest close.
     let http = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
+        .pool_max_idle_per_host(64)
+        .pool_idle_timeout(std::time::Duration::from_secs(30))
         .build()?;
     let client = OpenAiClient::new(ProviderConfig::new(&p.base_url, p.api_key.clone()), http);
     Ok(Provider {
