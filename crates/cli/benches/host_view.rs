@@ -11,11 +11,16 @@
 //!   concurrent clients;
 //! - resident memory per in-flight session: 1,000 sessions waiting on a
 //!   2 s model answer, with an SSE subscriber each and without, and what
-//!   stays after they end.
+//!   stays after they end;
+//! - sessions created per second (`CREATE` sessions, 16 clients at once).
 //!
 //! `cargo bench -p rtc-cli --bench host_view` (`RUNS` per K, default 60;
 //! `SECONDS` of the concurrent phase, default 10; `SESSIONS`, default
-//! 1000).
+//! 1000; `CREATE`, default 10000; `ONLY` = `slope`, `throughput`,
+//! `memory` or `create` runs one phase; `SSE` = `1` or `0` runs one wave
+//! of the memory phase; `RTC_BENCH_DATABASE_URL` runs the
+//! server on that database (PostgreSQL, say) instead of a fresh SQLite
+//! file; `RTC_BENCH_BINARY` runs a wrapper such as a heap profiler).
 
 #![allow(
     clippy::print_stdout,
@@ -187,6 +192,75 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The added time per extra tool round trip: the slope of the median run
+/// time over K = 1, 5, 20, runs one at a time.
+async fn slope(host: &Host, runs: usize) -> anyhow::Result<()> {
+    for _ in 0..10 {
+        host.run(1).await?;
+    }
+    let mut medians = Vec::new();
+    for k in [1usize, 5, 20] {
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            times.push(host.run(k).await?);
+        }
+        let m = median(&mut times);
+        println!("K = {k:>2}: median run {:>8.2} ms", ms(m));
+        medians.push((k as f64, m.as_secs_f64()));
+    }
+    let n = medians.len() as f64;
+    let (sx, sy) = medians
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (sxx, sxy) = medians
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x * x, b + x * y));
+    let slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    println!(
+        "added time per extra tool round trip: {:.0} µs",
+        slope * 1e6
+    );
+    Ok(())
+}
+
+/// Runs/s, run time and server CPU per run at K = 5 with 100 concurrent
+/// clients for `seconds`.
+async fn throughput(host: &Host, pid: u32, seconds: usize) -> anyhow::Result<()> {
+    let done = Arc::new(AtomicUsize::new(0));
+    let deadline = Instant::now() + Duration::from_secs(seconds as u64);
+    let cpu_before = cpu_time(pid);
+    let started = Instant::now();
+    let clients: Vec<_> = (0..100)
+        .map(|_| {
+            let (host, done) = (host.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut times = Vec::new();
+                while Instant::now() < deadline {
+                    times.push(host.run(5).await?);
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+                anyhow::Ok(times)
+            })
+        })
+        .collect();
+    let mut times = Vec::new();
+    for c in clients {
+        times.extend(c.await??);
+    }
+    let elapsed = started.elapsed();
+    let cpu = cpu_time(pid).saturating_sub(cpu_before);
+    times.sort();
+    let total = done.load(Ordering::Relaxed);
+    println!(
+        "K = 5, 100 clients: {:.0} runs/s, run p50 {:.2} ms p99 {:.2} ms, server CPU {:.2} ms per run",
+        total as f64 / elapsed.as_secs_f64(),
+        ms(percentile(&times, 0.5)),
+        ms(percentile(&times, 0.99)),
+        ms(cpu) / total.max(1) as f64
+    );
+    Ok(())
+}
+
 /// 1,000 sessions waiting on the model: the memory they hold each.
 async fn in_flight(
     host: &Host,
@@ -247,6 +321,42 @@ async fn in_flight(
     Ok((per_session, rss_kib(pid)))
 }
 
+/// Sessions created per second, 16 clients at once, and the rate of the
+/// last tenth (whether creation slows as sessions pile up).
+async fn creation(host: &Host, count: usize) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let done = AtomicUsize::new(0);
+    let last_tenth = std::sync::Mutex::new(None::<Instant>);
+    let results = futures::stream::iter((0..count).map(|_| async {
+        let r = host.open(false).await;
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == count - count / 10 {
+            *last_tenth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        }
+        r
+    }))
+    .buffer_unordered(16)
+    .collect::<Vec<_>>()
+    .await;
+    let total = started.elapsed();
+    for r in results {
+        r?;
+    }
+    let tail = last_tenth
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .map_or(Duration::ZERO, |t| t.elapsed());
+    println!(
+        "{count} sessions created in {:.1} s: {:.0} sessions/s ({:.0}/s over the last tenth)",
+        total.as_secs_f64(),
+        count as f64 / total.as_secs_f64(),
+        (count / 10) as f64 / tail.as_secs_f64().max(1e-9),
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let runs = env_or("RUNS", 60);
@@ -264,8 +374,13 @@ async fn main() -> anyhow::Result<()> {
         ),
         ("RUST_LOG".to_owned(), "warn".to_owned()),
     ]);
-    let db = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent"));
+    let db = std::env::var("RTC_BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("bench.db").display()));
+    // A wrapper (a heap profiler, say) may stand in for the binary.
+    let binary = std::env::var_os("RTC_BENCH_BINARY").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent")),
+        std::path::PathBuf::from,
+    );
     let server = ServerProcess::start(&binary, &db, dir.path(), &env).await?;
     let pid = server
         .pid()
@@ -294,80 +409,37 @@ async fn main() -> anyhow::Result<()> {
     host.assistant = assistant["id"].as_str().unwrap_or_default().to_owned();
     let base_rss = rss_kib(pid);
 
-    // 1. The slope per extra tool round trip.
-    for _ in 0..10 {
-        host.run(1).await?;
+    // `ONLY=slope|throughput|memory|create` runs one phase.
+    let only = std::env::var("ONLY").unwrap_or_default();
+    let wanted = |phase: &str| only.is_empty() || only == phase;
+    if wanted("slope") {
+        slope(&host, runs).await?;
     }
-    let mut medians = Vec::new();
-    for k in [1usize, 5, 20] {
-        let mut times = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            times.push(host.run(k).await?);
+    if wanted("throughput") {
+        throughput(&host, pid, seconds).await?;
+    }
+    if wanted("memory") {
+        // The second wave reuses what the first left to the allocator:
+        // `SSE=0` or `SSE=1` measures one wave on a fresh server.
+        let sse = std::env::var("SSE").unwrap_or_default();
+        for subscribe in [true, false] {
+            if !sse.is_empty() && (sse == "1") != subscribe {
+                continue;
+            }
+            let (per_session, after) = in_flight(&host, pid, sessions, subscribe).await?;
+            let with = if subscribe {
+                "with an SSE subscriber each"
+            } else {
+                "without subscribers"
+            };
+            println!(
+                "{sessions} sessions waiting on the model, {with}: {per_session:.1} KiB per session; resident memory {base_rss} KiB at start, {after} KiB after they ended"
+            );
         }
-        let m = median(&mut times);
-        println!("K = {k:>2}: median run {:>8.2} ms", ms(m));
-        medians.push((k as f64, m.as_secs_f64()));
     }
-    let n = medians.len() as f64;
-    let (sx, sy) = medians
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (sxx, sxy) = medians
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x * x, b + x * y));
-    let slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    println!(
-        "added time per extra tool round trip: {:.0} µs",
-        slope * 1e6
-    );
-
-    // 2. Throughput with 100 concurrent clients at K = 5.
-    let done = Arc::new(AtomicUsize::new(0));
-    let deadline = Instant::now() + Duration::from_secs(seconds as u64);
-    let cpu_before = cpu_time(pid);
-    let started = Instant::now();
-    let clients: Vec<_> = (0..100)
-        .map(|_| {
-            let (host, done) = (host.clone(), done.clone());
-            tokio::spawn(async move {
-                let mut times = Vec::new();
-                while Instant::now() < deadline {
-                    times.push(host.run(5).await?);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                anyhow::Ok(times)
-            })
-        })
-        .collect();
-    let mut times = Vec::new();
-    for c in clients {
-        times.extend(c.await??);
+    if wanted("create") {
+        creation(&host, env_or("CREATE", 10_000)).await?;
     }
-    let elapsed = started.elapsed();
-    let cpu = cpu_time(pid).saturating_sub(cpu_before);
-    times.sort();
-    let total = done.load(Ordering::Relaxed);
-    println!(
-        "K = 5, 100 clients: {:.0} runs/s, run p50 {:.2} ms p99 {:.2} ms, server CPU {:.2} ms per run",
-        total as f64 / elapsed.as_secs_f64(),
-        ms(percentile(&times, 0.5)),
-        ms(percentile(&times, 0.99)),
-        ms(cpu) / total.max(1) as f64
-    );
-
-    // 3. Memory per in-flight session.
-    let (with_sse, after_sse) = in_flight(&host, pid, sessions, true).await?;
-    println!(
-        "{sessions} sessions waiting on the model, with an SSE subscriber each: {with_sse:.1} KiB per session"
-    );
-    let (without, after) = in_flight(&host, pid, sessions, false).await?;
-    println!(
-        "{sessions} sessions waiting on the model, without subscribers: {without:.1} KiB per session"
-    );
-    println!(
-        "resident memory: {} KiB at start, {} KiB after the in-flight sessions ended ({} KiB after the first wave)",
-        base_rss, after, after_sse
-    );
     server.kill().await;
     Ok(())
 }
