@@ -112,17 +112,22 @@ fn stopped() -> RuntimeError {
 async fn run(store: Store, mut rx: mpsc::Receiver<Job>, me: Instance) {
     let mut jobs = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut jobs, BATCH).await > 0 {
+        // One commit for everything taken, then every flush in it is
+        // answered: a flush asks only that what was queued before it is
+        // committed, and committing more with it costs no extra round trip
+        // (many sessions flushing at once share one commit).
         let mut writes = Vec::new();
+        let mut flushes = Vec::new();
         for job in jobs.drain(..) {
             match job {
                 Job::Write(entry, done) => writes.push((entry, done)),
-                Job::Flush(done) => {
-                    commit(&store, std::mem::take(&mut writes), me.as_deref()).await;
-                    let _ = done.send(());
-                }
+                Job::Flush(done) => flushes.push(done),
             }
         }
         commit(&store, writes, me.as_deref()).await;
+        for done in flushes {
+            let _ = done.send(());
+        }
     }
 }
 

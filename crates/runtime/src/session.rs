@@ -10,7 +10,7 @@ use rtc_protocol::{
     Assistant, PendingQuestion, SessionStatus, TodoItem, Tool, Workflow, WorkflowNode,
     WorkflowPosition,
 };
-use rtc_store::now_millis;
+use rtc_store::{SessionRecord, now_millis};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::task::JoinHandle;
@@ -271,10 +271,6 @@ impl Inner {
             .session_by_id(id)
             .await?
             .ok_or_else(|| RuntimeError::not_found("session", id))?;
-        let shared = self
-            .configs
-            .get_or_parse(record.config.to_string(), |text| serde_json::from_str(text))
-            .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
         let sub_agent = match &record.parent_id {
             Some(parent_id) => Some(SubAgentInfo {
                 parent_id: parent_id.clone(),
@@ -290,6 +286,31 @@ impl Inner {
             .into_iter()
             .filter_map(|a| a.call_id)
             .collect();
+        self.hold(record, sub_agent, awaited)
+    }
+
+    /// The context of a top-level session just created from `record`
+    /// (nothing to read: it has no parent and awaits nothing yet).
+    pub(crate) fn hold_created(
+        &self,
+        record: SessionRecord,
+    ) -> Result<Arc<SessionCtx>, RuntimeError> {
+        self.hold(record, None, Default::default())
+    }
+
+    /// Build the context of a stored session and keep it in the map (or
+    /// give the one another caller put there first).
+    fn hold(
+        &self,
+        record: SessionRecord,
+        sub_agent: Option<SubAgentInfo>,
+        awaited: BTreeSet<String>,
+    ) -> Result<Arc<SessionCtx>, RuntimeError> {
+        let id = record.id.as_str();
+        let shared = self
+            .configs
+            .get_or_parse(record.config.to_string(), |text| serde_json::from_str(text))
+            .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
         let ctx = Arc::new(SessionCtx {
             id: record.id.clone(),
             workspace: record.workspace_id.clone(),

@@ -267,7 +267,7 @@ impl Runtime {
         let inner = &self.inner;
         let (assistant_id, config) = self.session_config(workspace, &params).await?;
         let max = inner.config.limits.max_active_sessions;
-        if inner.store.active_session_count(workspace).await? >= max {
+        if inner.store.active_session_count(workspace, max).await? >= max {
             return Err(RuntimeError::TooMany {
                 code: "too_many_sessions",
                 message: format!(
@@ -290,7 +290,7 @@ impl Runtime {
         let config_json =
             serde_json::to_value(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let client_token = new_token("rtc_ct");
-        inner
+        let record = inner
             .store
             .create_session(NewSession {
                 id: &id,
@@ -307,7 +307,7 @@ impl Runtime {
                 owner: Some(&inner.config.loops.instance),
             })
             .await?;
-        let ctx = inner.session(&id).await?;
+        let ctx = inner.hold_created(record)?;
         let realtime = config_is_realtime(&ctx.config);
         let started = SessionStarted {
             assistant_id: assistant_id.to_owned(),

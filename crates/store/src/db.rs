@@ -89,6 +89,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "instances",
         include_str!("../migrations/sqlite/0012_instances.sql"),
     ),
+    (
+        13,
+        "active_sessions",
+        include_str!("../migrations/sqlite/0013_active_sessions.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -150,6 +155,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         12,
         "instances",
         include_str!("../migrations/postgres/0012_instances.sql"),
+    ),
+    (
+        13,
+        "active_sessions",
+        include_str!("../migrations/postgres/0013_active_sessions.sql"),
     ),
 ];
 

@@ -7,6 +7,7 @@ use rtc_protocol::{
 use serde_json::{Map, Value};
 use sqlx::Row;
 
+use crate::records::{insert_events, insert_message};
 use crate::{Store, StoreError, hash_token, now_millis};
 
 /// What a new session starts with.
@@ -27,42 +28,6 @@ pub struct NewSession<'a> {
     /// The instance creating it, which owns its work until a turn runs
     /// elsewhere (see `instances.rs`).
     pub owner: Option<&'a str>,
-}
-
-/// A message (if any), the events recorded with it and changes of the
-/// session row, for [`Store::append_batch`].
-pub struct SessionRecords<'a> {
-    pub session: &'a str,
-    pub message: Option<&'a Message>,
-    /// Their `seq` is given at commit: the next numbers of the session.
-    pub events: &'a mut [SessionEvent],
-    pub update: &'a SessionUpdate,
-    pub at_millis: i64,
-}
-
-/// Changes of a session row written with its records (`None`: unchanged).
-#[derive(Debug, Clone, Default)]
-pub struct SessionUpdate {
-    /// All current variable values.
-    pub variables: Option<Map<String, Value>>,
-    /// Whether a turn is running (for recovery after a crash).
-    pub turn_running: Option<bool>,
-    /// The whole todo list.
-    pub todos: Option<Vec<TodoItem>>,
-    /// The question the session waits on; `Some(None)` clears it.
-    pub pending_question: Option<Option<PendingQuestion>>,
-    /// A workflow session's new position.
-    pub workflow: Option<WorkflowPosition>,
-}
-
-impl SessionUpdate {
-    fn is_empty(&self) -> bool {
-        self.variables.is_none()
-            && self.turn_running.is_none()
-            && self.todos.is_none()
-            && self.pending_question.is_none()
-            && self.workflow.is_none()
-    }
 }
 
 /// A stored session.
@@ -134,11 +99,13 @@ pub(crate) fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreErro
     })
 }
 
-/// Insert a new session row (active, no turn running).
+/// Insert a new session row (active, no turn running); gives the time it
+/// records as created.
 pub(crate) async fn insert_session<'e>(
     executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
     s: &NewSession<'_>,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
+    let at = now_millis();
     let sql = format!(
         "INSERT INTO sessions ({COLUMNS}, client_token_hash, turn_owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $13, NULL, $12, $14)"
     );
@@ -153,21 +120,41 @@ pub(crate) async fn insert_session<'e>(
         .bind(SessionStatus::Active.as_str())
         .bind(Value::Object(s.variables.clone()).to_string())
         .bind(s.config.to_string())
-        .bind(now_millis())
+        .bind(at)
         .bind(hash_token(s.client_token))
         .bind(s.workflow_id)
         .bind(s.owner)
         .execute(executor)
         .await?;
-    Ok(())
+    Ok(at)
 }
 
 impl Store {
+    /// Insert a new session and give its record, as stored, without
+    /// reading it back.
     pub async fn create_session(&self, s: NewSession<'_>) -> Result<SessionRecord, StoreError> {
-        insert_session(&self.writer, &s).await?;
-        self.session_by_id(s.id)
-            .await?
-            .ok_or_else(|| StoreError::Corrupt("session vanished".into()))
+        let at = insert_session(&self.writer, &s).await?;
+        Ok(SessionRecord {
+            id: s.id.to_owned(),
+            workspace_id: s.workspace_id.to_owned(),
+            assistant_id: s.assistant_id.to_owned(),
+            parent_id: s.parent_id.map(str::to_owned),
+            root_id: s.root_id.to_owned(),
+            user_id: s.user_id.map(str::to_owned),
+            title: s.title.map(str::to_owned),
+            status: SessionStatus::Active,
+            variables: s.variables.clone(),
+            config: s.config.clone(),
+            turn_running: false,
+            end_reason: None,
+            ended_by: None,
+            todos: Vec::new(),
+            pending_question: None,
+            created_at: at,
+            updated_at: at,
+            workflow_id: s.workflow_id.map(str::to_owned),
+            workflow: None,
+        })
     }
 
     /// A session of this workspace.
@@ -226,11 +213,14 @@ impl Store {
     }
 
     /// How many sessions of a workspace have not ended.
-    pub async fn active_session_count(&self, workspace: &str) -> Result<u64, StoreError> {
+    /// Counts at most `cap` (the limit it is checked against): the check
+    /// reads no more than `cap` entries of `sessions_active_by_workspace`.
+    pub async fn active_session_count(&self, workspace: &str, cap: u64) -> Result<u64, StoreError> {
         let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM sessions WHERE workspace_id = $1 AND status <> 'ended'",
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions WHERE workspace_id = $1 AND status <> 'ended' LIMIT $2) AS active",
         )
         .bind(workspace)
+        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
         .fetch_one(&self.pool)
         .await?;
         let n: i64 = row.try_get("n")?;
@@ -295,97 +285,6 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let mut conn = self.writer.acquire().await?;
         insert_message(&mut conn, session, message).await
-    }
-
-    /// Store several sessions' records in one transaction (group commit):
-    /// messages and session changes in order, then all events in
-    /// multi-row inserts.
-    ///
-    /// On PostgreSQL, `notify_as` (the writing instance) is announced for
-    /// every session with events, delivered to other instances on commit.
-    pub async fn append_batch(
-        &self,
-        batch: &mut [SessionRecords<'_>],
-        notify_as: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let mut tx = self.begin_write().await?;
-        self.number_events(&mut tx, batch).await?;
-        if let Some(me) = notify_as.filter(|_| self.dialect == crate::Dialect::Postgres) {
-            let mut sessions: Vec<&str> = batch
-                .iter()
-                .filter(|r| !r.events.is_empty())
-                .map(|r| r.session)
-                .collect();
-            sessions.sort_unstable();
-            sessions.dedup();
-            for session in sessions {
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(crate::notify::CHANNEL)
-                    .bind(format!("{me} {session}"))
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-        for r in batch.iter() {
-            if let Some(m) = r.message {
-                insert_message(&mut tx, r.session, m).await?;
-            }
-            if !r.update.is_empty() {
-                update_session(&mut tx, r.session, r.update, r.at_millis).await?;
-            }
-        }
-        let events: Vec<(&SessionEvent, i64)> = batch
-            .iter()
-            .flat_map(|r| r.events.iter().map(|e| (e, r.at_millis)))
-            .collect();
-        for chunk in events.chunks(EVENTS_PER_INSERT) {
-            insert_events(&mut tx, chunk).await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    /// Give the batch's events the next `seq` numbers of their sessions,
-    /// in batch order. The session rows are locked first, in id order, so
-    /// writers of several instances on PostgreSQL take turns per session
-    /// (SQLite's write transaction is exclusive already).
-    async fn number_events(
-        &self,
-        tx: &mut sqlx::AnyConnection,
-        batch: &mut [SessionRecords<'_>],
-    ) -> Result<(), StoreError> {
-        let mut sessions: Vec<&str> = batch
-            .iter()
-            .filter(|r| !r.events.is_empty())
-            .map(|r| r.session)
-            .collect();
-        sessions.sort_unstable();
-        sessions.dedup();
-        let mut next: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
-        for session in sessions {
-            if self.dialect == crate::Dialect::Postgres {
-                sqlx::query("SELECT id FROM sessions WHERE id = $1 FOR UPDATE")
-                    .bind(session)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let row = sqlx::query(
-                "SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = $1",
-            )
-            .bind(session)
-            .fetch_one(&mut *tx)
-            .await?;
-            next.insert(session.to_owned(), row.try_get::<i64, _>("seq")? + 1);
-        }
-        for r in batch.iter_mut() {
-            if let Some(n) = next.get_mut(r.session) {
-                for e in r.events.iter_mut() {
-                    e.seq = *n;
-                    *n += 1;
-                }
-            }
-        }
-        Ok(())
     }
 
     /// How many messages a session has.
@@ -492,116 +391,4 @@ impl Store {
                 .await?;
         Ok(row.try_get("seq")?)
     }
-}
-
-async fn insert_message(
-    conn: &mut sqlx::AnyConnection,
-    session: &str,
-    message: &Message,
-) -> Result<i64, StoreError> {
-    let body = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let row = sqlx::query(
-        "INSERT INTO messages (session_id, seq, id, role, body, created_at) \
-         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5) RETURNING seq",
-    )
-    .bind(session)
-    .bind(&message.id)
-    .bind(message.role.as_str())
-    .bind(body)
-    .bind(now_millis())
-    .fetch_one(&mut *conn)
-    .await?;
-    Ok(row.try_get("seq")?)
-}
-
-async fn update_session(
-    conn: &mut sqlx::AnyConnection,
-    session: &str,
-    update: &SessionUpdate,
-    at_millis: i64,
-) -> Result<(), StoreError> {
-    let mut sets: Vec<(&str, Option<String>)> = Vec::new();
-    if let Some(v) = &update.variables {
-        sets.push(("variables", Some(json(v)?)));
-    }
-    if let Some(t) = &update.todos {
-        sets.push(("todos", Some(json(t)?)));
-    }
-    if let Some(q) = &update.pending_question {
-        sets.push(("pending_question", q.as_ref().map(json).transpose()?));
-    }
-    if let Some(w) = &update.workflow {
-        sets.push(("workflow", Some(json(w)?)));
-    }
-    let mut sql = String::from("UPDATE sessions SET updated_at = $1");
-    for (n, (column, _)) in sets.iter().enumerate() {
-        sql.push_str(&format!(", {column} = ${}", n + 2));
-    }
-    let running_at = sets.len() + 2;
-    if update.turn_running.is_some() {
-        sql.push_str(&format!(", turn_running = ${running_at}"));
-    }
-    let id_at = running_at + usize::from(update.turn_running.is_some());
-    sql.push_str(&format!(" WHERE id = ${id_at}"));
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(at_millis);
-    for (_, value) in sets {
-        query = query.bind(value);
-    }
-    if let Some(running) = update.turn_running {
-        query = query.bind(i32::from(running));
-    }
-    query.bind(session).execute(&mut *conn).await?;
-    Ok(())
-}
-
-/// A JSON column's text.
-fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-/// Rows per multi-row event insert (5 parameters each; far below the
-/// engines' parameter limits).
-const EVENTS_PER_INSERT: usize = 200;
-
-/// The event's fields without its `type` (stored in its own column).
-fn event_payload(event: &SessionEvent) -> Result<String, StoreError> {
-    let mut value = serde_json::to_value(&event.body)
-        .map_err(|e| StoreError::Corrupt(format!("event `{}`: {e}", event.kind())))?;
-    if let Some(fields) = value.as_object_mut() {
-        fields.remove("type");
-    }
-    Ok(value.to_string())
-}
-
-async fn insert_events(
-    conn: &mut sqlx::AnyConnection,
-    events: &[(&SessionEvent, i64)],
-) -> Result<(), StoreError> {
-    let mut sql =
-        String::from("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ");
-    for i in 0..events.len() {
-        let b = i * 5;
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${})",
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5
-        ));
-    }
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    for (event, at_millis) in events {
-        query = query
-            .bind(event.session_id.as_str())
-            .bind(event.seq)
-            .bind(event.kind())
-            .bind(event_payload(event)?)
-            .bind(*at_millis);
-    }
-    query.execute(&mut *conn).await?;
-    Ok(())
 }

@@ -357,6 +357,93 @@ on_both!(sessions_messages_and_events, |store| {
     Ok(())
 });
 
+// One batch over more sessions than one statement lists (the lists are
+// chunked and padded): every session's events continue its own numbers,
+// and on PostgreSQL every session is announced once.
+on_both!(a_batch_numbers_the_events_of_many_sessions, |store| {
+    use futures::StreamExt;
+    use rtc_protocol::{EventBody, SessionEvent};
+    store.create_workspace("ws", "W", "key").await?;
+    let ids: Vec<String> = (0..70).map(|i| format!("sess_{i:02}")).collect();
+    for id in &ids {
+        bare_session(&store, "ws", id).await?;
+    }
+    let event = |session: &str, text: &str| SessionEvent {
+        session_id: session.into(),
+        seq: 0,
+        timestamp: String::new(),
+        body: EventBody::error("test", text),
+    };
+    // Every third session already has three events.
+    for id in ids.iter().step_by(3) {
+        for seq in 1..=3 {
+            let mut ev = event(id, "old");
+            ev.seq = seq;
+            store.append_event(&ev, 1_000).await?;
+        }
+    }
+    let mut writes = store.session_writes().await?.map(Box::pin);
+    let update = SessionUpdate::default();
+    let mut events: Vec<Vec<SessionEvent>> = ids
+        .iter()
+        .map(|id| vec![event(id, "a"), event(id, "b")])
+        .collect();
+    // A second record of the first session in the same batch goes on
+    // after the first.
+    let mut extra = vec![event(&ids[0], "c")];
+    let mut batch: Vec<SessionRecords<'_>> = ids
+        .iter()
+        .zip(events.iter_mut())
+        .map(|(id, events)| SessionRecords {
+            session: id,
+            message: None,
+            events,
+            update: &update,
+            at_millis: 2_000,
+        })
+        .collect();
+    batch.push(SessionRecords {
+        session: &ids[0],
+        message: None,
+        events: &mut extra,
+        update: &update,
+        at_millis: 2_000,
+    });
+    store.append_batch(&mut batch, Some("inst_a")).await?;
+    drop(batch);
+    for (i, id) in ids.iter().enumerate() {
+        let base = if i % 3 == 0 { 3 } else { 0 };
+        let stored = store.events_after(id, 0, 10).await?;
+        let mut expected: Vec<i64> = (1..=base + 2).collect();
+        if i == 0 {
+            expected.push(base + 3);
+        }
+        assert_eq!(
+            stored.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            expected,
+            "{id}"
+        );
+    }
+    assert_eq!(extra[0].seq, 6, "numbers are given back to the caller");
+    if let Some(writes) = writes.as_mut() {
+        let mut seen = std::collections::BTreeSet::new();
+        while seen.len() < ids.len() {
+            let write = tokio::time::timeout(std::time::Duration::from_secs(5), writes.next())
+                .await?
+                .expect("the listener stays up");
+            assert_eq!(write.instance, "inst_a");
+            assert!(
+                seen.insert(write.session.clone()),
+                "{} twice",
+                write.session
+            );
+        }
+        let more = tokio::time::timeout(std::time::Duration::from_millis(300), writes.next()).await;
+        assert!(more.is_err(), "nothing more: {more:?}");
+    }
+    Ok(())
+});
+
 on_both!(memories_per_user_ranked_by_relevance, |store| {
     store.create_workspace("ws_m", "m", "key-m").await?;
     store.create_workspace("ws_n", "n", "key-n").await?;

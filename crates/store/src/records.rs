@@ -1,0 +1,308 @@
+//! Appending a session's records: messages, events and changes of its
+//! row, several sessions in one transaction (the journal's group commit),
+//! with each session's events numbered in order.
+
+use std::collections::HashMap;
+
+use rtc_protocol::{Message, PendingQuestion, SessionEvent, TodoItem, WorkflowPosition};
+use serde_json::{Map, Value};
+use sqlx::Row;
+
+use crate::{Store, StoreError, now_millis};
+
+/// A message (if any), the events recorded with it and changes of the
+/// session row, for [`Store::append_batch`].
+pub struct SessionRecords<'a> {
+    pub session: &'a str,
+    pub message: Option<&'a Message>,
+    /// Their `seq` is given at commit: the next numbers of the session.
+    pub events: &'a mut [SessionEvent],
+    pub update: &'a SessionUpdate,
+    pub at_millis: i64,
+}
+
+/// Changes of a session row written with its records (`None`: unchanged).
+#[derive(Debug, Clone, Default)]
+pub struct SessionUpdate {
+    /// All current variable values.
+    pub variables: Option<Map<String, Value>>,
+    /// Whether a turn is running (for recovery after a crash).
+    pub turn_running: Option<bool>,
+    /// The whole todo list.
+    pub todos: Option<Vec<TodoItem>>,
+    /// The question the session waits on; `Some(None)` clears it.
+    pub pending_question: Option<Option<PendingQuestion>>,
+    /// A workflow session's new position.
+    pub workflow: Option<WorkflowPosition>,
+}
+
+impl SessionUpdate {
+    fn is_empty(&self) -> bool {
+        self.variables.is_none()
+            && self.turn_running.is_none()
+            && self.todos.is_none()
+            && self.pending_question.is_none()
+            && self.workflow.is_none()
+    }
+}
+
+impl Store {
+    /// Store several sessions' records in one transaction (group commit):
+    /// messages and session changes in order, then all events in
+    /// multi-row inserts.
+    ///
+    /// On PostgreSQL, `notify_as` (the writing instance) is announced for
+    /// every session with events, delivered to other instances on commit.
+    pub async fn append_batch(
+        &self,
+        batch: &mut [SessionRecords<'_>],
+        notify_as: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin_write().await?;
+        self.number_events(&mut tx, batch).await?;
+        if let Some(me) = notify_as.filter(|_| self.dialect == crate::Dialect::Postgres) {
+            announce(&mut tx, me, &sessions_with_events(batch)).await?;
+        }
+        for r in batch.iter() {
+            if let Some(m) = r.message {
+                insert_message(&mut tx, r.session, m).await?;
+            }
+            if !r.update.is_empty() {
+                update_session(&mut tx, r.session, r.update, r.at_millis).await?;
+            }
+        }
+        let events: Vec<(&SessionEvent, i64)> = batch
+            .iter()
+            .flat_map(|r| r.events.iter().map(|e| (e, r.at_millis)))
+            .collect();
+        for chunk in events.chunks(EVENTS_PER_INSERT) {
+            insert_events(&mut tx, chunk).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Give the batch's events the next `seq` numbers of their sessions,
+    /// in batch order. The session rows are locked first, in id order, so
+    /// writers of several instances on PostgreSQL take turns per session
+    /// (SQLite's write transaction is exclusive already). A few statements
+    /// per batch, not per session: the sessions go in `IN` lists of
+    /// [`SESSIONS_PER_STATEMENT`].
+    async fn number_events(
+        &self,
+        tx: &mut sqlx::AnyConnection,
+        batch: &mut [SessionRecords<'_>],
+    ) -> Result<(), StoreError> {
+        let sessions = sessions_with_events(batch);
+        let mut next: HashMap<String, i64> = HashMap::new();
+        for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
+            let (list, ids) = in_list(chunk, 1);
+            if self.dialect == crate::Dialect::Postgres {
+                let sql =
+                    format!("SELECT id FROM sessions WHERE id IN ({list}) ORDER BY id FOR UPDATE");
+                bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let sql = format!(
+                "SELECT session_id, MAX(seq) AS seq FROM events WHERE session_id IN ({list}) GROUP BY session_id"
+            );
+            let rows = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids)
+                .fetch_all(&mut *tx)
+                .await?;
+            for session in chunk {
+                next.insert((*session).to_owned(), 1);
+            }
+            for row in rows {
+                let session: String = row.try_get("session_id")?;
+                next.insert(session, row.try_get::<i64, _>("seq")? + 1);
+            }
+        }
+        for r in batch.iter_mut() {
+            if let Some(n) = next.get_mut(r.session) {
+                for e in r.events.iter_mut() {
+                    e.seq = *n;
+                    *n += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sessions per `IN` list. Lists are padded to a power of two (repeating
+/// the last id, which changes no result), so a connection prepares at
+/// most a handful of statement shapes.
+const SESSIONS_PER_STATEMENT: usize = 64;
+
+/// The distinct sessions of the batch that have events, in id order.
+fn sessions_with_events<'a>(batch: &[SessionRecords<'a>]) -> Vec<&'a str> {
+    let mut sessions: Vec<&str> = batch
+        .iter()
+        .filter(|r| !r.events.is_empty())
+        .map(|r| r.session)
+        .collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    sessions
+}
+
+/// Placeholders `$first, …` for `ids` padded to a power of two, and the
+/// padded ids to bind in that order.
+fn in_list<'a>(ids: &[&'a str], first: usize) -> (String, Vec<&'a str>) {
+    let mut padded = ids.to_vec();
+    if let Some(last) = ids.last() {
+        padded.resize(ids.len().next_power_of_two(), last);
+    }
+    let list = (0..padded.len())
+        .map(|i| format!("${}", first + i))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (list, padded)
+}
+
+fn bind_all<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    ids: &[&'q str],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+    for id in ids {
+        query = query.bind(*id);
+    }
+    query
+}
+
+/// Tell the other instances (PostgreSQL `NOTIFY`, delivered on commit)
+/// that `me` wrote events of `sessions`: one statement per list of
+/// sessions. Repeated padding ids send nothing twice (PostgreSQL folds
+/// identical notifications of a transaction).
+async fn announce(
+    tx: &mut sqlx::AnyConnection,
+    me: &str,
+    sessions: &[&str],
+) -> Result<(), StoreError> {
+    for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
+        let payloads: Vec<String> = chunk.iter().map(|s| format!("{me} {s}")).collect();
+        let refs: Vec<&str> = payloads.iter().map(String::as_str).collect();
+        let (_, padded) = in_list(&refs, 2);
+        let values = (0..padded.len())
+            .map(|i| format!("(${})", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!("SELECT pg_notify($1, payload) FROM (VALUES {values}) AS sent(payload)");
+        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(crate::notify::CHANNEL);
+        bind_all(query, &padded).execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn insert_message(
+    conn: &mut sqlx::AnyConnection,
+    session: &str,
+    message: &Message,
+) -> Result<i64, StoreError> {
+    let body = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let row = sqlx::query(
+        "INSERT INTO messages (session_id, seq, id, role, body, created_at) \
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5) RETURNING seq",
+    )
+    .bind(session)
+    .bind(&message.id)
+    .bind(message.role.as_str())
+    .bind(body)
+    .bind(now_millis())
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(row.try_get("seq")?)
+}
+
+async fn update_session(
+    conn: &mut sqlx::AnyConnection,
+    session: &str,
+    update: &SessionUpdate,
+    at_millis: i64,
+) -> Result<(), StoreError> {
+    let mut sets: Vec<(&str, Option<String>)> = Vec::new();
+    if let Some(v) = &update.variables {
+        sets.push(("variables", Some(json(v)?)));
+    }
+    if let Some(t) = &update.todos {
+        sets.push(("todos", Some(json(t)?)));
+    }
+    if let Some(q) = &update.pending_question {
+        sets.push(("pending_question", q.as_ref().map(json).transpose()?));
+    }
+    if let Some(w) = &update.workflow {
+        sets.push(("workflow", Some(json(w)?)));
+    }
+    let mut sql = String::from("UPDATE sessions SET updated_at = $1");
+    for (n, (column, _)) in sets.iter().enumerate() {
+        sql.push_str(&format!(", {column} = ${}", n + 2));
+    }
+    let running_at = sets.len() + 2;
+    if update.turn_running.is_some() {
+        sql.push_str(&format!(", turn_running = ${running_at}"));
+    }
+    let id_at = running_at + usize::from(update.turn_running.is_some());
+    sql.push_str(&format!(" WHERE id = ${id_at}"));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(at_millis);
+    for (_, value) in sets {
+        query = query.bind(value);
+    }
+    if let Some(running) = update.turn_running {
+        query = query.bind(i32::from(running));
+    }
+    query.bind(session).execute(&mut *conn).await?;
+    Ok(())
+}
+
+/// A JSON column's text.
+fn json<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Rows per multi-row event insert (5 parameters each; far below the
+/// engines' parameter limits).
+const EVENTS_PER_INSERT: usize = 200;
+
+/// The event's fields without its `type` (stored in its own column).
+fn event_payload(event: &SessionEvent) -> Result<String, StoreError> {
+    let mut value = serde_json::to_value(&event.body)
+        .map_err(|e| StoreError::Corrupt(format!("event `{}`: {e}", event.kind())))?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("type");
+    }
+    Ok(value.to_string())
+}
+
+pub(crate) async fn insert_events(
+    conn: &mut sqlx::AnyConnection,
+    events: &[(&SessionEvent, i64)],
+) -> Result<(), StoreError> {
+    let mut sql =
+        String::from("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ");
+    for i in 0..events.len() {
+        let b = i * 5;
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&format!(
+            "(${}, ${}, ${}, ${}, ${})",
+            b + 1,
+            b + 2,
+            b + 3,
+            b + 4,
+            b + 5
+        ));
+    }
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (event, at_millis) in events {
+        query = query
+            .bind(event.session_id.as_str())
+            .bind(event.seq)
+            .bind(event.kind())
+            .bind(event_payload(event)?)
+            .bind(*at_millis);
+    }
+    query.execute(&mut *conn).await?;
+    Ok(())
+}
