@@ -96,7 +96,8 @@ impl Store {
         let sessions = sessions_with_events(batch);
         let mut next: HashMap<String, i64> = HashMap::new();
         for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
-            let (list, ids) = in_list(chunk, 1);
+            let ids = padded(chunk);
+            let list = placeholders(1, ids.len()).collect::<Vec<_>>().join(", ");
             if self.dialect == crate::Dialect::Postgres {
                 let sql =
                     format!("SELECT id FROM sessions WHERE id IN ({list}) ORDER BY id FOR UPDATE");
@@ -147,18 +148,18 @@ fn sessions_with_events<'a>(batch: &[SessionRecords<'a>]) -> Vec<&'a str> {
     sessions
 }
 
-/// Placeholders `$first, …` for `ids` padded to a power of two, and the
-/// padded ids to bind in that order.
-fn in_list<'a>(ids: &[&'a str], first: usize) -> (String, Vec<&'a str>) {
+/// `ids` padded to a power of two by repeating the last one.
+fn padded<'a>(ids: &[&'a str]) -> Vec<&'a str> {
     let mut padded = ids.to_vec();
     if let Some(last) = ids.last() {
         padded.resize(ids.len().next_power_of_two(), last);
     }
-    let list = (0..padded.len())
-        .map(|i| format!("${}", first + i))
-        .collect::<Vec<_>>()
-        .join(", ");
-    (list, padded)
+    padded
+}
+
+/// The placeholders `$first`, `$first + 1`, … of `n` parameters.
+fn placeholders(first: usize, n: usize) -> impl Iterator<Item = String> {
+    (first..first + n).map(|i| format!("${i}"))
 }
 
 fn bind_all<'q>(
@@ -183,14 +184,14 @@ async fn announce(
     for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
         let payloads: Vec<String> = chunk.iter().map(|s| format!("{me} {s}")).collect();
         let refs: Vec<&str> = payloads.iter().map(String::as_str).collect();
-        let (_, padded) = in_list(&refs, 2);
-        let values = (0..padded.len())
-            .map(|i| format!("(${})", i + 2))
+        let sent = padded(&refs);
+        let values = placeholders(2, sent.len())
+            .map(|p| format!("({p})"))
             .collect::<Vec<_>>()
             .join(", ");
         let sql = format!("SELECT pg_notify($1, payload) FROM (VALUES {values}) AS sent(payload)");
         let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(crate::notify::CHANNEL);
-        bind_all(query, &padded).execute(&mut *tx).await?;
+        bind_all(query, &sent).execute(&mut *tx).await?;
     }
     Ok(())
 }
