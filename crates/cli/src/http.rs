@@ -42,6 +42,11 @@ pub async fn serve(
             },
             () = stop_tx.closed() => break,
         };
+        // Small responses (an SSE event, a 202) go out at once rather
+        // than waiting for the peer's delayed ACK (Nagle).
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "setting TCP_NODELAY failed");
+        }
         let service = TowerToHyperService::new(router.clone());
         let stop = stop_tx.clone();
         let done = done_rx.clone();

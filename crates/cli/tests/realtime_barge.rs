@@ -328,14 +328,32 @@ async fn an_answer_heard_in_part_is_marked_once_stored(engine: Engine) -> anyhow
         v["type"] == "message.completed" && v["content"] == "Okay."
     })
     .await?;
+    // The provider answers the second utterance whether or not the
+    // truncate has reached it yet: wait for the truncate, not for order.
+    st.mock
+        .wait_for(
+            |log| {
+                log.iter()
+                    .any(|f| f.frame["type"] == "conversation.item.truncate")
+            },
+            SECOND,
+        )
+        .await?;
     let truncates = st.mock.frames_of_type("conversation.item.truncate");
     assert_eq!(truncates.len(), 1);
     assert_eq!(truncates[0]["audio_end_ms"], 700);
-    let messages = st.messages(&sid).await?;
-    let news = messages
-        .iter()
-        .find(|m| m["content"] == "Here is the long news.")
-        .unwrap();
+    let deadline = tokio::time::Instant::now() + SECOND;
+    let news = loop {
+        let messages = st.messages(&sid).await?;
+        let news = messages
+            .into_iter()
+            .find(|m| m["content"] == "Here is the long news.")
+            .unwrap();
+        if news["interrupted"] == true || tokio::time::Instant::now() > deadline {
+            break news;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(news["interrupted"], true, "{news}");
     assert!(
         host.of_type("error").is_empty(),
