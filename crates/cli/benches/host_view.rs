@@ -6,7 +6,9 @@
 //! per answer, then answers (K round trips, K+1 model calls). Prints:
 //!
 //! - the added time per extra tool round trip (slope of the median run
-//!   time over K = 1, 5, 20, runs one at a time);
+//!   time over K = 1, 5, 20, runs one at a time), beside what a bare
+//!   HTTP client needs for one model call and one tool call against the
+//!   same servers (the floor under it);
 //! - runs/s, p50/p99 run time and server CPU per run at K = 5 with 100
 //!   concurrent clients;
 //! - resident memory per in-flight session: 1,000 sessions waiting on a
@@ -20,7 +22,8 @@
 //! `memory` or `create` runs one phase; `SSE` = `1` or `0` runs one wave
 //! of the memory phase; `RTC_BENCH_DATABASE_URL` runs the
 //! server on that database (PostgreSQL, say) instead of a fresh SQLite
-//! file; `RTC_BENCH_BINARY` runs a wrapper such as a heap profiler).
+//! file; `RTC_BENCH_BINARY` runs a wrapper such as a heap profiler;
+//! `RTC_BENCH_LOG` is the server's `RUST_LOG`, its log printed at the end).
 
 #![allow(
     clippy::print_stdout,
@@ -81,6 +84,9 @@ struct Host {
     key: String,
     assistant: String,
     http: reqwest::Client,
+    /// The mock model's and the HTTP tool's base URLs.
+    model: String,
+    tools: String,
 }
 
 impl Host {
@@ -216,11 +222,54 @@ async fn slope(host: &Host, runs: usize) -> anyhow::Result<()> {
         .iter()
         .fold((0.0, 0.0), |(a, b), (x, y)| (a + x * x, b + x * y));
     let slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    let floor = bare_round_trip(host, runs).await?;
     println!(
-        "added time per extra tool round trip: {:.0} µs",
-        slope * 1e6
+        "added time per extra tool round trip: {:.0} µs (a bare client's model call + tool call: {:.0} µs; rtc-agent's own: {:.0} µs)",
+        slope * 1e6,
+        floor.as_secs_f64() * 1e6,
+        (slope - floor.as_secs_f64()) * 1e6
     );
     Ok(())
+}
+
+/// The floor under a round trip: the median time a bare HTTP client takes
+/// for one streamed model call carrying a K = 20 history and one tool
+/// call, against the same mock model and tool servers.
+async fn bare_round_trip(host: &Host, runs: usize) -> anyhow::Result<Duration> {
+    let mut messages = vec![
+        json!({"role": "system", "content": "Help."}),
+        json!({"role": "user", "content": "K=20"}),
+    ];
+    for i in 0..10 {
+        messages.push(json!({"role": "assistant", "content": "", "tool_calls": [{"id": format!("c{i}"),
+            "type": "function", "function": {"name": "get_order", "arguments": format!("{{\"order_id\":\"o{i}\"}}")}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "{\"status\":\"shipped\"}"}));
+    }
+    let body = json!({"model": "bench", "stream": true, "messages": messages, "tools": [{"type": "function",
+        "function": {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]});
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(20) {
+        let started = Instant::now();
+        let answer = host
+            .http
+            .post(format!("{}/chat/completions", host.model))
+            .json(&body)
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        anyhow::ensure!(!answer.is_empty(), "the mock model answered nothing");
+        let tool = host
+            .http
+            .get(format!("{}/orders/o1", host.tools))
+            .send()
+            .await?
+            .bytes()
+            .await?;
+        anyhow::ensure!(!tool.is_empty(), "the tool answered nothing");
+        times.push(started.elapsed());
+    }
+    Ok(median(&mut times))
 }
 
 /// Runs/s, run time and server CPU per run at K = 5 with 100 concurrent
@@ -372,7 +421,10 @@ async fn main() -> anyhow::Result<()> {
             "RTC_MAX_SESSIONS_PER_WORKSPACE".to_owned(),
             "100000".to_owned(),
         ),
-        ("RUST_LOG".to_owned(), "warn".to_owned()),
+        (
+            "RUST_LOG".to_owned(),
+            std::env::var("RTC_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()),
+        ),
     ]);
     let db = std::env::var("RTC_BENCH_DATABASE_URL")
         .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("bench.db").display()));
@@ -393,6 +445,8 @@ async fn main() -> anyhow::Result<()> {
         key: TEST_ADMIN_TOKEN.to_owned(),
         assistant: String::new(),
         http: http.clone(),
+        model: mock.base_url.clone(),
+        tools: tools.clone(),
     };
     let ws = admin
         .post("/v1/workspaces", json!({"name": "bench"}))
@@ -439,6 +493,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted("create") {
         creation(&host, env_or("CREATE", 10_000)).await?;
+    }
+    if std::env::var_os("RTC_BENCH_LOG").is_some() {
+        eprintln!("{}", server.log());
     }
     server.kill().await;
     Ok(())

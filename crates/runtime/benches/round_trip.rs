@@ -148,6 +148,8 @@ async fn setup() -> Setup {
     };
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
     config.max_steps_per_turn = 64;
+    // The idle phase holds 10,000 sessions beside those of the others.
+    config.limits.max_active_sessions = 1_000_000;
     let runtime = Runtime::new(store, config);
     Setup {
         runtime,
