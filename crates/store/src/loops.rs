@@ -65,6 +65,9 @@ pub struct TickOutcome {
     pub status: Option<(LoopStatus, String)>,
 }
 
+/// Loop ticks per multi-row insert of a claim (5 parameters each).
+const TICKS_PER_INSERT: usize = 100;
+
 const COLUMNS: &str = "id, session_id, prompt, interval_ms, max_turns, turns_done, skipped_ticks, status, reason, expires_at, next_tick_at, created_at, updated_at";
 
 fn record(row: &sqlx::any::AnyRow) -> Result<LoopRecord, StoreError> {
@@ -190,11 +193,6 @@ impl Store {
             crate::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
             crate::Dialect::Sqlite => "",
         };
-        let sql = format!(
-            "SELECT {COLUMNS}, tick_seq FROM loops \
-             WHERE status = 'active' AND next_tick_at <= $1 AND (lease_until IS NULL OR lease_until < $1) \
-             ORDER BY next_tick_at, id LIMIT $2{lock}"
-        );
         // Most polls find nothing due: check that without a write transaction.
         let any = sqlx::query(
             "SELECT 1 AS due FROM loops WHERE status = 'active' AND next_tick_at <= $1 \
@@ -206,52 +204,60 @@ impl Store {
         if any.is_none() {
             return Ok(Vec::new());
         }
+        // One statement leases the due loops and moves their tick numbers
+        // on, one per chunk records their ticks: a claim costs a handful
+        // of statements on the single writer, not two per tick (R-PF-3).
+        let sql = format!(
+            "UPDATE loops SET tick_seq = tick_seq + 1, lease_owner = $1, lease_until = $2 \
+             WHERE id IN (SELECT id FROM loops \
+               WHERE status = 'active' AND next_tick_at <= $3 AND (lease_until IS NULL OR lease_until < $3) \
+               ORDER BY next_tick_at, id LIMIT $4{lock}) \
+             RETURNING {COLUMNS}, tick_seq"
+        );
         let mut tx = self.begin_write().await?;
-        let due = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(instance)
+            .bind(now + lease_ms)
             .bind(now)
             .bind(limit)
             .fetch_all(&mut *tx)
             .await?;
-        if due.is_empty() {
-            tx.commit().await?;
-            return Ok(Vec::new());
-        }
-        let mut claimed = Vec::new();
-        for row in &due {
-            let id: String = row.try_get("id")?;
-            let seen: i64 = row.try_get("tick_seq")?;
-            let due_at: i64 = row.try_get("next_tick_at")?;
-            let won = sqlx::query(
-                "UPDATE loops SET tick_seq = tick_seq + 1, lease_owner = $1, lease_until = $2 \
-                 WHERE id = $3 AND tick_seq = $4 AND status = 'active' AND (lease_until IS NULL OR lease_until < $5)",
-            )
-            .bind(instance)
-            .bind(now + lease_ms)
-            .bind(&id)
-            .bind(seen)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-                == 1;
-            if !won {
-                continue;
+        let mut claimed = rows
+            .iter()
+            .map(|row| {
+                let record = record(row)?;
+                Ok(ClaimedTick {
+                    loop_id: record.id.clone(),
+                    session_id: record.session_id.clone(),
+                    seq: row.try_get("tick_seq")?,
+                    due_at: record.next_tick_at,
+                    record,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // RETURNING gives no order: the most overdue first, as selected.
+        claimed.sort_by(|a, b| (a.due_at, &a.loop_id).cmp(&(b.due_at, &b.loop_id)));
+        for chunk in claimed.chunks(TICKS_PER_INSERT) {
+            let values = (0..chunk.len())
+                .map(|i| {
+                    let p: Vec<String> = crate::records::placeholders(1 + 5 * i, 5).collect();
+                    format!("({})", p.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO loop_ticks (loop_id, seq, instance, due_at, started_at) VALUES {values}"
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for t in chunk {
+                query = query
+                    .bind(&t.loop_id)
+                    .bind(t.seq)
+                    .bind(instance)
+                    .bind(t.due_at)
+                    .bind(now);
             }
-            sqlx::query("INSERT INTO loop_ticks (loop_id, seq, instance, due_at, started_at) VALUES ($1, $2, $3, $4, $5)")
-                .bind(&id)
-                .bind(seen + 1)
-                .bind(instance)
-                .bind(due_at)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            claimed.push(ClaimedTick {
-                loop_id: id,
-                session_id: row.try_get("session_id")?,
-                seq: seen + 1,
-                due_at,
-                record: record(row)?,
-            });
+            query.execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(claimed)

@@ -158,7 +158,7 @@ fn padded<'a>(ids: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// The placeholders `$first`, `$first + 1`, … of `n` parameters.
-fn placeholders(first: usize, n: usize) -> impl Iterator<Item = String> {
+pub(crate) fn placeholders(first: usize, n: usize) -> impl Iterator<Item = String> {
     (first..first + n).map(|i| format!("${i}"))
 }
 
