@@ -34,6 +34,7 @@ mod subagents;
 mod tasks;
 #[cfg(test)]
 mod test_support;
+mod tick_finisher;
 mod tool;
 mod tree;
 mod turn;
@@ -155,6 +156,8 @@ pub(crate) struct Inner {
     pub registered: std::sync::atomic::AtomicBool,
     /// Client connections and calls across instances.
     pub remote_clients: remote_clients::RemoteClients,
+    /// Finished loop ticks, committed in groups.
+    pub tick_finisher: tick_finisher::TickFinisher,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -199,6 +202,7 @@ impl Runtime {
                 realtime: realtime::Bridges::default(),
                 registered: std::sync::atomic::AtomicBool::new(false),
                 remote_clients: remote_clients::RemoteClients::default(),
+                tick_finisher: tick_finisher::TickFinisher::default(),
             }),
         };
         session::spawn_sweeper(&runtime.inner);

@@ -247,22 +247,24 @@ impl Inner {
                 }
             }
         };
+        let session_id = tick.session_id.clone();
+        let loop_id = tick.loop_id.clone();
         let finished = match self
-            .store
-            .finish_tick(&tick, &instance, &outcome, now_millis())
+            .tick_finisher
+            .finish(&self.store, &instance, tick, outcome)
             .await
         {
             Ok(Some(l)) => l,
             Ok(None) => {
-                tracing::warn!(loop_id = %tick.loop_id, "a loop tick ended after its lease was lost");
+                tracing::warn!(loop_id = %loop_id, "a loop tick ended after its lease was lost");
                 return;
             }
             Err(e) => {
-                tracing::error!(loop_id = %tick.loop_id, error = %e, "recording a loop tick failed");
+                tracing::error!(loop_id = %loop_id, error = %e, "recording a loop tick failed");
                 return;
             }
         };
-        if let Ok(ctx) = self.session(&tick.session_id).await {
+        if let Ok(ctx) = self.session(&session_id).await {
             let _ = ctx
                 .events
                 .emit(

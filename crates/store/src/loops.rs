@@ -289,11 +289,19 @@ impl Store {
         outcome: &TickOutcome,
         now: i64,
     ) -> Result<Option<LoopRecord>, StoreError> {
-        let (status, reason) = match &outcome.status {
-            Some((s, r)) => (Some(s.as_str()), Some(r.as_str())),
-            None => (None, None),
-        };
-        let mut tx = self.begin_write().await?;
+        let mut loops = self.finish_ticks(&[(tick, outcome)], instance, now).await?;
+        Ok(loops.pop().flatten())
+    }
+
+    /// [`Store::finish_tick`] for several ticks in one transaction (the
+    /// runtime's group commit of finished ticks): each loop as it is now,
+    /// in the order given.
+    pub async fn finish_ticks(
+        &self,
+        ticks: &[(&ClaimedTick, &TickOutcome)],
+        instance: &str,
+        now: i64,
+    ) -> Result<Vec<Option<LoopRecord>>, StoreError> {
         let sql = format!(
             "UPDATE loops SET turns_done = turns_done + $1, skipped_ticks = skipped_ticks + $2, next_tick_at = $3, \
              status = CASE WHEN status = 'active' AND $4 IS NOT NULL THEN $4 ELSE status END, \
@@ -301,28 +309,37 @@ impl Store {
              lease_owner = NULL, lease_until = NULL, updated_at = $6 \
              WHERE id = $7 AND lease_owner = $8 RETURNING {COLUMNS}"
         );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(i64::from(outcome.ran))
-            .bind(i64::from(!outcome.ran))
-            .bind(outcome.next_tick_at)
-            .bind(status)
-            .bind(reason)
+        let mut tx = self.begin_write().await?;
+        let mut loops = Vec::with_capacity(ticks.len());
+        for (tick, outcome) in ticks {
+            let (status, reason) = match &outcome.status {
+                Some((s, r)) => (Some(s.as_str()), Some(r.as_str())),
+                None => (None, None),
+            };
+            let row = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(i64::from(outcome.ran))
+                .bind(i64::from(!outcome.ran))
+                .bind(outcome.next_tick_at)
+                .bind(status)
+                .bind(reason)
+                .bind(now)
+                .bind(&tick.loop_id)
+                .bind(instance)
+                .fetch_optional(&mut *tx)
+                .await?;
+            sqlx::query(
+                "UPDATE loop_ticks SET finished_at = $1, outcome = $2 WHERE loop_id = $3 AND seq = $4",
+            )
             .bind(now)
+            .bind(if outcome.ran { "ran" } else { "skipped" })
             .bind(&tick.loop_id)
-            .bind(instance)
-            .fetch_optional(&mut *tx)
+            .bind(tick.seq)
+            .execute(&mut *tx)
             .await?;
-        sqlx::query(
-            "UPDATE loop_ticks SET finished_at = $1, outcome = $2 WHERE loop_id = $3 AND seq = $4",
-        )
-        .bind(now)
-        .bind(if outcome.ran { "ran" } else { "skipped" })
-        .bind(&tick.loop_id)
-        .bind(tick.seq)
-        .execute(&mut *tx)
-        .await?;
+            loops.push(row.as_ref().map(record).transpose()?);
+        }
         tx.commit().await?;
-        row.as_ref().map(record).transpose()
+        Ok(loops)
     }
 
     /// `(loop_id, due_at, started_at, outcome)` of every tick started in

@@ -745,6 +745,94 @@ on_both!(loop_ticks_are_claimed_once_with_leases, |store| {
     Ok(())
 });
 
+on_both!(
+    ticks_are_claimed_in_due_order_and_finished_in_one_batch,
+    |store| {
+        use rtc_protocol::LoopStatus;
+        use rtc_store::{LoopRecord, TickOutcome};
+        store.create_workspace("ws_b", "b", "key-b").await?;
+        bare_session(&store, "ws_b", "sess_b").await?;
+        for i in 0..5_i64 {
+            store
+                .insert_loop(&LoopRecord {
+                    id: format!("loop_b{i}"),
+                    session_id: "sess_b".into(),
+                    prompt: "check".into(),
+                    interval_ms: 1_000,
+                    max_turns: 10,
+                    turns_done: 0,
+                    skipped_ticks: 0,
+                    status: LoopStatus::Active,
+                    reason: None,
+                    expires_at: 1_000_000,
+                    // Inserted newest-due first: the claim still gives the most
+                    // overdue first.
+                    next_tick_at: 500 - 100 * i,
+                    created_at: 1,
+                    updated_at: 1,
+                })
+                .await?;
+        }
+        let claimed = store.claim_due_ticks("inst_a", 450, 5_000, 3).await?;
+        assert_eq!(
+            claimed
+                .iter()
+                .map(|t| (t.loop_id.as_str(), t.due_at, t.seq))
+                .collect::<Vec<_>>(),
+            [
+                ("loop_b4", 100, 1),
+                ("loop_b3", 200, 1),
+                ("loop_b2", 300, 1)
+            ]
+        );
+        assert_eq!(store.loop_ticks("loop_b4").await?.len(), 1);
+        let ran = TickOutcome {
+            ran: true,
+            next_tick_at: 1_450,
+            status: None,
+        };
+        let skipped = TickOutcome {
+            ran: false,
+            next_tick_at: 1_450,
+            status: None,
+        };
+        // The third was never this instance's: its lease is not released.
+        let mut foreign = claimed[2].clone();
+        foreign.loop_id = "loop_b0".into();
+        let finished = store
+            .finish_ticks(
+                &[
+                    (&claimed[0], &ran),
+                    (&claimed[1], &skipped),
+                    (&foreign, &ran),
+                ],
+                "inst_a",
+                460,
+            )
+            .await?;
+        assert_eq!(finished.len(), 3);
+        let (a, b) = (finished[0].as_ref().unwrap(), finished[1].as_ref().unwrap());
+        assert_eq!(
+            (a.id.as_str(), a.turns_done, a.next_tick_at),
+            ("loop_b4", 1, 1_450)
+        );
+        assert_eq!((b.id.as_str(), b.skipped_ticks), ("loop_b3", 1));
+        assert!(finished[2].is_none(), "loop_b0 was not claimed");
+        let ticks = store.loop_ticks("loop_b3").await?;
+        assert_eq!(
+            (ticks[0].outcome.as_deref(), ticks[0].finished_at),
+            (Some("skipped"), Some(460))
+        );
+        // The finished loops are due again later; loop_b2 is still leased.
+        let again = store.claim_due_ticks("inst_b", 460, 5_000, 10).await?;
+        assert_eq!(
+            again.iter().map(|t| t.loop_id.as_str()).collect::<Vec<_>>(),
+            ["loop_b1"]
+        );
+        Ok(())
+    }
+);
+
 struct ClaimedTickView {
     loop_id: String,
     seq: i64,
