@@ -604,26 +604,12 @@ on_both!(goals_are_saved_and_rewritten, |store| {
 
 on_both!(loop_ticks_are_claimed_once_with_leases, |store| {
     use rtc_protocol::LoopStatus;
-    use rtc_store::{LoopRecord, TickOutcome};
+    use rtc_store::TickOutcome;
     store.create_workspace("ws_l", "l", "key-l").await?;
     bare_session(&store, "ws_l", "sess_l").await?;
     let mut ids = Vec::new();
     for i in 0..20 {
-        let l = LoopRecord {
-            id: format!("loop_{i}"),
-            session_id: "sess_l".into(),
-            prompt: "check".into(),
-            interval_ms: 1_000,
-            max_turns: 10,
-            turns_done: 0,
-            skipped_ticks: 0,
-            status: LoopStatus::Active,
-            reason: None,
-            expires_at: 1_000_000,
-            next_tick_at: 100,
-            created_at: 1,
-            updated_at: 1,
-        };
+        let l = due_loop(&format!("loop_{i}"), "sess_l", 100);
         store.insert_loop(&l).await?;
         ids.push(l.id);
     }
@@ -748,29 +734,14 @@ on_both!(loop_ticks_are_claimed_once_with_leases, |store| {
 on_both!(
     ticks_are_claimed_in_due_order_and_finished_in_one_batch,
     |store| {
-        use rtc_protocol::LoopStatus;
-        use rtc_store::{LoopRecord, TickOutcome};
+        use rtc_store::TickOutcome;
         store.create_workspace("ws_b", "b", "key-b").await?;
         bare_session(&store, "ws_b", "sess_b").await?;
         for i in 0..5_i64 {
+            // Inserted newest-due first: the claim still gives the most
+            // overdue first.
             store
-                .insert_loop(&LoopRecord {
-                    id: format!("loop_b{i}"),
-                    session_id: "sess_b".into(),
-                    prompt: "check".into(),
-                    interval_ms: 1_000,
-                    max_turns: 10,
-                    turns_done: 0,
-                    skipped_ticks: 0,
-                    status: LoopStatus::Active,
-                    reason: None,
-                    expires_at: 1_000_000,
-                    // Inserted newest-due first: the claim still gives the most
-                    // overdue first.
-                    next_tick_at: 500 - 100 * i,
-                    created_at: 1,
-                    updated_at: 1,
-                })
+                .insert_loop(&due_loop(&format!("loop_b{i}"), "sess_b", 500 - 100 * i))
                 .await?;
         }
         let claimed = store.claim_due_ticks("inst_a", 450, 5_000, 3).await?;
@@ -832,6 +803,25 @@ on_both!(
         Ok(())
     }
 );
+
+/// An active loop of `session`, ticking every second, first due at `next_tick_at`.
+fn due_loop(id: &str, session: &str, next_tick_at: i64) -> rtc_store::LoopRecord {
+    rtc_store::LoopRecord {
+        id: id.into(),
+        session_id: session.into(),
+        prompt: "check".into(),
+        interval_ms: 1_000,
+        max_turns: 10,
+        turns_done: 0,
+        skipped_ticks: 0,
+        status: rtc_protocol::LoopStatus::Active,
+        reason: None,
+        expires_at: 1_000_000,
+        next_tick_at,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
 
 struct ClaimedTickView {
     loop_id: String,
