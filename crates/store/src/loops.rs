@@ -238,15 +238,9 @@ impl Store {
         // RETURNING gives no order: the most overdue first, as selected.
         claimed.sort_by(|a, b| (a.due_at, &a.loop_id).cmp(&(b.due_at, &b.loop_id)));
         for chunk in claimed.chunks(TICKS_PER_INSERT) {
-            let values = (0..chunk.len())
-                .map(|i| {
-                    let p: Vec<String> = crate::records::placeholders(1 + 5 * i, 5).collect();
-                    format!("({})", p.join(", "))
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
             let sql = format!(
-                "INSERT INTO loop_ticks (loop_id, seq, instance, due_at, started_at) VALUES {values}"
+                "INSERT INTO loop_ticks (loop_id, seq, instance, due_at, started_at) VALUES {}",
+                crate::records::value_rows(chunk.len(), 5)
             );
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
             for t in chunk {

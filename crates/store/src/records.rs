@@ -158,8 +158,20 @@ fn padded<'a>(ids: &[&'a str]) -> Vec<&'a str> {
 }
 
 /// The placeholders `$first`, `$first + 1`, … of `n` parameters.
-pub(crate) fn placeholders(first: usize, n: usize) -> impl Iterator<Item = String> {
+fn placeholders(first: usize, n: usize) -> impl Iterator<Item = String> {
     (first..first + n).map(|i| format!("${i}"))
+}
+
+/// The `VALUES` rows of a multi-row insert: `rows` tuples of `width`
+/// placeholders each, numbered from `$1` on.
+pub(crate) fn value_rows(rows: usize, width: usize) -> String {
+    (0..rows)
+        .map(|i| {
+            let row: Vec<String> = placeholders(1 + width * i, width).collect();
+            format!("({})", row.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn bind_all<'q>(
@@ -279,22 +291,10 @@ pub(crate) async fn insert_events(
     conn: &mut sqlx::AnyConnection,
     events: &[(&SessionEvent, i64)],
 ) -> Result<(), StoreError> {
-    let mut sql =
-        String::from("INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES ");
-    for i in 0..events.len() {
-        let b = i * 5;
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push_str(&format!(
-            "(${}, ${}, ${}, ${}, ${})",
-            b + 1,
-            b + 2,
-            b + 3,
-            b + 4,
-            b + 5
-        ));
-    }
+    let sql = format!(
+        "INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES {}",
+        value_rows(events.len(), 5)
+    );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
     for (event, at_millis) in events {
         query = query
