@@ -155,6 +155,7 @@ pub fn validate_tool(mut tool: Tool, ctx: &ToolContext<'_>) -> Rule<Tool> {
         check_display_name(&mcp.server_id, "mcp.serverId", 128)?;
         check_display_name(&mcp.remote_tool_name, "mcp.remoteToolName", 256)?;
     }
+    crate::mock_rules::check_mock_response(&tool)?;
     Ok(tool)
 }
 

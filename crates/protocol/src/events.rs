@@ -24,6 +24,9 @@ pub struct SessionEvent {
     pub seq: i64,
     /// RFC 3339.
     pub timestamp: String,
+    /// Set on every event of a test-mode session (R-BX-10).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub test_mode: bool,
     /// `type` and the fields of that type.
     #[serde(flatten)]
     pub body: EventBody,

@@ -21,6 +21,17 @@ pub struct CreateSessionParams {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub dynamic_variables: BTreeMap<String, Value>,
+    /// Test mode (R-BX-10): every HTTP, MCP and client tool answers from
+    /// its `mockResponse` without an outbound request, webSearch and
+    /// webFetch are refused, a task backend's OpenCode task is not started;
+    /// only model calls leave the server. Every event carries `testMode`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_mode: bool,
+    /// A conversation test's scripted tool results (set by the test
+    /// runner, never read from a request).
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub scripted_results: BTreeMap<String, Vec<crate::ScriptedResult>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -87,6 +98,9 @@ pub struct Session {
     pub end_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<String>,
+    /// A test-mode session (R-BX-10).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_mode: bool,
     pub created_at: String,
     pub updated_at: String,
 }

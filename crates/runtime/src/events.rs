@@ -21,6 +21,8 @@ const REPLAY_PAGE: i64 = 500;
 
 pub(crate) struct EventLog {
     session_id: String,
+    /// Every event is marked `testMode` (R-BX-10).
+    test_mode: bool,
     store: Store,
     journal: Journal,
     live: Arc<Live>,
@@ -36,9 +38,10 @@ pub(crate) enum Durability {
 }
 
 impl EventLog {
-    pub fn new(session_id: &str, store: Store, journal: Journal) -> Self {
+    pub fn new(session_id: &str, test_mode: bool, store: Store, journal: Journal) -> Self {
         Self {
             session_id: session_id.to_owned(),
+            test_mode,
             store,
             journal,
             live: Arc::default(),
@@ -102,6 +105,7 @@ impl EventLog {
                 session_id: self.session_id.clone(),
                 seq: 0,
                 timestamp: timestamp.clone(),
+                test_mode: self.test_mode,
                 body,
             })
             .collect();
@@ -208,7 +212,7 @@ mod tests {
     async fn lagging_subscribers_resume_from_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_session(&dir).await;
-        let log = EventLog::new("s", store.clone(), Journal::start(store, None));
+        let log = EventLog::new("s", false, store.clone(), Journal::start(store, None));
         let mut early = Box::pin(log.subscribe(0));
         let total = LIVE_BUFFER as i64 * 3;
         for i in 1..=total {

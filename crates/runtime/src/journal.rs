@@ -192,6 +192,7 @@ mod tests {
                 session_id: session.into(),
                 seq: 0,
                 timestamp: String::new(),
+                test_mode: false,
                 body: EventBody::error("test", n.to_string()),
             }],
             update: SessionUpdate::default(),

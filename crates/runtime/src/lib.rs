@@ -11,6 +11,7 @@ mod broker;
 mod builtins;
 mod config_cache;
 mod control;
+mod conversation_tests;
 mod error;
 mod events;
 mod goals;
@@ -32,6 +33,7 @@ mod small_model;
 mod start;
 mod subagents;
 mod tasks;
+mod test_mode;
 #[cfg(test)]
 mod test_support;
 mod tick_finisher;
@@ -55,6 +57,7 @@ use rtc_tools::web_search::WebSearch;
 use tokio_util::task::TaskTracker;
 
 pub use broker::schema_hash;
+pub use conversation_tests::RUNS_KEPT;
 pub use error::RuntimeError;
 pub use limits::SessionLimits;
 pub use loops::LoopSettings;
@@ -103,7 +106,12 @@ pub struct RuntimeConfig {
     /// Where the server keeps its files (OpenCode servers it starts get
     /// their homes under it); `None` uses a temporary folder.
     pub data_dir: Option<std::path::PathBuf>,
+    /// Most conversation test runs at once in this process (R-BX-10).
+    pub test_concurrency: usize,
 }
+
+/// Conversation test runs at once, unless configured.
+pub const DEFAULT_TEST_CONCURRENCY: usize = 4;
 
 impl RuntimeConfig {
     /// `default_provider` as the only provider, outbound requests under
@@ -132,6 +140,7 @@ impl RuntimeConfig {
             sub_agents: SubAgentLimits::default(),
             limits: SessionLimits::default(),
             data_dir: None,
+            test_concurrency: DEFAULT_TEST_CONCURRENCY,
         })
     }
 }
@@ -158,6 +167,8 @@ pub(crate) struct Inner {
     pub remote_clients: remote_clients::RemoteClients,
     /// Finished loop ticks, committed in groups.
     pub tick_finisher: tick_finisher::TickFinisher,
+    /// Permits of conversation test runs (`RuntimeConfig::test_concurrency`).
+    pub test_slots: tokio::sync::Semaphore,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -187,6 +198,7 @@ impl Runtime {
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
         let opencode =
             tasks::opencode::OpencodeServers::new(config.mcp.policy, config.data_dir.clone());
+        let test_slots = config.test_concurrency.max(1);
         let runtime = Self {
             inner: Arc::new(Inner {
                 journal: journal::Journal::start(store.clone(), Some(&config.loops.instance)),
@@ -203,6 +215,7 @@ impl Runtime {
                 registered: std::sync::atomic::AtomicBool::new(false),
                 remote_clients: remote_clients::RemoteClients::default(),
                 tick_finisher: tick_finisher::TickFinisher::default(),
+                test_slots: tokio::sync::Semaphore::new(test_slots),
             }),
         };
         session::spawn_sweeper(&runtime.inner);

@@ -192,6 +192,7 @@ mod tests {
             session_id: "s".into(),
             seq,
             timestamp: String::new(),
+            test_mode: false,
             body: EventBody::error("test", seq.to_string()),
         }))
     }

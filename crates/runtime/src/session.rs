@@ -31,6 +31,9 @@ pub struct SessionConfig {
     pub tools: BTreeMap<String, Tool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow: Option<WorkflowConfig>,
+    /// Set for a test-mode session (R-BX-10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<crate::test_mode::TestMode>,
 }
 
 /// A workflow session's graph, and the assistants its transfers hand
@@ -110,6 +113,8 @@ pub(crate) struct SessionState {
     pub awaited: BTreeSet<String>,
     /// A workflow session's position.
     pub workflow: Option<WorkflowPosition>,
+    /// Test mode: calls per tool name so far, for scripted results.
+    pub scripted_calls: BTreeMap<String, usize>,
 }
 
 impl SessionState {
@@ -311,6 +316,7 @@ impl Inner {
             .configs
             .get_or_parse(record.config.to_string(), |text| serde_json::from_str(text))
             .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
+        let test_mode = shared.config.test.is_some();
         let ctx = Arc::new(SessionCtx {
             id: record.id.clone(),
             workspace: record.workspace_id.clone(),
@@ -329,8 +335,9 @@ impl Inner {
                 pending_question: record.pending_question.clone(),
                 awaited,
                 workflow: record.workflow.clone(),
+                scripted_calls: BTreeMap::new(),
             }),
-            events: EventLog::new(id, self.store.clone(), self.journal.clone()),
+            events: EventLog::new(id, test_mode, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),
             turn: tokio::sync::Mutex::new(None),
             history: tokio::sync::Mutex::new(None),

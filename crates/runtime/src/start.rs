@@ -242,6 +242,7 @@ impl Runtime {
                 assistant,
                 tools,
                 workflow: None,
+                test: test_mode(params),
             };
             return Ok((id, config));
         };
@@ -253,7 +254,8 @@ impl Runtime {
             )
             .into());
         }
-        let config = self.workflow_session_config(workspace, workflow_id).await?;
+        let mut config = self.workflow_session_config(workspace, workflow_id).await?;
+        config.test = test_mode(params);
         Ok((workflow_id.to_owned(), config))
     }
 
@@ -566,6 +568,13 @@ impl Runtime {
         self.inner.journal.flush().await;
         Ok(())
     }
+}
+
+/// The test mode a new session asks for.
+fn test_mode(params: &CreateSessionParams) -> Option<crate::test_mode::TestMode> {
+    params.test_mode.then(|| crate::test_mode::TestMode {
+        scripted: params.scripted_results.clone(),
+    })
 }
 
 /// Whether a session runs a realtime assistant's bridge.

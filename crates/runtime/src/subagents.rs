@@ -144,6 +144,7 @@ impl Inner {
             assistant: ctx.turn_assistant().await.as_ref().clone(),
             tools: ctx.config.tools.clone(),
             workflow: None,
+            test: ctx.config.test.clone(),
         };
         let config = serde_json::to_value(&child_config)
             .map_err(|e| RuntimeError::Internal(e.to_string()))?;

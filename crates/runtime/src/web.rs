@@ -15,8 +15,23 @@ use crate::tool::CallOutcome;
 /// model's prompt).
 const EXTRACTION_INPUT_BYTES: usize = 400_000;
 
+/// In test mode the web built-ins make no request: a conversation test's
+/// scripted result answers, else an error the model can read.
+async fn test_mode_answer(ctx: &SessionCtx, name: &str) -> Option<CallOutcome> {
+    ctx.config.test.as_ref()?;
+    Some(match crate::test_mode::next_scripted(ctx, name).await {
+        Some(result) => match crate::test_mode::scripted_outcome(result) {
+            Ok(v) => CallOutcome::ok(v),
+            Err(e) => CallOutcome::error(e),
+        },
+        None => CallOutcome::error(format!(
+            "{name} is not available in a test-mode session (it would leave the server); answer without it"
+        )),
+    })
+}
+
 impl Inner {
-    pub(crate) async fn web_search(&self, call: &ToolCall) -> CallOutcome {
+    pub(crate) async fn web_search(&self, ctx: &SessionCtx, call: &ToolCall) -> CallOutcome {
         let Some(search) = &self.config.web_search else {
             return CallOutcome::error("webSearch is not configured on this server");
         };
@@ -24,6 +39,9 @@ impl Inner {
             Ok(q) => q,
             Err(e) => return CallOutcome::error(e),
         };
+        if let Some(answer) = test_mode_answer(ctx, web_search::NAME).await {
+            return answer;
+        }
         match search.search(&query).await {
             Ok(outcome) => CallOutcome::ok(json!(outcome)),
             Err(e) => {
@@ -40,6 +58,9 @@ impl Inner {
             Ok(a) => a,
             Err(e) => return CallOutcome::error(e),
         };
+        if let Some(answer) = test_mode_answer(ctx, web_fetch::NAME).await {
+            return answer;
+        }
         let (fetched, cached) = match fetcher.fetch(&ctx.workspace, &args.url).await {
             Ok(f) => f,
             Err(e) => return CallOutcome::error(e.to_string()),

@@ -94,6 +94,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "active_sessions",
         include_str!("../migrations/sqlite/0013_active_sessions.sql"),
     ),
+    (
+        14,
+        "conversation_tests",
+        include_str!("../migrations/sqlite/0014_conversation_tests.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -160,6 +165,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         13,
         "active_sessions",
         include_str!("../migrations/postgres/0013_active_sessions.sql"),
+    ),
+    (
+        14,
+        "conversation_tests",
+        include_str!("../migrations/postgres/0014_conversation_tests.sql"),
     ),
 ];
 

@@ -446,6 +446,9 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         write_references(&mut tx, workspace, D::KIND, id, &[]).await?;
+        if matches!(D::KIND, ResourceKind::Assistant | ResourceKind::Workflow) {
+            crate::conversation_tests::delete_tests_of(&mut tx, workspace, D::KIND, id).await?;
+        }
         tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }

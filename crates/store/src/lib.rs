@@ -13,6 +13,7 @@
 mod backup;
 mod catalog;
 mod clients;
+mod conversation_tests;
 mod db;
 mod documents;
 mod error;
@@ -37,6 +38,7 @@ pub use backup::{
 };
 pub use catalog::FingerprintInput;
 pub use clients::{ClientConnectionRow, DeclaredFunctions};
+pub use conversation_tests::TestTarget;
 pub use db::{Dialect, Store, redact_url};
 pub use documents::{Document, Reference, ResourceKind};
 pub use error::StoreError;

@@ -283,6 +283,9 @@ fn event_payload(event: &SessionEvent) -> Result<String, StoreError> {
         .map_err(|e| StoreError::Corrupt(format!("event `{}`: {e}", event.kind())))?;
     if let Some(fields) = value.as_object_mut() {
         fields.remove("type");
+        if event.test_mode {
+            fields.insert("testMode".to_owned(), serde_json::Value::Bool(true));
+        }
     }
     Ok(value.to_string())
 }

@@ -369,6 +369,7 @@ impl Store {
             .map(|r| {
                 let kind: String = r.try_get("kind")?;
                 let mut payload: Map<String, Value> = json_text(r, "payload")?;
+                let test_mode = payload.remove("testMode") == Some(Value::Bool(true));
                 payload.insert("type".to_owned(), Value::String(kind.clone()));
                 let body = serde_json::from_value(Value::Object(payload))
                     .map_err(|e| StoreError::Corrupt(format!("event `{kind}`: {e}")))?;
@@ -376,6 +377,7 @@ impl Store {
                     session_id: session.to_owned(),
                     seq: r.try_get("seq")?,
                     timestamp: rfc3339_from_millis(r.try_get("created_at")?),
+                    test_mode,
                     body,
                 })
             })

@@ -278,6 +278,7 @@ on_both!(sessions_messages_and_events, |store| {
             session_id: "sess_1".into(),
             seq,
             timestamp: String::new(),
+            test_mode: seq == 2,
             body: EventBody::error("test", seq.to_string()),
         };
         store.append_event(&ev, 1_000 + seq).await?;
@@ -286,6 +287,8 @@ on_both!(sessions_messages_and_events, |store| {
     let after = store.events_after("sess_1", 1, 10).await?;
     assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), [2, 3]);
     assert_eq!(after[0].body, EventBody::error("test", "2"));
+    let marks: Vec<bool> = after.iter().map(|e| e.test_mode).collect();
+    assert_eq!(marks, [true, false], "a test-mode mark is kept");
     store.set_turn_running("sess_1", true).await?;
     assert_eq!(store.sessions_with_running_turn().await?, ["sess_1"]);
     store.set_turn_running("sess_1", false).await?;
@@ -372,6 +375,7 @@ on_both!(a_batch_numbers_the_events_of_many_sessions, |store| {
         session_id: session.into(),
         seq: 0,
         timestamp: String::new(),
+        test_mode: false,
         body: EventBody::error("test", text),
     };
     // Every third session already has three events.
@@ -1033,3 +1037,105 @@ mod tasks;
 
 #[path = "all/instances.rs"]
 mod instances;
+
+on_both!(
+    conversation_tests_belong_to_their_target_and_keep_their_newest_runs,
+    |store| {
+        use rtc_protocol::{ConversationTest, TestRun, TestRunStatus};
+        use rtc_store::TestTarget;
+        store.create_workspace("ws_a", "A", "key-a").await?;
+        store.create_workspace("ws_b", "B", "key-b").await?;
+        let assistant: Assistant =
+            serde_json::from_value(json!({"name": "a", "systemPrompt": "Help."}))?;
+        store
+            .insert("ws_a", Some("asst_1".into()), assistant.clone())
+            .await?;
+        let target = TestTarget {
+            kind: ResourceKind::Assistant,
+            id: "asst_1",
+        };
+        let other = TestTarget {
+            kind: ResourceKind::Workflow,
+            id: "asst_1",
+        };
+        let case: ConversationTest =
+            serde_json::from_value(json!({"name": "ships", "turns": ["hi"]}))?;
+        let saved = store.insert_test("ws_a", target, case.clone()).await?;
+        let id = saved.id.clone().unwrap();
+        assert!(id.starts_with("test_"));
+        assert_eq!(
+            store.tests("ws_a", target).await?,
+            std::slice::from_ref(&saved)
+        );
+        assert!(
+            store.tests("ws_a", other).await?.is_empty(),
+            "kinds are apart"
+        );
+        assert!(
+            store.test("ws_b", target, &id).await?.is_none(),
+            "workspaces are apart"
+        );
+        let mut renamed = case.clone();
+        renamed.name = "ships fast".into();
+        let updated = store
+            .update_test("ws_a", target, &id, renamed)
+            .await?
+            .unwrap();
+        assert_eq!(updated.name, "ships fast");
+        assert!(
+            store
+                .update_test("ws_b", target, &id, case.clone())
+                .await?
+                .is_none()
+        );
+
+        let run = |n: usize| TestRun {
+            id: format!("run_{n:02}"),
+            test_id: id.clone(),
+            test_name: "ships".into(),
+            assistant_id: Some("asst_1".into()),
+            workflow_id: None,
+            status: if n.is_multiple_of(2) {
+                TestRunStatus::Passed
+            } else {
+                TestRunStatus::Failed
+            },
+            error: None,
+            session_id: None,
+            expectations: vec![],
+            transcript: vec![],
+            tool_calls: vec![],
+            variables: Default::default(),
+            end_reason: None,
+            turns_sent: 1,
+            started_at: String::new(),
+            duration_ms: n as u64,
+        };
+        for n in 0..5 {
+            store.insert_test_run("ws_a", &run(n), 3).await?;
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let runs = store.test_runs("ws_a", &id, 10).await?;
+        let ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["run_04", "run_03", "run_02"],
+            "newest first, three kept"
+        );
+        assert_eq!(store.test_run("ws_a", &id, "run_03").await?, Some(run(3)));
+        assert!(store.test_run("ws_b", &id, "run_03").await?.is_none());
+
+        // A second test goes with its assistant, runs included.
+        let second = store
+            .insert_test("ws_a", target, case.clone())
+            .await?
+            .id
+            .unwrap();
+        assert!(store.delete_test("ws_a", target, &second).await?);
+        assert!(!store.delete_test("ws_a", target, &second).await?);
+        assert!(store.delete::<Assistant>("ws_a", "asst_1").await?);
+        assert!(store.tests("ws_a", target).await?.is_empty());
+        assert!(store.test_runs("ws_a", &id, 10).await?.is_empty());
+        Ok(())
+    }
+);

@@ -42,6 +42,15 @@ pub(crate) fn mcp_pool_key_prefix(workspace: &str, server_id: &str) -> String {
     format!("{workspace}/{server_id}/")
 }
 
+/// How a bound tool's call is answered.
+pub(crate) enum CallMode {
+    /// Over HTTP, MCP or the client.
+    Live,
+    /// Test mode (R-BX-10): a conversation test's scripted result, else
+    /// the tool's `mockResponse`.
+    Test(Option<rtc_protocol::ScriptedResult>),
+}
+
 /// The function of one binding (`toolBindings[index]`).
 pub(crate) struct BoundTool {
     pub index: usize,
@@ -85,10 +94,22 @@ impl Inner {
         let Some(tool) = ctx.config.tools.get(&binding.tool_id) else {
             return Ok(Err(format!("tool `{}` is not available", binding.tool_id)));
         };
+        let mode = match &ctx.config.test {
+            Some(_) => CallMode::Test(crate::test_mode::next_scripted(ctx, &tool.name).await),
+            None => CallMode::Live,
+        };
         let vars = ctx.state.lock().await.variables.clone();
         let client = Some((ctx, call_id));
         let value = match self
-            .execute_bound(&ctx.workspace, tool, binding, model_args, &vars, client)
+            .execute_bound(
+                &ctx.workspace,
+                tool,
+                binding,
+                model_args,
+                &vars,
+                client,
+                mode,
+            )
             .await?
         {
             Ok(value) => value,
@@ -115,7 +136,9 @@ impl Inner {
     /// call run over HTTP or MCP (a client tool needs `client`, the
     /// session and call whose host runs it), its result and error scrubbed
     /// of the secrets revealed for it. Conversations and the reasoner's
-    /// tasks both call tools through here.
+    /// tasks both call tools through here. In test mode nothing goes out:
+    /// the completed arguments pick the mock's answer.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn execute_bound(
         &self,
         workspace: &str,
@@ -124,11 +147,18 @@ impl Inner {
         model_args: &str,
         vars: &Map<String, Value>,
         client: Option<(&SessionCtx, &str)>,
+        mode: CallMode,
     ) -> Result<Result<Value, String>, RuntimeError> {
         let args = match complete_arguments(tool, binding, model_args, vars) {
             Ok(a) => a,
             Err(e) => return Ok(Err(e.to_string())),
         };
+        if let CallMode::Test(scripted) = mode {
+            return Ok(match scripted {
+                Some(result) => crate::test_mode::scripted_outcome(result),
+                None => crate::test_mode::mock_answer(tool, &args).await,
+            });
+        }
         // The secret values revealed for this call, whatever its family.
         let mut revealed = Vec::new();
         let result = match (tool.kind, client) {

@@ -56,6 +56,10 @@ pub(crate) struct TaskConfig {
     /// The delegating assistant's model settings (the reasoner's defaults).
     #[serde(default)]
     pub assistant_llm: LlmConfig,
+    /// Delegated by a test-mode session (R-BX-10): the reasoner's tools
+    /// answer their mocks; an OpenCode task is not started.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub test_mode: bool,
 }
 
 /// How a task ended, as its driver saw it.
@@ -96,6 +100,14 @@ fn cut_bytes(text: &str, max: usize) -> String {
         at -= 1;
     }
     format!("{}…", &text[..at])
+}
+
+/// What an OpenCode task of a test-mode session answers: it is not started.
+fn opencode_mock_result(task: &TaskRecord) -> String {
+    format!(
+        "[test mode] OpenCode was not started for \"{}\"; this mock result stands for its answer.",
+        task.title
+    )
 }
 
 /// The message a finished task becomes in its conversation.
@@ -159,6 +171,9 @@ impl Inner {
         };
         let ending = match config.backend.backend_type {
             TaskBackendType::Reasoner => self.run_reasoner(&task, &config, &cancel).await?,
+            TaskBackendType::Opencode if config.test_mode => {
+                Some(Ending::Completed(opencode_mock_result(&task)))
+            }
             TaskBackendType::Opencode => Some(self.follow_opencode(&task, &config, cancel).await),
         };
         // `None`: the task is no longer ours (taken over, or ended

@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Ending, TaskConfig};
+use crate::registry::bound::CallMode;
 use crate::{Inner, RuntimeError};
 
 /// The system prompt of a reasoner whose backend sets none.
@@ -283,6 +284,11 @@ impl Inner {
                 &call.arguments,
                 &config.variables,
                 None,
+                if config.test_mode {
+                    CallMode::Test(None)
+                } else {
+                    CallMode::Live
+                },
             )
             .await?;
         Ok(match outcome {

@@ -77,6 +77,7 @@ impl Inner {
             tools,
             variables: ctx.state.lock().await.variables.clone(),
             assistant_llm: assistant.llm.clone(),
+            test_mode: ctx.config.test.is_some(),
         };
         let now = now_millis();
         let lease = millis(self.config.loops.lease);
@@ -136,7 +137,7 @@ impl Inner {
         backend: &TaskBackend,
     ) -> Result<CallOutcome, RuntimeError> {
         let mut still_running = true;
-        if backend.backend_type == TaskBackendType::Opencode {
+        if backend.backend_type == TaskBackendType::Opencode && ctx.config.test.is_none() {
             let started = self
                 .opencode
                 .start_task(

@@ -78,6 +78,7 @@ impl Runtime {
                 workflow,
                 assistants,
             }),
+            test: None,
         })
     }
 }

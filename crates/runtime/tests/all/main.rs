@@ -21,5 +21,6 @@ mod secrets;
 mod shutdown;
 mod small_model;
 mod tasks;
+mod test_mode;
 mod web;
 mod workflows;

@@ -43,6 +43,7 @@ pub(crate) fn view(r: SessionRecord) -> Session {
         variables: r.variables,
         end_reason: r.end_reason,
         ended_by: r.ended_by,
+        test_mode: r.config.get("test").is_some_and(|t| !t.is_null()),
         created_at: rtc_core::time::rfc3339_from_millis(r.created_at),
         updated_at: rtc_core::time::rfc3339_from_millis(r.updated_at),
     }

@@ -1,0 +1,338 @@
+//! Running conversation tests (R-BX-10): one test is a test-mode session
+//! of its assistant or workflow, driven turn by turn like a user would
+//! (an open askUser question is answered with the next turn), then
+//! judged: tool calls, variables and end reason by `rtc_core::test_rules`,
+//! the success criterion by the small model. Runs are stored; at most
+//! `RuntimeConfig::test_concurrency` run at once in this process.
+
+use std::time::{Duration, Instant};
+
+use rtc_core::test_rules::{Observed, judge_expectations};
+use rtc_core::time::rfc3339_from_millis;
+use rtc_protocol::{
+    AnswerParams, AnswerValue, Answers, ConversationTest, CreateSessionParams, EventBody,
+    ExpectationKind, ExpectationResult, Message, MessageRole, ObservedToolCall, SessionStatus,
+    TestRun, TestRunStatus, TestSuiteRun,
+};
+use rtc_store::{ResourceKind, TestTarget, new_id, now_millis};
+use serde_json::{Value, json};
+
+use crate::small_model::SmallModel;
+use crate::{Runtime, RuntimeError};
+
+/// Runs kept per test.
+pub const RUNS_KEPT: usize = 50;
+/// The end reason of a test session still open when its run is done.
+const FINISHED: &str = "test run finished";
+/// Events read per page when the run collects its tool calls.
+const EVENT_PAGE: i64 = 500;
+/// Longest transcript the judge reads, in characters (the end is kept).
+const JUDGE_TRANSCRIPT_CHARS: usize = 60_000;
+
+/// What the drive of a run leaves behind, even when it is cut off.
+#[derive(Default)]
+struct Drive {
+    session: Option<String>,
+    turns_sent: usize,
+}
+
+impl Runtime {
+    /// Run every test of `target`, at most `test_concurrency` at once
+    /// (the bound holds across requests), results in the tests' order.
+    pub async fn run_tests(
+        &self,
+        workspace: &str,
+        target: TestTarget<'_>,
+        tests: &[ConversationTest],
+    ) -> Result<TestSuiteRun, RuntimeError> {
+        let runs =
+            futures::future::join_all(tests.iter().map(|t| self.run_test(workspace, target, t)))
+                .await
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?;
+        let count = |s: TestRunStatus| runs.iter().filter(|r| r.status == s).count();
+        Ok(TestSuiteRun {
+            passed: count(TestRunStatus::Passed),
+            failed: count(TestRunStatus::Failed),
+            errors: count(TestRunStatus::Error),
+            runs,
+        })
+    }
+
+    /// Run one test of `target` and store the run. A fault of the
+    /// conversation (the model failing, a timeout) is a run with status
+    /// `error`, not an `Err`.
+    pub async fn run_test(
+        &self,
+        workspace: &str,
+        target: TestTarget<'_>,
+        test: &ConversationTest,
+    ) -> Result<TestRun, RuntimeError> {
+        let _slot = self
+            .inner
+            .test_slots
+            .acquire()
+            .await
+            .map_err(|_| RuntimeError::Internal("test slots closed".into()))?;
+        let started_at = now_millis();
+        let clock = Instant::now();
+        let mut drive = Drive::default();
+        let limit = Duration::from_secs(u64::from(test.timeout_seconds));
+        let mut error =
+            match tokio::time::timeout(limit, self.drive_test(workspace, target, test, &mut drive))
+                .await
+            {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(_) => Some(format!(
+                    "the run took longer than its {} s (timeoutSeconds)",
+                    test.timeout_seconds
+                )),
+            };
+        let mut run = TestRun {
+            id: new_id("trun"),
+            test_id: test.id.clone().unwrap_or_default(),
+            test_name: test.name.clone(),
+            assistant_id: (target.kind == ResourceKind::Assistant).then(|| target.id.to_owned()),
+            workflow_id: (target.kind == ResourceKind::Workflow).then(|| target.id.to_owned()),
+            status: TestRunStatus::Error,
+            error: None,
+            session_id: drive.session.clone(),
+            expectations: Vec::new(),
+            transcript: Vec::new(),
+            tool_calls: Vec::new(),
+            variables: Default::default(),
+            end_reason: None,
+            turns_sent: drive.turns_sent,
+            started_at: rfc3339_from_millis(started_at),
+            duration_ms: 0,
+        };
+        if let Some(session) = &drive.session {
+            self.observe(workspace, session, &mut run).await?;
+            let seen = Observed {
+                tool_calls: &run.tool_calls,
+                variables: &run.variables,
+                end_reason: run.end_reason.as_deref(),
+            };
+            run.expectations = judge_expectations(&test.expect, &seen);
+            if error.is_none()
+                && let Some(criterion) = &test.expect.success_criterion
+            {
+                let (verdict, failure) = self.judge_criterion(session, criterion, &run).await;
+                run.expectations.push(verdict);
+                error = failure;
+            }
+        }
+        run.status = match &error {
+            Some(_) => TestRunStatus::Error,
+            None if run.expectations.iter().all(|e| e.passed) => TestRunStatus::Passed,
+            None => TestRunStatus::Failed,
+        };
+        run.error = error;
+        run.duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.inner
+            .store
+            .insert_test_run(workspace, &run, RUNS_KEPT)
+            .await?;
+        Ok(run)
+    }
+
+    /// Open the test-mode session and send the turns, each once the
+    /// session has settled after the one before.
+    async fn drive_test(
+        &self,
+        workspace: &str,
+        target: TestTarget<'_>,
+        test: &ConversationTest,
+        drive: &mut Drive,
+    ) -> Result<(), RuntimeError> {
+        let (assistant_id, workflow_id) = match target.kind {
+            ResourceKind::Workflow => (None, Some(target.id.to_owned())),
+            _ => (Some(target.id.to_owned()), None),
+        };
+        let params = CreateSessionParams {
+            assistant_id,
+            workflow_id,
+            user_id: test.user_id.clone(),
+            dynamic_variables: test.variables.clone(),
+            test_mode: true,
+            scripted_results: test.tool_responses.clone(),
+        };
+        let id = self.create_session(workspace, params).await?.id;
+        drive.session = Some(id.clone());
+        self.settle(workspace, &id).await?;
+        for turn in &test.turns {
+            if self.session(workspace, &id).await?.status == SessionStatus::Ended {
+                break;
+            }
+            match self.pending_question(workspace, &id).await? {
+                Some(q) => {
+                    let answers = vec![AnswerValue::One(turn.clone()); q.questions.len().max(1)];
+                    let params = AnswerParams {
+                        call_id: Some(q.call_id),
+                        answers: Answers::InOrder(answers),
+                    };
+                    self.answer(workspace, &id, params).await?;
+                }
+                None => {
+                    self.send_user_message(workspace, &id, turn).await?;
+                }
+            }
+            drive.turns_sent += 1;
+            self.settle(workspace, &id).await?;
+        }
+        Ok(())
+    }
+
+    /// Wait until no turn runs and none is about to (a goal's or an inbox
+    /// item's turn starts inside the turn before it ends).
+    async fn settle(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
+        let ctx = self.inner.session_in(workspace, id).await?;
+        loop {
+            ctx.wait_turn().await;
+            self.inner.journal.flush().await;
+            let pending = ctx
+                .user_turns_pending
+                .load(std::sync::atomic::Ordering::SeqCst);
+            if ctx.turn.lock().await.is_none() && pending == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Fill what the run saw; end a session still open.
+    async fn observe(
+        &self,
+        workspace: &str,
+        id: &str,
+        run: &mut TestRun,
+    ) -> Result<(), RuntimeError> {
+        let record = self.session(workspace, id).await?;
+        run.variables = record.variables;
+        run.end_reason = record.end_reason;
+        run.transcript = self.messages(workspace, id).await?;
+        run.tool_calls = self.observed_calls(id).await?;
+        if record.status != SessionStatus::Ended {
+            // The run is over: the session must not count as active.
+            self.end(workspace, id, Some(FINISHED.to_owned())).await?;
+        }
+        Ok(())
+    }
+
+    /// Every tool call of the session with what the model was shown.
+    async fn observed_calls(&self, id: &str) -> Result<Vec<ObservedToolCall>, RuntimeError> {
+        let mut calls: Vec<(String, ObservedToolCall)> = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.inner.store.events_after(id, after, EVENT_PAGE).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for ev in page {
+                match ev.body {
+                    EventBody::ToolCalled(c) => calls.push((
+                        c.call_id,
+                        ObservedToolCall {
+                            name: c.name,
+                            arguments: serde_json::from_str(&c.arguments)
+                                .unwrap_or(Value::String(c.arguments)),
+                            result: None,
+                            is_error: false,
+                        },
+                    )),
+                    EventBody::ToolCompleted(done) => {
+                        if let Some((_, call)) =
+                            calls.iter_mut().find(|(id, _)| *id == done.call_id)
+                        {
+                            call.result = done.result;
+                            call.is_error = done.is_error;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(calls.into_iter().map(|(_, c)| c).collect())
+    }
+
+    /// The small model's verdict on the success criterion, and the run's
+    /// error when it could not give one.
+    async fn judge_criterion(
+        &self,
+        id: &str,
+        criterion: &str,
+        run: &TestRun,
+    ) -> (ExpectationResult, Option<String>) {
+        let assistant = match self.inner.session(id).await {
+            Ok(ctx) => ctx.config.assistant.clone(),
+            Err(e) => {
+                return (
+                    criterion_result(criterion, false, e.to_string()),
+                    Some(e.to_string()),
+                );
+            }
+        };
+        let model = SmallModel::for_assistant(&self.inner.config, &assistant);
+        let system = "You judge whether a conversation between a user and an AI assistant meets a success criterion. Tool calls and their results are shown. Answer only a JSON object {\"pass\": true or false, \"reason\": \"one sentence\"}.";
+        let user = format!(
+            "Success criterion: {criterion}\n\nConversation:\n{}",
+            transcript_text(&run.transcript)
+        );
+        let answer = match model.ask(system, user, true).await {
+            Ok(a) => a,
+            Err(e) => {
+                let why = format!("the judge (small model) failed: {e}");
+                return (criterion_result(criterion, false, why.clone()), Some(why));
+            }
+        };
+        let parsed: Value = serde_json::from_str(answer.trim()).unwrap_or(json!({}));
+        match parsed.get("pass").and_then(Value::as_bool) {
+            Some(pass) => {
+                let reason = parsed
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                (criterion_result(criterion, pass, reason.to_owned()), None)
+            }
+            None => {
+                let why = format!("the judge did not answer {{\"pass\": …}}: {answer:.200}");
+                (criterion_result(criterion, false, why.clone()), Some(why))
+            }
+        }
+    }
+}
+
+fn criterion_result(criterion: &str, passed: bool, detail: String) -> ExpectationResult {
+    ExpectationResult {
+        kind: ExpectationKind::SuccessCriterion,
+        subject: criterion.to_owned(),
+        passed,
+        detail,
+    }
+}
+
+/// The transcript as the judge reads it: one line per message.
+fn transcript_text(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        let who = match m.role {
+            MessageRole::User => "User".to_owned(),
+            MessageRole::Assistant => "Assistant".to_owned(),
+            MessageRole::HumanAgent => "Human agent".to_owned(),
+            MessageRole::Tool => format!("Tool result ({})", m.name.as_deref().unwrap_or("tool")),
+        };
+        for call in &m.tool_calls {
+            out.push_str(&format!(
+                "Assistant calls {}({})\n",
+                call.name, call.arguments
+            ));
+        }
+        if !m.content.is_empty() {
+            out.push_str(&format!("{who}: {}\n", m.content));
+        }
+    }
+    let chars = out.chars().count();
+    if chars > JUDGE_TRANSCRIPT_CHARS {
+        out = out.chars().skip(chars - JUDGE_TRANSCRIPT_CHARS).collect();
+    }
+    out
+}
