@@ -57,6 +57,7 @@ struct FileConfig {
     max_event_result_bytes: Option<u64>,
     max_message_bytes: Option<u64>,
     max_end_reason_chars: Option<u64>,
+    test_concurrency: Option<u64>,
     instance_id: Option<String>,
     #[serde(default)]
     web_search: WebSearchFile,
@@ -130,6 +131,8 @@ pub struct Settings {
     pub max_event_result_bytes: u64,
     pub max_message_bytes: u64,
     pub max_end_reason_chars: u64,
+    /// Conversation test runs at once (R-BX-10).
+    pub test_concurrency: u64,
     /// This process's name in loop leases (default: random per start).
     pub instance_id: Option<String>,
     pub web: WebSettings,
@@ -167,6 +170,7 @@ impl std::fmt::Debug for Settings {
             .field("max_event_result_bytes", &self.max_event_result_bytes)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("max_end_reason_chars", &self.max_end_reason_chars)
+            .field("test_concurrency", &self.test_concurrency)
             .field("instance_id", &self.instance_id)
             .field("web", &self.web)
             .field("providers", &self.providers)
@@ -300,6 +304,7 @@ impl Settings {
                 file.subagent_max_sessions,
                 32,
             )?,
+            test_concurrency: number("RTC_TEST_CONCURRENCY", file.test_concurrency, 4)?,
             max_sessions_per_workspace: number(
                 "RTC_MAX_SESSIONS_PER_WORKSPACE",
                 file.max_sessions_per_workspace,

@@ -34,6 +34,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         max_event_result_bytes: 1,
         max_message_bytes: 1,
         max_end_reason_chars: 1,
+        test_concurrency: 1,
         instance_id: None,
         web: WebSettings::default(),
         providers: BTreeMap::new(),

@@ -1,7 +1,7 @@
 //! The `rtc-agent` binary: configuration, logging, and its commands:
 //! `serve`, `migrate` (schema migrations, then the Tool Resource v4
-//! migration when v3 data is pending), `backup`, `restore`, `import-v3`
-//! and `chat`.
+//! migration when v3 data is pending), `backup`, `restore`, `import-v3`,
+//! `chat` and `test` (conversation tests against a running server).
 
 mod chat;
 mod config;
@@ -9,6 +9,7 @@ mod data;
 mod http;
 mod migrate;
 mod serve;
+mod test_cmd;
 mod web_config;
 
 use std::process::ExitCode;
@@ -50,6 +51,9 @@ enum Command {
     ImportV3(data::ImportArgs),
     /// Talk to an assistant in the terminal through a running server.
     Chat(chat::ChatArgs),
+    /// Run conversation tests through a running server (exit 1 when any
+    /// test fails or cannot run).
+    Test(test_cmd::TestArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,7 +69,7 @@ fn main() -> ExitCode {
 fn run() -> anyhow::Result<Exit> {
     let cli = Cli::parse();
     let overrides = match &cli.command {
-        Command::Chat(_) => None,
+        Command::Chat(_) | Command::Test(_) => None,
         Command::Serve(o) => Some(o.clone()),
         Command::Migrate(a) => Some(a.db.clone()),
         Command::Backup(a) => Some(a.db.clone()),
@@ -73,15 +77,15 @@ fn run() -> anyhow::Result<Exit> {
         Command::ImportV3(a) => Some(a.db.clone()),
     };
     let Some(overrides) = overrides else {
-        let Command::Chat(args) = cli.command else {
-            return Ok(Exit::Failed);
-        };
         rtc_tools::init_tls();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        runtime.block_on(chat::run(args))?;
-        return Ok(Exit::Ok);
+        return match cli.command {
+            Command::Chat(args) => runtime.block_on(chat::run(args)).map(|()| Exit::Ok),
+            Command::Test(args) => runtime.block_on(test_cmd::run(args)),
+            _ => Ok(Exit::Failed),
+        };
     };
     let settings = Settings::load(cli.config.as_deref(), overrides)?;
     config::init_tracing(&settings);
@@ -100,7 +104,7 @@ fn run() -> anyhow::Result<Exit> {
             Command::Backup(a) => data::backup(&settings, &store, a).await,
             Command::Restore(a) => data::restore(&store, a).await,
             Command::ImportV3(a) => data::import_v3(&store, a).await,
-            Command::Serve(_) | Command::Chat(_) => Ok(Exit::Failed),
+            Command::Serve(_) | Command::Chat(_) | Command::Test(_) => Ok(Exit::Failed),
         };
         store.close().await;
         exit

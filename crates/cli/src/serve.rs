@@ -164,6 +164,7 @@ fn build_runtime(
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
         data_dir: Some(settings.data_dir.clone()),
+        test_concurrency: usize::try_from(settings.test_concurrency.max(1)).unwrap_or(usize::MAX),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
         loops: LoopSettings {
             poll: Duration::from_millis(settings.loop_poll_ms),

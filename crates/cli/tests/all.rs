@@ -37,6 +37,7 @@ mod task_backends;
 mod tasks_opencode;
 mod tasks_reasoner;
 mod tasks_support;
+mod test_mode;
 mod tools;
 mod web;
 mod workflow_sessions;

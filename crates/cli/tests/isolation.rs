@@ -41,6 +41,9 @@ const ADMIN_ONLY: &[&str] = &["/v1/workspaces"];
 fn body_for(method: &Method, path: &str) -> Option<Value> {
     let body = match (method.as_str(), path) {
         ("GET" | "DELETE", _) => return None,
+        ("PUT" | "POST", p) if p.contains("/tests") && !p.ends_with("/run") => {
+            json!({"name": "b test", "turns": ["hi"]})
+        }
         ("PUT", p) if p.starts_with("/v1/tools/") => {
             json!({"name": "b_tool", "type": "client", "client": {"functionName": "g"}})
         }

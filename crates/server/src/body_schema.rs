@@ -183,6 +183,7 @@ mod tests {
             rtc_protocol::CleanupParams::name(),
             rtc_protocol::ResumeGoalParams::name(),
             rtc_protocol::AnswerParams::name(),
+            rtc_protocol::ConversationTest::name(),
         ];
         for name in &names {
             assert!(VALIDATORS.contains_key(name.as_ref()), "{name}");

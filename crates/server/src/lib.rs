@@ -70,6 +70,8 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::realtime::router())
         .merge(routes::assistants::router())
         .merge(routes::workflows::router())
+        .merge(routes::conversation_tests::assistant_tests::router())
+        .merge(routes::conversation_tests::workflow_tests::router())
         .merge(routes::sessions::router())
         .merge(routes::interaction::router())
         .merge(routes::tasks::router())

@@ -246,6 +246,25 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "A has a memory and a goal"
     );
 
+    // A conversation test of each family, and a run of the assistant's.
+    let test_body = json!({"name": "a-only test marker", "turns": ["a-only test turn marker"], "timeoutSeconds": 20});
+    let asst_test = id(&a
+        .create(
+            &format!("/v1/assistants/{}/tests", id(&asst)),
+            test_body.clone(),
+        )
+        .await?);
+    let wf_test = id(&a
+        .create(&format!("/v1/workflows/{}/tests", id(&workflow)), test_body)
+        .await?);
+    let run = a
+        .post(
+            &format!("/v1/assistants/{}/tests/{asst_test}/run", id(&asst)),
+            json!({}),
+        )
+        .await?;
+    let run = id(run.assert_status(200));
+
     let b_asst = b
         .create("/v1/assistants", json!({"name": "b-asst"}))
         .await?;
@@ -272,6 +291,8 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         ("goals".to_owned(), vec![goal]),
         ("tasks".to_owned(), vec![task]),
         ("memories".to_owned(), vec![memory]),
+        ("tests".to_owned(), vec![asst_test, wf_test]),
+        ("runs".to_owned(), vec![run]),
     ]);
     let markers = [
         "A-only",
@@ -297,6 +318,8 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a-only instruction marker",
         "a-only task result marker",
         "a-only-secret-value",
+        "a-only test marker",
+        "a-only test turn marker",
     ]
     .iter()
     .map(|s| (*s).to_owned())

@@ -8,6 +8,7 @@ mod contract;
 
 use contract::Contract;
 
+use crate::routes::conversation_tests::{assistant_tests, workflow_tests};
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
     task_backends, tasks, tools, workflows, workspaces,
@@ -28,6 +29,8 @@ use crate::routes::{
         assistants::create, assistants::list, assistants::read, assistants::replace, assistants::remove,
         assistants::report, assistants::cleanup,
         workflows::create, workflows::list, workflows::read, workflows::replace, workflows::remove,
+        assistant_tests::list, assistant_tests::create, assistant_tests::read, assistant_tests::replace, assistant_tests::remove, assistant_tests::run, assistant_tests::run_all, assistant_tests::runs, assistant_tests::one_run,
+        workflow_tests::list, workflow_tests::create, workflow_tests::read, workflow_tests::replace, workflow_tests::remove, workflow_tests::run, workflow_tests::run_all, workflow_tests::runs, workflow_tests::one_run,
         sessions::create, sessions::list, sessions::read, sessions::messages, sessions::send, sessions::state, sessions::end,
         sessions::handoff_message, sessions::handoff_release, live::events, live::ws,
         interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,

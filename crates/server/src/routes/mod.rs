@@ -1,6 +1,7 @@
 //! One module per resource family; each exposes `router()`.
 
 pub mod assistants;
+pub mod conversation_tests;
 pub mod health;
 pub mod interaction;
 pub mod live;
