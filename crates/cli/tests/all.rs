@@ -12,6 +12,7 @@ mod chat;
 mod connections;
 mod console;
 mod console_realtime;
+mod console_testing;
 mod contract;
 mod conversation;
 mod crash_safety;

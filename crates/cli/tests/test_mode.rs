@@ -13,7 +13,7 @@ use crate::harness::{Api, Server, binary, both};
 
 /// The model: the judge passes unless the criterion mentions a refund;
 /// the assistant looks order A1 up, then answers from the result.
-async fn model() -> anyhow::Result<MockLlm> {
+pub(crate) async fn model() -> anyhow::Result<MockLlm> {
     MockLlm::with_recorded_responder(|req| {
         let messages = req["messages"].as_array().cloned().unwrap_or_default();
         let system = messages[0]["content"].as_str().unwrap_or_default();
@@ -40,7 +40,7 @@ fn order_is(id: &str) -> Value {
 }
 
 /// The tool (at the local order service) and an assistant bound to it.
-async fn setup(ws: &Api, orders: &OrderService) -> anyhow::Result<String> {
+pub(crate) async fn setup(ws: &Api, orders: &OrderService) -> anyhow::Result<String> {
     let mut tool = json!({"name": "lookup_order", "type": "http",
         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
         "http": {"method": "GET", "url": format!("{}/orders/{{{{order_id}}}}", orders.base_url)},

@@ -12,8 +12,17 @@ import { realtimePage, realtimeEditor } from "./pages/realtime.js";
 import { sessionsPage, sessionDetail } from "./pages/sessions.js";
 import { playgroundPage } from "./pages/playground.js";
 import { workflowsPage, workflowEditor } from "./pages/workflows.js";
+import { testsPage, testEditor, testRunsPage } from "./pages/tests.js";
+
+const testRoutes = (kind) => [
+  [new RegExp(`^/${kind}/([^/]+)/tests$`), (id) => testsPage(kind, id)],
+  [new RegExp(`^/${kind}/([^/]+)/tests/([^/]+)/runs$`), (id, t) => testRunsPage(kind, id, t)],
+  [new RegExp(`^/${kind}/([^/]+)/tests/([^/]+)$`), (id, t) => testEditor(kind, id, t)],
+];
 
 const routes = [
+  ...testRoutes("assistants"),
+  ...testRoutes("workflows"),
   [/^\/assistants$/, assistantsPage],
   [/^\/assistants\/(.+)$/, assistantEditor],
   [/^\/workflows$/, workflowsPage],

@@ -38,6 +38,7 @@ const FILES: &[(&str, &str)] = &[
         "pages/assistants.js",
         include_str!("../console/pages/assistants.js"),
     ),
+    ("pages/tests.js", include_str!("../console/pages/tests.js")),
     (
         "pages/realtime.js",
         include_str!("../console/pages/realtime.js"),

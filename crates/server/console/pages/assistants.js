@@ -7,6 +7,7 @@ import { h, page, field, text, area, select, checkbox, showError, clearErrors, t
 import { bindingList } from "../binding.js";
 import { variableRows, readVariables } from "../variables.js";
 import { builtInsSection } from "../builtins.js";
+import { targetTabs } from "./tests.js";
 
 const FEATURES = [
   ["subAgents", "Sub-agents"], ["askUser", "Ask the user (askUser)"], ["todo", "Todo list (todoWrite)"],
@@ -152,6 +153,6 @@ export async function assistantEditor(id) {
       }
     }
   });
-  page(isNew ? "New assistant" : `Assistant ${a.name}`, form);
+  page(isNew ? "New assistant" : `Assistant ${a.name}`, isNew ? null : targetTabs("assistants", id, "settings"), form);
   await showCompatibility();
 }

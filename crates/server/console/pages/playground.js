@@ -8,7 +8,7 @@
 // shows the spoken transcripts, an interrupted answer marked.
 
 import { get, list, post, wsUrl } from "../api.js";
-import { h, page, field, text, area, select, showError, clearErrors, toast } from "../ui.js";
+import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast } from "../ui.js";
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
 import { workflowPanel } from "./workflows/live.js";
 import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
@@ -40,6 +40,7 @@ async function startForm() {
   const flowField = field("Workflow", "workflowId", flow);
   const onWorkflow = () => runs.value === "workflow";
   const userId = text("", { placeholder: "optional end-user id (memories)" });
+  const [testLabel, testBox] = checkbox("Test mode: tools answer their mock responses, nothing but the model is called", false);
   const varsBox = h("div");
   const clientBox = h("div");
   let varInputs = [];
@@ -65,7 +66,7 @@ async function startForm() {
   runs.addEventListener("change", load);
   const form = h("form", { class: "card", "aria-label": "Start a session" },
     h("div", { class: "row" }, field("Start on", "", runs), choiceField, flowField, field("User id", "userId", userId)),
-    varsBox, clientBox,
+    varsBox, clientBox, h("div", { class: "field", dataset: { field: "testMode" } }, testLabel, h("p", { class: "error" })),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Start session")));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -78,6 +79,7 @@ async function startForm() {
     }
     const body = onWorkflow() ? { workflowId: flow.value, dynamicVariables } : { assistantId: choice.value, dynamicVariables };
     if (userId.value.trim()) body.userId = userId.value.trim();
+    if (testBox.checked) body.testMode = true;
     try {
       const s = await post("/v1/sessions", body);
       sessionStorage.setItem(CLIENT_KEY(s.id), JSON.stringify(clientModes.map(([fn, mode, reply]) => ({ fn, mode: mode.value, reply: reply.value }))));
@@ -110,7 +112,8 @@ async function liveSession(sid) {
   const taskView = taskDialog(sid);
   const flowSlot = h("div");
   page("Playground",
-    h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status),
+    h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status,
+      session.testMode ? [" · ", h("span", { class: "pill warn", title: "Tools answer their mock responses" }, "test mode")] : null),
     flowSlot,
     h("div", { class: "play" },
       h("div", { class: "chat" }, voice ? voice.element : null, log, handoff, composer),

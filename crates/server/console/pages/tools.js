@@ -91,6 +91,9 @@ export async function toolEditor(id) {
     h("div", { class: "field", dataset: { field: "client.waitForResponse" } }, waitLabel, h("p", { class: "error" })),
     field("Timeout (ms)", "client.timeoutMs", clientTimeout));
 
+  const mock = area(t.mockResponse === undefined ? "" : json(t.mockResponse), { rows: 4, class: "code",
+    placeholder: '{"status": "shipped"}  or  [{"when": <expression over the arguments>, "response": …}, {"response": …}]' });
+
   const sync = () => { httpPart.hidden = kind.value !== "http"; mcpPart.hidden = kind.value !== "mcp"; clientPart.hidden = kind.value !== "client"; };
   kind.addEventListener("change", sync);
   sync();
@@ -102,6 +105,7 @@ export async function toolEditor(id) {
     field("Parameters (JSON Schema)", "parameters", parameters),
     h("div", { class: "field", dataset: { field: "templateInputs" } }, h("span", { class: "label" }, "Template inputs"), inputs, h("p", { class: "hint" }, "Values each assistant binds; used as {{input__name}}."), h("p", { class: "error" })),
     httpPart, mcpPart, clientPart,
+    field("Mock response (JSON)", "mockResponse", mock, "What the tool answers in test mode instead of being called: a value, or cases whose `when` expression reads the call's arguments (the first true one answers; one without `when` is the default)."),
     h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create tool" : "Save"),
       isNew ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete")));
 
@@ -114,6 +118,8 @@ export async function toolEditor(id) {
       if (isNew && newId.value.trim()) out.id = newId.value.trim();
       const params = parseJson(parameters.value, "parameters", undefined);
       if (params !== undefined) out.parameters = params;
+      const mocked = parseJson(mock.value, "mockResponse", undefined);
+      if (mocked !== undefined) out.mockResponse = mocked;
       out.templateInputs = inputs.rows().map((r) => ({ name: r.querySelector(".n").value.trim(), description: r.querySelector(".d").value, required: r.querySelector(".req").checked }));
       if (kind.value === "http") {
         out.http = { method: method.value, url: url.value.trim(), headers: readHeaders(headers), timeoutMs: Number(httpTimeout.value) };

@@ -11,6 +11,7 @@ import { graphView } from "./workflows/graph.js";
 import { nodeForm } from "./workflows/nodes.js";
 import { edgeForm } from "./workflows/edges.js";
 import { globalsForm } from "./workflows/globals.js";
+import { targetTabs } from "./tests.js";
 import { NODE_TYPES, NODE_ID, blankWorkflow, blankNode, blankEdge, renameNode, removeNode, errorTarget, body } from "./workflows/model.js";
 
 export async function workflowsPage() {
@@ -210,6 +211,7 @@ export async function workflowEditor(id) {
     isNew ? null : h("button", { type: "button", class: "danger", onclick: () => removeResource({ form: side, collection: "/v1/workflows", route: "workflows", id, what: "workflow" }) }, "Delete"),
     unsaved);
   page(isNew ? "New workflow" : `Workflow ${loaded.name}`,
+    isNew ? null : targetTabs("workflows", id, "settings"),
     toolbar,
     h("div", { class: "wf-editor" }, h("section", { class: "card wf-graph-card", "aria-label": "Graph" },
       h("p", { class: "hint" }, "Click a node or an edge to edit it; drag a node to move it."), graph.el), side));
