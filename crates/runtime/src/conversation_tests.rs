@@ -61,8 +61,27 @@ impl Runtime {
 
     /// Run one test of `target` and store the run. A fault of the
     /// conversation (the model failing, a timeout) is a run with status
-    /// `error`, not an `Err`.
+    /// `error`, not an `Err`. The run goes on in its own task when the
+    /// caller goes away (a closed request), so its session is always
+    /// closed and its run stored.
     pub async fn run_test(
+        &self,
+        workspace: &str,
+        target: TestTarget<'_>,
+        test: &ConversationTest,
+    ) -> Result<TestRun, RuntimeError> {
+        let rt = self.clone();
+        let (workspace, kind, id) = (workspace.to_owned(), target.kind, target.id.to_owned());
+        let test = test.clone();
+        tokio::spawn(async move {
+            let target = TestTarget { kind, id: &id };
+            rt.run_test_to_end(&workspace, target, &test).await
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("a test run failed: {e}")))?
+    }
+
+    async fn run_test_to_end(
         &self,
         workspace: &str,
         target: TestTarget<'_>,

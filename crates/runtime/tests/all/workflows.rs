@@ -318,3 +318,41 @@ async fn a_turn_whose_model_failed_is_not_walked() {
     let ended = events.next_of("session.ended").await;
     assert_eq!(serde_json::to_value(&ended).unwrap()["reason"], "moved_on");
 }
+
+#[tokio::test]
+async fn a_test_mode_workflow_runs_its_actions_on_the_mock() {
+    let (mock, m) = model().await;
+    let (base, t) = target(Ok("lost")).await;
+    let h = setup(mock, &base, example()).await;
+    let mut tool: rtc_protocol::Tool = h.store.get(WS, "tool_query_order").await.unwrap().unwrap();
+    tool.mock_response = Some(json!({"status": "shipped"}));
+    h.store.update(WS, "tool_query_order", tool).await.unwrap();
+    let params = CreateSessionParams {
+        workflow_id: Some("wf".into()),
+        dynamic_variables: serde_json::from_value(json!({"order_id": "A-1"})).unwrap(),
+        test_mode: true,
+        ..Default::default()
+    };
+    let s = h.rt.create_session(WS, params).await.unwrap().id;
+    let mut events = h.events(&s).await;
+    m.then(MockReply::text("hello"));
+    h.rt.send_user_message(WS, &s, "hi").await.unwrap();
+    let done = events
+        .until("tool.completed", |e| e["origin"] == "workflow")
+        .await;
+    assert!(done.test_mode);
+    events
+        .until("message.completed", |e| {
+            e["content"] == "Order A-1 is shipped. Bye!"
+        })
+        .await;
+    assert!(
+        t.requests().is_empty(),
+        "the action answered from the mock: {:?}",
+        t.requests()
+    );
+    assert_eq!(
+        h.rt.session(WS, &s).await.unwrap().variables["order_status"],
+        "shipped"
+    );
+}
