@@ -27,6 +27,7 @@ mod mcp;
 mod memory;
 mod migration;
 mod operations;
+mod providers;
 mod realtime;
 mod realtime_barge;
 mod realtime_sessions;

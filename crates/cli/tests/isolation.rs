@@ -34,6 +34,10 @@ const PUBLIC: &[&str] = &["/healthz", "/readyz", "/metrics"];
 /// 403 `admin_required`.
 const ADMIN_ONLY: &[&str] = &["/v1/workspaces"];
 
+/// Server-wide operations any workspace key may call (the model
+/// providers): B gets an answer, which must hold nothing of A's.
+const SERVER_WIDE: &[&str] = &["/v1/providers", "/v1/providers/{name}/check"];
+
 /// A by-id write needs a body the server would accept for an id of B's
 /// own, so that the answer is about the id, not the body. A new write
 /// operation gets `{}` until a body is added here (the test then fails with
@@ -445,6 +449,14 @@ async fn every_endpoint(engine: Engine) -> anyhow::Result<()> {
                 },
             );
             "public"
+        } else if SERVER_WIDE.contains(&path) {
+            let p = path.replace("{name}", "default");
+            let r = t.probe(&srv, method, &p, Some(&key), false, None).await?;
+            t.check(
+                r.status == 200 && fx.holds_a(&r.text, true).is_none(),
+                || format!("B {method} {p} (server-wide) → {} {}", r.status, r.text),
+            );
+            "server-wide"
         } else if ADMIN_ONLY.iter().any(|p| path.starts_with(p)) {
             for p in expand(path, &|k| {
                 fx.ids.get(k).cloned().unwrap_or_else(|| vec![fake(k)])

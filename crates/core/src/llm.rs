@@ -109,7 +109,21 @@ pub enum LlmError {
 
 pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, LlmError>> + Send>>;
 
+/// Where a chat model is served, as an operator may be shown it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The base URL with any credentials in it replaced by `***`.
+    pub base_url: String,
+    /// Whether requests carry an API key.
+    pub api_key_set: bool,
+}
+
 /// A chat model. Dropping the stream cancels the request.
 pub trait LlmClient: Send + Sync {
     fn stream(&self, request: ChatRequest) -> LlmStream;
+
+    /// Where it is served, when it is an HTTP provider.
+    fn endpoint(&self) -> Option<Endpoint> {
+        None
+    }
 }

@@ -140,7 +140,36 @@ fn error_message(body: &str) -> String {
     msg.chars().take(500).collect()
 }
 
+/// `url` with its user, password and query values replaced by `***`
+/// (some gateways take their key in the URL).
+pub fn redacted_base_url(url: &str) -> String {
+    let Ok(mut u) = reqwest::Url::parse(url) else {
+        return "(not a URL)".to_owned();
+    };
+    if !u.username().is_empty() {
+        let _ = u.set_username("***");
+    }
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
+    }
+    if u.query().is_some() {
+        let names: Vec<String> = u.query_pairs().map(|(k, _)| k.into_owned()).collect();
+        u.query_pairs_mut()
+            .clear()
+            .extend_pairs(names.iter().map(|k| (k.as_str(), "***")));
+    }
+    u.set_fragment(None);
+    u.to_string()
+}
+
 impl LlmClient for OpenAiClient {
+    fn endpoint(&self) -> Option<rtc_core::llm::Endpoint> {
+        Some(rtc_core::llm::Endpoint {
+            base_url: redacted_base_url(&self.config.base_url),
+            api_key_set: self.config.api_key.is_some(),
+        })
+    }
+
     fn stream(&self, request: ChatRequest) -> LlmStream {
         let this = self.clone();
         let idle = self.config.idle_timeout;
@@ -219,4 +248,22 @@ fn events(
         }
     })
     .boxed()
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::redacted_base_url;
+
+    #[test]
+    fn credentials_in_a_base_url_are_hidden() {
+        assert_eq!(
+            redacted_base_url("https://api.openai.com/v1"),
+            "https://api.openai.com/v1"
+        );
+        assert_eq!(
+            redacted_base_url("https://user:sk-secret@gw.example.com/v1?key=sk-secret&x=1#frag"),
+            "https://***:***@gw.example.com/v1?key=***&x=***"
+        );
+        assert_eq!(redacted_base_url("not a url"), "(not a URL)");
+    }
 }

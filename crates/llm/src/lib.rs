@@ -11,4 +11,4 @@ mod client;
 mod wire;
 
 pub use accumulate::Accumulator;
-pub use client::{OpenAiClient, ProviderConfig};
+pub use client::{OpenAiClient, ProviderConfig, redacted_base_url};

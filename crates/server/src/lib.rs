@@ -70,6 +70,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::realtime::router())
         .merge(routes::assistants::router())
         .merge(routes::workflows::router())
+        .merge(routes::providers::router())
         .merge(routes::conversation_tests::assistant_tests::router())
         .merge(routes::conversation_tests::workflow_tests::router())
         .merge(routes::sessions::router())

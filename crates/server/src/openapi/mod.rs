@@ -10,8 +10,8 @@ use contract::Contract;
 
 use crate::routes::conversation_tests::{assistant_tests, workflow_tests};
 use crate::routes::{
-    assistants, health, interaction, live, mcp_servers, memories, realtime, secrets, sessions,
-    task_backends, tasks, tools, workflows, workspaces,
+    assistants, health, interaction, live, mcp_servers, memories, providers, realtime, secrets,
+    sessions, task_backends, tasks, tools, workflows, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -36,6 +36,7 @@ use crate::routes::{
         interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,
         tasks::list, tasks::read, tasks::cancel,
         memories::list, memories::forget_user, memories::forget,
+        providers::list, providers::check,
     ),
     components(schemas(
         rtc_protocol::SessionEvent, rtc_protocol::EventBody,

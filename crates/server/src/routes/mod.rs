@@ -7,6 +7,7 @@ pub mod interaction;
 pub mod live;
 pub mod mcp_servers;
 pub mod memories;
+pub mod providers;
 pub mod realtime;
 pub mod secrets;
 pub mod sessions;

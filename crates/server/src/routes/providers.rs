@@ -1,0 +1,37 @@
+//! The model providers of this server (`GET /v1/providers`) and a check
+//! that one answers (`POST /v1/providers/{name}/check`). Server-wide, not
+//! per workspace: a workspace key or the admin token may read them; API
+//! keys are never shown, credentials in a base URL are masked.
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use rtc_protocol::{ErrorResponse, ListResponse, ProviderCheck, ProviderInfo};
+
+use crate::extract::{ApiPath, Caller};
+use crate::{ApiResult, AppState};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/providers", get(list))
+        .route("/v1/providers/{name}/check", post(check))
+}
+
+/// The default provider (`default`) first, then the named ones.
+#[utoipa::path(get, operation_id = "listProviders", path = "/v1/providers", tag = "providers", security(("bearer" = [])),
+    responses((status = 200, body = ListResponse<ProviderInfo>)))]
+pub async fn list(_caller: Caller, State(s): State<AppState>) -> Json<ListResponse<ProviderInfo>> {
+    Json(ListResponse::new(s.runtime.providers()))
+}
+
+/// Send the provider one short request with its default model: `ok` with
+/// the latency, or the provider's error (still a 200: the check ran).
+#[utoipa::path(post, operation_id = "checkProvider", path = "/v1/providers/{name}/check", tag = "providers", security(("bearer" = [])),
+    responses((status = 200, body = ProviderCheck), (status = 404, body = ErrorResponse)))]
+pub async fn check(
+    _caller: Caller,
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<ProviderCheck>> {
+    Ok(Json(s.runtime.check_provider(&name).await?))
+}
