@@ -1,6 +1,6 @@
-//! The console's Tests tab in a real browser (R-BX-10): the scenario in
-//! `console/tests.spec.mjs` against the real binary, with the local tool
-//! endpoint that test mode must never reach.
+//! The console in a real browser: the Tests tab (R-BX-10, scenario
+//! `console/tests.spec.mjs`, with the local tool endpoint test mode must
+//! never reach) and the model providers (`console/providers.spec.mjs`).
 
 use std::time::Duration;
 
@@ -30,5 +30,33 @@ async fn console_tests_tab_in_a_real_browser() -> anyhow::Result<()> {
         "the mock survives the editor"
     );
     assert!(orders.requests().is_empty(), "{:?}", orders.requests());
+    Ok(())
+}
+
+#[tokio::test]
+async fn console_providers_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = rtc_testkit::MockLlm::start(vec![rtc_testkit::MockReply::text("ok")]).await?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("rtc-agent.toml");
+    std::fs::write(
+        &config,
+        "[providers.nokey]\nbase_url = \"https://api.openai.com/v1\"\nmodel = \"gpt-4o-mini\"\n",
+    )?;
+    let env = std::collections::HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
+        ("RTC_CONFIG".to_owned(), config.display().to_string()),
+    ]);
+    let srv = crate::harness::start(Engine::Sqlite, env).await?.unwrap();
+    let (_, ws) = srv.workspace("Providers").await?;
+    ws.create(
+        "/v1/assistants",
+        serde_json::json!({"name": "On nokey", "llm": {"provider": "nokey"}}),
+    )
+    .await?;
+    ws.create("/v1/assistants", serde_json::json!({"name": "On default"}))
+        .await?;
+    run_scenario("providers.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
+    assert_eq!(mock.requests().len(), 1, "the check sent one request");
     Ok(())
 }

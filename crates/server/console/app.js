@@ -13,6 +13,7 @@ import { sessionsPage, sessionDetail } from "./pages/sessions.js";
 import { playgroundPage } from "./pages/playground.js";
 import { workflowsPage, workflowEditor } from "./pages/workflows.js";
 import { testsPage, testEditor, testRunsPage } from "./pages/tests.js";
+import { providersPage } from "./pages/providers.js";
 
 const testRoutes = (kind) => [
   [new RegExp(`^/${kind}/([^/]+)/tests$`), (id) => testsPage(kind, id)],
@@ -38,6 +39,7 @@ const routes = [
   [/^\/realtime\/(.+)$/, realtimeEditor],
   [/^\/sessions$/, sessionsPage],
   [/^\/sessions\/(.+)$/, sessionDetail],
+  [/^\/providers$/, providersPage],
   [/^\/playground$/, playgroundPage],
   [/^\/playground\/(.+)$/, playgroundPage],
 ];

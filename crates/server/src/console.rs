@@ -40,6 +40,10 @@ const FILES: &[(&str, &str)] = &[
     ),
     ("pages/tests.js", include_str!("../console/pages/tests.js")),
     (
+        "pages/providers.js",
+        include_str!("../console/pages/providers.js"),
+    ),
+    (
         "pages/realtime.js",
         include_str!("../console/pages/realtime.js"),
     ),

@@ -29,7 +29,7 @@ async function clientTools(target) {
 }
 
 async function startForm() {
-  const [assistants, workflows] = await Promise.all([list("/v1/assistants"), list("/v1/workflows").catch(() => [])]);
+  const [assistants, workflows, providers] = await Promise.all([list("/v1/assistants"), list("/v1/workflows").catch(() => []), list("/v1/providers").catch(() => [])]);
   const params = new URLSearchParams(location.hash.split("?")[1] || "");
   const wanted = params.get("assistant");
   const wantedWorkflow = params.get("workflow");
@@ -45,10 +45,17 @@ async function startForm() {
   const clientBox = h("div");
   let varInputs = [];
   let clientModes = [];
+  const providerNote = h("div", { "aria-live": "polite" });
   const load = async () => {
     choiceField.hidden = onWorkflow();
     flowField.hidden = !onWorkflow();
     const a = onWorkflow() ? workflows.find((x) => x.id === flow.value) : assistants.find((x) => x.id === choice.value);
+    const wanted = a?.llm?.provider || "default";
+    const p = providers.find((x) => x.name === wanted);
+    providerNote.replaceChildren(...(p && !p.ready
+      ? [h("div", { class: "banner warn", role: "alert" }, h("strong", {}, `No usable model provider (${p.name}): `), p.problem, " ",
+        h("a", { href: "#/providers" }, "See the providers"))]
+      : []));
     varInputs = (a?.dynamicVariables || []).map((v) => [v, text(v.default === undefined ? "" : (typeof v.default === "string" ? v.default : JSON.stringify(v.default)), { placeholder: v.default === undefined ? "required" : "" })]);
     varsBox.replaceChildren(...(varInputs.length ? [h("h2", {}, "Variables")] : []),
       ...varInputs.map(([v, input]) => field(`${v.name} (${v.type})`, `dynamicVariables.${v.name}`, input)));
@@ -65,6 +72,7 @@ async function startForm() {
   flow.addEventListener("change", load);
   runs.addEventListener("change", load);
   const form = h("form", { class: "card", "aria-label": "Start a session" },
+    providerNote,
     h("div", { class: "row" }, field("Start on", "", runs), choiceField, flowField, field("User id", "userId", userId)),
     varsBox, clientBox, h("div", { class: "field", dataset: { field: "testMode" } }, testLabel, h("p", { class: "error" })),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Start session")));
