@@ -1,11 +1,13 @@
 //! The `rtc-agent` binary: configuration, logging, and its commands:
 //! `serve`, `migrate` (schema migrations, then the Tool Resource v4
 //! migration when v3 data is pending), `backup`, `restore`, `import-v3`,
-//! `chat` and `test` (conversation tests against a running server).
+//! `chat` and `test` (conversation tests against a running server), and
+//! `doctor` (checks the configuration, changes nothing).
 
 mod chat;
 mod config;
 mod data;
+mod doctor;
 mod http;
 mod migrate;
 mod serve;
@@ -51,6 +53,9 @@ enum Command {
     ImportV3(data::ImportArgs),
     /// Talk to an assistant in the terminal through a running server.
     Chat(chat::ChatArgs),
+    /// Check the configuration: database, master key, model providers,
+    /// web search engines, outbound guard; one line each, exit 1 on a failure.
+    Doctor(Overrides),
     /// Run conversation tests through a running server (exit 1 when any
     /// test fails or cannot run).
     Test(test_cmd::TestArgs),
@@ -70,7 +75,7 @@ fn run() -> anyhow::Result<Exit> {
     let cli = Cli::parse();
     let overrides = match &cli.command {
         Command::Chat(_) | Command::Test(_) => None,
-        Command::Serve(o) => Some(o.clone()),
+        Command::Serve(o) | Command::Doctor(o) => Some(o.clone()),
         Command::Migrate(a) => Some(a.db.clone()),
         Command::Backup(a) => Some(a.db.clone()),
         Command::Restore(a) => Some(a.db.clone()),
@@ -94,9 +99,13 @@ fn run() -> anyhow::Result<Exit> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        if let Command::Serve(_) = cli.command {
-            serve::run(settings).await?;
-            return Ok(Exit::Ok);
+        match cli.command {
+            Command::Serve(_) => {
+                serve::run(settings).await?;
+                return Ok(Exit::Ok);
+            }
+            Command::Doctor(_) => return doctor::run(&settings).await,
+            _ => {}
         }
         let store = serve::open_store(&settings).await?;
         let exit = match &cli.command {
@@ -104,7 +113,9 @@ fn run() -> anyhow::Result<Exit> {
             Command::Backup(a) => data::backup(&settings, &store, a).await,
             Command::Restore(a) => data::restore(&store, a).await,
             Command::ImportV3(a) => data::import_v3(&store, a).await,
-            Command::Serve(_) | Command::Chat(_) | Command::Test(_) => Ok(Exit::Failed),
+            Command::Serve(_) | Command::Doctor(_) | Command::Chat(_) | Command::Test(_) => {
+                Ok(Exit::Failed)
+            }
         };
         store.close().await;
         exit

@@ -130,7 +130,10 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn provider(p: &ProviderSettings, small_model: Option<String>) -> anyhow::Result<Provider> {
+pub(crate) fn provider(
+    p: &ProviderSettings,
+    small_model: Option<String>,
+) -> anyhow::Result<Provider> {
     // After a burst of model calls, at most 64 idle connections stay
     // open (a plain HTTP/1.1 one holds ~30 KiB in hyper); the rest close.
     let http = reqwest::Client::builder()

@@ -16,6 +16,7 @@ mod console_testing;
 mod contract;
 mod conversation;
 mod crash_safety;
+mod doctor;
 mod errors;
 mod goals;
 mod instances;

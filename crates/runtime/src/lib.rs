@@ -62,7 +62,7 @@ pub use conversation_tests::RUNS_KEPT;
 pub use error::RuntimeError;
 pub use limits::SessionLimits;
 pub use loops::LoopSettings;
-pub use providers::DEFAULT_PROVIDER;
+pub use providers::{DEFAULT_PROVIDER, check_provider, describe_provider};
 pub use realtime::{HOST_RATES, MAX_AUDIO_FRAME_BYTES, RealtimeLink};
 pub use session::{ClientConnection, SessionConfig};
 pub use start::{AssistantDeps, assistant_context, find_interface};

@@ -14,7 +14,8 @@ pub const DEFAULT_PROVIDER: &str = "default";
 /// Longest wait for a check's answer.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
-fn info(name: &str, is_default: bool, p: &Provider) -> ProviderInfo {
+/// How `p` looks to an operator (`rtc-agent doctor` shows it too).
+pub fn describe_provider(name: &str, is_default: bool, p: &Provider) -> ProviderInfo {
     let endpoint = p.client.endpoint();
     let base_url = endpoint
         .as_ref()
@@ -46,9 +47,18 @@ impl Runtime {
     /// The default provider first, then the named ones by name.
     pub fn providers(&self) -> Vec<ProviderInfo> {
         let config = &self.inner.config;
-        std::iter::once(info(DEFAULT_PROVIDER, true, &config.default_provider))
-            .chain(config.providers.iter().map(|(n, p)| info(n, false, p)))
-            .collect()
+        std::iter::once(describe_provider(
+            DEFAULT_PROVIDER,
+            true,
+            &config.default_provider,
+        ))
+        .chain(
+            config
+                .providers
+                .iter()
+                .map(|(n, p)| describe_provider(n, false, p)),
+        )
+        .collect()
     }
 
     /// Send the provider `name` one short request with its default model.
@@ -61,34 +71,39 @@ impl Runtime {
                 .get(other)
                 .ok_or_else(|| RuntimeError::not_found("provider", other))?,
         };
-        let request = ChatRequest {
-            model: provider.default_model.clone(),
-            messages: vec![ChatMessage::User {
-                content: "Reply with the single word: ok".to_owned(),
-            }],
-            max_tokens: Some(16),
-            ..ChatRequest::default()
-        };
-        let started = Instant::now();
-        let answer = tokio::time::timeout(CHECK_TIMEOUT, async {
-            let mut stream = provider.client.stream(request);
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(LlmEvent::Done(_)) => return Ok(()),
-                    Ok(_) => {}
-                    Err(e) => return Err(e.to_string()),
-                }
+        Ok(check_provider(name, provider).await)
+    }
+}
+
+/// Send `provider` one short request with its default model.
+pub async fn check_provider(name: &str, provider: &Provider) -> ProviderCheck {
+    let request = ChatRequest {
+        model: provider.default_model.clone(),
+        messages: vec![ChatMessage::User {
+            content: "Reply with the single word: ok".to_owned(),
+        }],
+        max_tokens: Some(16),
+        ..ChatRequest::default()
+    };
+    let started = Instant::now();
+    let answer = tokio::time::timeout(CHECK_TIMEOUT, async {
+        let mut stream = provider.client.stream(request);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(LlmEvent::Done(_)) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
             }
-            Err("the provider closed the answer before it was complete".to_owned())
-        })
-        .await
-        .unwrap_or_else(|_| Err(format!("no answer within {} s", CHECK_TIMEOUT.as_secs())));
-        Ok(ProviderCheck {
-            name: name.to_owned(),
-            ok: answer.is_ok(),
-            model: provider.default_model.clone(),
-            latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            error: answer.err(),
-        })
+        }
+        Err("the provider closed the answer before it was complete".to_owned())
+    })
+    .await
+    .unwrap_or_else(|_| Err(format!("no answer within {} s", CHECK_TIMEOUT.as_secs())));
+    ProviderCheck {
+        name: name.to_owned(),
+        ok: answer.is_ok(),
+        model: provider.default_model.clone(),
+        latency_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        error: answer.err(),
     }
 }

@@ -268,6 +268,20 @@ impl Store {
         Ok(())
     }
 
+    /// The highest schema migration applied (0 on an empty database) and
+    /// the highest this binary knows; neither changes anything.
+    pub async fn schema_versions(&self) -> Result<(i64, i64), StoreError> {
+        let known = match self.dialect {
+            Dialect::Sqlite => SQLITE_MIGRATIONS,
+            Dialect::Postgres => POSTGRES_MIGRATIONS,
+        };
+        let latest = known.iter().map(|(v, _, _)| *v).max().unwrap_or(0);
+        let mut conn = self.pool.acquire().await?;
+        // No migrations table yet: nothing was applied.
+        let applied = crate::catalog::migration_head(&mut conn).await.unwrap_or(0);
+        Ok((applied, latest))
+    }
+
     /// Whether the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
