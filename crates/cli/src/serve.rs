@@ -104,6 +104,15 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", settings.listen))?;
     let addr = listener.local_addr()?;
     writeln!(std::io::stdout(), "rtc-agent listening on http://{addr}")?;
+    // A wildcard address is reached on this machine through loopback.
+    let mut local = addr;
+    if local.ip().is_unspecified() {
+        local.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    writeln!(
+        std::io::stdout(),
+        "console: http://{local}/ (sign in with the admin token to create workspaces, or with a workspace key)"
+    )?;
     std::io::stdout().flush()?;
     tracing::info!(%addr, database = %rtc_store::redact_url(&settings.database_url), "serving");
     let signalled = shutdown.clone();

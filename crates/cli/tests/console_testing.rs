@@ -1,6 +1,7 @@
 //! The console in a real browser: the Tests tab (R-BX-10, scenario
 //! `console/tests.spec.mjs`, with the local tool endpoint test mode must
-//! never reach) and the model providers (`console/providers.spec.mjs`).
+//! never reach), the model providers (`console/providers.spec.mjs`) and
+//! the admin view (`console/admin.spec.mjs`).
 
 use std::time::Duration;
 
@@ -58,5 +59,36 @@ async fn console_providers_in_a_real_browser() -> anyhow::Result<()> {
         .await?;
     run_scenario("providers.spec.mjs", &srv.process.base_url, &ws, &[]).await?;
     assert_eq!(mock.requests().len(), 1, "the check sent one request");
+    Ok(())
+}
+
+#[tokio::test]
+async fn console_admin_view_in_a_real_browser() -> anyhow::Result<()> {
+    let mock = rtc_testkit::MockLlm::start(vec![]).await?;
+    let Some(srv) = crate::conversation::server(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Unused").await?;
+    let admin = srv.process.admin_token.clone();
+    run_scenario(
+        "admin.spec.mjs",
+        &srv.process.base_url,
+        &ws,
+        &[("ADMIN_TOKEN", admin.as_str())],
+    )
+    .await?;
+    let all = srv.admin().get("/v1/workspaces").await?;
+    let made = all.assert_status(200)["data"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["name"] == "Browser Co").cloned())
+        .expect("the workspace was created");
+    let inside = srv
+        .admin_in(made["id"].as_str().unwrap_or_default())
+        .get("/v1/assistants")
+        .await?;
+    assert_eq!(
+        inside.assert_status(200)["data"][0]["name"],
+        "Made by the admin"
+    );
     Ok(())
 }

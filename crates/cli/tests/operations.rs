@@ -68,6 +68,13 @@ async fn restart(engine: Engine) -> anyhow::Result<()> {
     let token = first
         .printed_admin_token()
         .expect("first start prints the admin token");
+    assert!(
+        first
+            .output()
+            .contains(&format!("console: {}/", first.base_url)),
+        "the first start prints the console URL: {}",
+        first.output()
+    );
     let client = reqwest::Client::new();
     let ws: serde_json::Value = client
         .post(format!("{}/v1/workspaces", first.base_url))

@@ -1,6 +1,30 @@
-// The public REST API with the workspace key of this browser session.
+// The public REST API with the key of this browser session: a workspace
+// key, or the admin token acting in the workspace it opened (sent as
+// `X-Rtc-Workspace`, except to the admin's own `/v1/workspaces`).
 
 const KEY = "rtc.workspaceKey";
+const ADMIN = "rtc.admin";
+const OPENED = "rtc.adminWorkspace";
+
+/** Whether the key of this tab is the admin token. */
+export function isAdmin() {
+  return sessionStorage.getItem(ADMIN) === "1";
+}
+
+export function setAdmin(admin) {
+  if (admin) sessionStorage.setItem(ADMIN, "1");
+  else { sessionStorage.removeItem(ADMIN); sessionStorage.removeItem(OPENED); }
+}
+
+/** The workspace the admin opened: `{id, name}`, or null. */
+export function opened() {
+  try { return JSON.parse(sessionStorage.getItem(OPENED) || "null"); } catch { return null; }
+}
+
+export function open(workspace) {
+  if (workspace) sessionStorage.setItem(OPENED, JSON.stringify({ id: workspace.id, name: workspace.name }));
+  else sessionStorage.removeItem(OPENED);
+}
 
 export function key() {
   return sessionStorage.getItem(KEY);
@@ -8,7 +32,7 @@ export function key() {
 
 export function setKey(value) {
   if (value) sessionStorage.setItem(KEY, value);
-  else sessionStorage.removeItem(KEY);
+  else { sessionStorage.removeItem(KEY); setAdmin(false); }
 }
 
 /** An API error: HTTP status plus the stable `code`, message and `field`. */
@@ -24,6 +48,8 @@ export class ApiError extends Error {
 /** Call the API; resolves to the JSON body (null for 204), throws ApiError. */
 export async function api(method, path, body) {
   const headers = { Authorization: `Bearer ${key()}` };
+  const ws = isAdmin() && opened();
+  if (ws && !path.startsWith("/v1/workspaces")) headers["X-Rtc-Workspace"] = ws.id;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let resp;
   try {

@@ -1,7 +1,8 @@
-// The console's shell: sign-in with a workspace key (kept in this browser
-// session only) and a hash router over the pages.
+// The console's shell: sign-in with a workspace key or the admin token
+// (kept in this browser session only), the admin's opened workspace, and a
+// hash router over the pages.
 
-import { get, key, setKey, ApiError } from "./api.js";
+import { get, key, setKey, isAdmin, setAdmin, opened, open, ApiError } from "./api.js";
 import { h, page, field, showError } from "./ui.js";
 import { secretsPage } from "./pages/secrets.js";
 import { mcpPage, mcpEditor } from "./pages/mcp.js";
@@ -14,6 +15,7 @@ import { playgroundPage } from "./pages/playground.js";
 import { workflowsPage, workflowEditor } from "./pages/workflows.js";
 import { testsPage, testEditor, testRunsPage } from "./pages/tests.js";
 import { providersPage } from "./pages/providers.js";
+import { workspacesPage } from "./pages/workspaces.js";
 
 const testRoutes = (kind) => [
   [new RegExp(`^/${kind}/([^/]+)/tests$`), (id) => testsPage(kind, id)],
@@ -40,6 +42,7 @@ const routes = [
   [/^\/sessions$/, sessionsPage],
   [/^\/sessions\/(.+)$/, sessionDetail],
   [/^\/providers$/, providersPage],
+  [/^\/workspaces$/, workspacesPage],
   [/^\/playground$/, playgroundPage],
   [/^\/playground\/(.+)$/, playgroundPage],
 ];
@@ -50,9 +53,19 @@ let leave = null;
 async function route() {
   if (leave) { leave(); leave = null; }
   if (!key()) return signIn();
-  document.getElementById("nav").hidden = false;
+  const admin = isAdmin();
+  const ws = admin ? opened() : null;
+  let path = location.hash.replace(/^#/, "").split("?")[0] || (admin && !ws ? "/workspaces" : "/assistants");
+  // The admin manages a workspace once one is open.
+  if (admin && !ws && path !== "/workspaces" && path !== "/providers") path = "/workspaces";
+  document.getElementById("nav").hidden = admin && !ws;
   document.getElementById("signout").hidden = false;
-  const path = location.hash.replace(/^#/, "").split("?")[0] || "/assistants";
+  const scope = document.getElementById("scope");
+  scope.hidden = !admin;
+  scope.replaceChildren(...(admin ? [
+    ws ? `Admin in ${ws.name} · ` : "Admin · ",
+    h("a", { href: "#/workspaces", onclick: () => open(null) }, ws ? "all workspaces" : "workspaces"),
+  ] : []));
   for (const a of document.querySelectorAll("#nav a")) {
     const here = path.startsWith(a.getAttribute("href").slice(1));
     if (here) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
@@ -80,18 +93,22 @@ function signIn(notice) {
   const input = h("input", { type: "password", autocomplete: "off", required: true, placeholder: "rtc_ws_…" });
   const form = h("form", { class: "card", "aria-label": "Sign in" },
     notice ? h("div", { class: "banner warn" }, notice) : null,
-    h("p", { class: "muted" }, "Sign in with a workspace API key. It is kept in this browser tab only and sent to this server alone."),
-    field("Workspace API key", "key", input),
+    h("p", { class: "muted" }, "Sign in with a workspace API key, or with the admin token (printed by the server's first start) to manage workspaces. It is kept in this browser tab only and sent to this server alone."),
+    field("Workspace API key or admin token", "key", input),
     h("div", { class: "actions" }, h("button", { type: "submit" }, "Sign in")));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     setKey(input.value.trim());
     try {
-      await get("/v1/assistants");
+      // The admin token lists workspaces; a workspace key is refused there.
+      const admin = await get("/v1/workspaces").then(() => true, (e) => { if (e.status === 403) return false; throw e; });
+      setAdmin(admin);
+      if (!admin) await get("/v1/assistants");
+      location.hash = admin ? "#/workspaces" : "#/assistants";
       route();
     } catch (e) {
       setKey(null);
-      showError(form, e.status === 401 ? { code: "unauthorized", message: "This key is not valid for any workspace.", field: "key" } : e);
+      showError(form, e.status === 401 ? { code: "unauthorized", message: "This is neither a workspace key nor the admin token.", field: "key" } : e);
     }
   });
   page("Sign in", form);

@@ -44,6 +44,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../console/pages/providers.js"),
     ),
     (
+        "pages/workspaces.js",
+        include_str!("../console/pages/workspaces.js"),
+    ),
+    (
         "pages/realtime.js",
         include_str!("../console/pages/realtime.js"),
     ),
