@@ -329,7 +329,12 @@ impl Settings {
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
-pub fn init_tracing(settings: &Settings) {
+/// The log (stderr, filtered by `RUST_LOG`) and, when the environment
+/// asks, OpenTelemetry export of the runtime's spans.
+pub fn init_tracing(settings: &Settings) -> anyhow::Result<crate::telemetry::Telemetry> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     // rmcp traces every JSON-RPC message it receives, before our scrubber
@@ -341,15 +346,20 @@ pub fn init_tracing(settings: &Settings) {
         Err(_) => filter,
     };
     // Colours only on a terminal: a log file or collector gets plain text.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let fmt = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    if settings.json_logs {
-        builder.json().init();
+    let fmt = if settings.json_logs {
+        fmt.json().boxed()
     } else {
-        builder.init();
-    }
+        fmt.boxed()
+    };
+    let (otel, telemetry) = crate::telemetry::layer()?;
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(otel)
+        .init();
+    Ok(telemetry)
 }
 
 #[cfg(test)]

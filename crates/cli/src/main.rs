@@ -11,6 +11,7 @@ mod doctor;
 mod http;
 mod migrate;
 mod serve;
+mod telemetry;
 mod test_cmd;
 mod web_config;
 
@@ -93,12 +94,13 @@ fn run() -> anyhow::Result<Exit> {
         };
     };
     let settings = Settings::load(cli.config.as_deref(), overrides)?;
-    config::init_tracing(&settings);
+    // TLS first: the trace exporter builds its HTTP client at once.
     rtc_tools::init_tls();
+    let telemetry = config::init_tracing(&settings)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async {
+    let exit = runtime.block_on(async {
         match cli.command {
             Command::Serve(_) => {
                 serve::run(settings).await?;
@@ -119,5 +121,8 @@ fn run() -> anyhow::Result<Exit> {
         };
         store.close().await;
         exit
-    })
+    });
+    drop(runtime);
+    telemetry.shutdown();
+    exit
 }

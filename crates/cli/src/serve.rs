@@ -177,6 +177,8 @@ fn build_runtime(
         mcp_call_timeout: std::time::Duration::from_secs(60),
         data_dir: Some(settings.data_dir.clone()),
         test_concurrency: usize::try_from(settings.test_concurrency.max(1)).unwrap_or(usize::MAX),
+        capture_content: std::env::var("RTC_OTEL_CAPTURE_CONTENT")
+            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
         loops: LoopSettings {
             poll: Duration::from_millis(settings.loop_poll_ms),

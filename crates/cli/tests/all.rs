@@ -28,6 +28,7 @@ mod mcp;
 mod memory;
 mod migration;
 mod operations;
+mod otel;
 mod providers;
 mod realtime;
 mod realtime_barge;

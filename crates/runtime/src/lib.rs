@@ -34,6 +34,7 @@ mod small_model;
 mod start;
 mod subagents;
 mod tasks;
+mod telemetry;
 mod test_mode;
 #[cfg(test)]
 mod test_support;
@@ -67,6 +68,7 @@ pub use realtime::{HOST_RATES, MAX_AUDIO_FRAME_BYTES, RealtimeLink};
 pub use session::{ClientConnection, SessionConfig};
 pub use start::{AssistantDeps, assistant_context, find_interface};
 pub use subagents::SubAgentLimits;
+pub use telemetry::SPAN_TARGET;
 
 /// A named chat model provider, its default model, and the small model it
 /// serves for judges, `llm` leaves and extraction (see `small_model`).
@@ -110,6 +112,8 @@ pub struct RuntimeConfig {
     pub data_dir: Option<std::path::PathBuf>,
     /// Most conversation test runs at once in this process (R-BX-10).
     pub test_concurrency: usize,
+    /// Record message content on trace spans (`RTC_OTEL_CAPTURE_CONTENT`).
+    pub capture_content: bool,
 }
 
 /// Conversation test runs at once, unless configured.
@@ -143,6 +147,7 @@ impl RuntimeConfig {
             limits: SessionLimits::default(),
             data_dir: None,
             test_concurrency: DEFAULT_TEST_CONCURRENCY,
+            capture_content: false,
         })
     }
 }

@@ -15,13 +15,14 @@ use rtc_protocol::{
 };
 use rtc_store::{SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::events::Durability;
 use crate::history::message;
 use crate::registry::SessionTools;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
-use crate::{Inner, Provider, RuntimeError, variables};
+use crate::{Inner, Provider, RuntimeError, telemetry, variables};
 
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
@@ -88,9 +89,26 @@ impl Inner {
         cancel: &CancellationToken,
         turn_id: &str,
     ) -> Result<bool, RuntimeError> {
-        self.begin(ctx, turn_id).await?;
         let assistant = ctx.turn_assistant().await;
-        let assistant = assistant.as_ref();
+        let span = telemetry::turn_span(ctx, &assistant, turn_id);
+        let done = Box::pin(self.turn_steps(ctx, cancel, turn_id, &assistant))
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &done {
+            telemetry::record_error(&span, "turn_failed", &e.to_string());
+        }
+        done
+    }
+
+    /// The steps of [`Self::turn_inner`], inside the turn's span.
+    async fn turn_steps(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        cancel: &CancellationToken,
+        turn_id: &str,
+        assistant: &rtc_protocol::Assistant,
+    ) -> Result<bool, RuntimeError> {
+        self.begin(ctx, turn_id).await?;
         let history_from = ctx.history_from().await;
         let provider = self.provider_for(assistant);
         let model = assistant
@@ -119,8 +137,16 @@ impl Inner {
                 output: rtc_core::llm::OutputFormat::Text,
             };
             let message_id = new_id("msg");
-            let Some(response) = stream_answer(provider, request, ctx, cancel, &message_id).await?
-            else {
+            let capture = self.config.capture_content;
+            let span = telemetry::chat_span(ctx, &model, &request.messages, capture);
+            let answer = stream_answer(provider, request, ctx, cancel, &message_id)
+                .instrument(span.clone())
+                .await?;
+            if let Some(r) = &answer {
+                telemetry::record_answer(&span, r, capture);
+            }
+            drop(span);
+            let Some(response) = answer else {
                 return Ok(false);
             };
             // Boxed, as what runs before and after the model is (R-PF-5).
@@ -226,6 +252,9 @@ impl Inner {
             .iter()
             .map(|call| {
                 let handler = tools.find(&call.name);
+                let capture = self.config.capture_content;
+                let span = telemetry::tool_span(ctx, call, capture);
+                let recorded = span.clone();
                 async move {
                     let nul = rtc_core::text::nul_field_in_json(&call.arguments);
                     let outcome = match handler {
@@ -247,8 +276,12 @@ impl Inner {
                             call.name
                         ))),
                     };
+                    if let Ok(o) = &outcome {
+                        telemetry::record_tool(&recorded, o.is_error, &o.content, capture);
+                    }
                     (call, outcome)
                 }
+                .instrument(span)
             })
             .collect();
         let mut pending: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
@@ -320,6 +353,7 @@ async fn stream_answer(
                 return Ok(Some(r));
             }
             Some(Err(e)) => {
+                telemetry::record_error(&tracing::Span::current(), "llm_failed", &e.to_string());
                 ctx.events
                     .emit(EventBody::error("llm_failed", e.to_string()))
                     .await?;
