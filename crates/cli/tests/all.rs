@@ -34,6 +34,7 @@ mod realtime;
 mod realtime_barge;
 mod realtime_sessions;
 mod realtime_support;
+mod sdk_js;
 mod secrets;
 mod shutdown;
 mod subagents;

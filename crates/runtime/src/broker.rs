@@ -224,3 +224,16 @@ impl Broker {
         }
     }
 }
+
+#[cfg(test)]
+mod hash_tests {
+    /// The same vector is asserted by the JS SDK's tests (`sdk/js/test`).
+    #[test]
+    fn the_schema_hash_is_sha256_of_sorted_compact_json() {
+        let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}, "zoom": {"type": "integer", "minimum": 1}}, "required": ["city"]});
+        assert_eq!(
+            super::schema_hash(&schema),
+            "fc83dbab2f49fe0aedde8461e43882aa13f86c0974ba48c1587d26d4e70b8094"
+        );
+    }
+}

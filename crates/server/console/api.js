@@ -78,10 +78,3 @@ export async function list(path) {
   const body = await get(path);
   return (body && body.data) || [];
 }
-
-/** URL of a session's WebSocket (the key goes in `?token=`). */
-export function wsUrl(session, after) {
-  const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const token = encodeURIComponent(key());
-  return `${proto}//${location.host}/v1/sessions/${encodeURIComponent(session)}/ws?after=${after}&token=${token}`;
-}

@@ -1,7 +1,9 @@
 //! The web console (R-API-8): plain HTML, CSS and ES modules embedded in
 //! the binary and served at `/` — no build step, no separate server. The
 //! console calls only the public REST and WebSocket API with the
-//! workspace key the operator signs in with.
+//! workspace key the operator signs in with. The host SDK (`sdk/js`) is
+//! served beside it at `/sdk/rtc-agent.js` with its `.d.ts`; the
+//! playground imports it from there.
 
 use axum::Router;
 use axum::extract::Path;
@@ -112,6 +114,35 @@ pub fn router() -> Router {
             "/console/{*file}",
             get(|Path(file): Path<String>| async move { asset(&file) }),
         )
+        .route(
+            "/sdk/rtc-agent.js",
+            get(|| async { sdk(SDK_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/sdk/rtc-agent.d.ts",
+            get(|| async { sdk(SDK_TYPES, "application/typescript; charset=utf-8") }),
+        )
+}
+
+/// The host SDK, as published (`sdk/js`).
+pub const SDK_JS: &str = include_str!("../../../sdk/js/rtc-agent.js");
+pub const SDK_TYPES: &str = include_str!("../../../sdk/js/rtc-agent.d.ts");
+
+/// An SDK file: any page may load it (it holds no data).
+fn sdk(text: &'static str, kind: &'static str) -> Response {
+    let mut response = text.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 fn asset(path: &str) -> Response {

@@ -7,7 +7,8 @@
 // assistant's session adds the voice bar (microphone in, audio out) and
 // shows the spoken transcripts, an interrupted answer marked.
 
-import { get, list, post, wsUrl } from "../api.js";
+import { get, list, post, key } from "../api.js";
+import { RtcSession } from "/sdk/rtc-agent.js";
 import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast } from "../ui.js";
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
 import { workflowPanel } from "./workflows/live.js";
@@ -132,10 +133,14 @@ async function liveSession(sid) {
   const loops = new Map();
   const bubbles = new Map();
   const cards = new Map();
-  let lastSeq = 0;
-  let ws = null;
-  let closed = false;
-  let retry = 500;
+  // The host SDK keeps the socket: events once each and in order, resumed
+  // after a dropped connection.
+  const live = new RtcSession({
+    sessionId: sid,
+    token: key(),
+    clientTools: Object.fromEntries(client.map((c) => [c.fn, {}])),
+    hello: () => (voice ? { audio: voice.hello() } : {}),
+  });
 
   const refresh = {
     todos: async () => todoBody.replaceChildren(todoPanel((await get(`/v1/sessions/${sid}/todos`)).todos)),
@@ -172,7 +177,7 @@ async function liveSession(sid) {
     scroll();
     return b;
   };
-  const frame = (obj) => { if (ws && ws.readyState === WebSocket.OPEN) { ws.send(JSON.stringify(obj)); return true; } return false; };
+  const frame = (obj) => live.send(obj);
 
   function toolCard(e) {
     const card = h("div", { class: "toolcard", dataset: { callId: e.callId } },
@@ -279,10 +284,6 @@ async function liveSession(sid) {
   }
 
   function onEvent(e) {
-    if (e.seq !== undefined) {
-      if (e.seq <= lastSeq) return;
-      lastSeq = e.seq;
-    }
     if (voice && voice.onEvent(e)) return;
     switch (e.type) {
       case "session.started": line("session started"); break;
@@ -348,25 +349,13 @@ async function liveSession(sid) {
     }
   }
 
-  function connect() {
-    if (closed) return;
-    ws = new WebSocket(wsUrl(sid, lastSeq));
-    ws.onopen = () => {
-      retry = 500;
-      status.textContent = "connected";
-      const hello = { type: "client.hello", clientTools: client.map((c) => c.fn) };
-      if (voice) hello.audio = voice.hello();
-      frame(hello);
-    };
-    ws.onmessage = (m) => { try { onEvent(JSON.parse(m.data)); } catch (err) { console.error(err); } };
-    ws.onclose = () => {
-      if (closed) return;
-      status.textContent = "reconnecting…";
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 8000);
-    };
-  }
-  connect();
+  live.on("frame", (e) => { try { onEvent(e); } catch (err) { console.error(err); } });
+  live.on("frame.error", (e) => onEvent({ type: "error", code: e.code, message: e.message }));
+  live.on("status", (state) => {
+    if (state === "open") status.textContent = "connected";
+    else if (state === "reconnecting") status.textContent = "reconnecting…";
+  });
+  live.connect();
 
   composer.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -380,5 +369,5 @@ async function liveSession(sid) {
     }
   });
   input.focus();
-  return () => { closed = true; if (ws) ws.close(); if (voice) voice.close(); };
+  return () => { live.close(); if (voice) voice.close(); };
 }
