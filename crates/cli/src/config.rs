@@ -58,6 +58,7 @@ struct FileConfig {
     max_message_bytes: Option<u64>,
     max_end_reason_chars: Option<u64>,
     test_concurrency: Option<u64>,
+    cors_origins: Option<String>,
     instance_id: Option<String>,
     #[serde(default)]
     web_search: WebSearchFile,
@@ -133,6 +134,8 @@ pub struct Settings {
     pub max_end_reason_chars: u64,
     /// Conversation test runs at once (R-BX-10).
     pub test_concurrency: u64,
+    /// Origins whose pages may call the API (CORS), `*` for any.
+    pub cors_origins: Vec<String>,
     /// This process's name in loop leases (default: random per start).
     pub instance_id: Option<String>,
     pub web: WebSettings,
@@ -171,6 +174,7 @@ impl std::fmt::Debug for Settings {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("max_end_reason_chars", &self.max_end_reason_chars)
             .field("test_concurrency", &self.test_concurrency)
+            .field("cors_origins", &self.cors_origins)
             .field("instance_id", &self.instance_id)
             .field("web", &self.web)
             .field("providers", &self.providers)
@@ -200,6 +204,31 @@ pub(crate) fn env(name: &str) -> Option<String> {
 }
 
 /// A positive number from the environment, else the file, else `default`.
+/// `RTC_CORS_ORIGINS`: comma-separated `scheme://host[:port]` origins, or `*`.
+fn cors_origins(list: Option<String>) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for origin in list
+        .iter()
+        .flat_map(|l| l.split(','))
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+    {
+        let ok = origin == "*"
+            || ((origin.starts_with("http://") || origin.starts_with("https://"))
+                && !origin.trim_end_matches('/').contains(['?', '#'])
+                && origin
+                    .split("://")
+                    .nth(1)
+                    .is_some_and(|rest| !rest.is_empty() && !rest.contains('/')));
+        anyhow::ensure!(
+            ok,
+            "RTC_CORS_ORIGINS: `{origin}` is not an origin (scheme://host[:port], or *)"
+        );
+        out.push(origin.to_owned());
+    }
+    Ok(out)
+}
+
 fn number(name: &str, file: Option<u64>, default: u64) -> anyhow::Result<u64> {
     let value = match env(name) {
         Some(v) => v
@@ -305,6 +334,7 @@ impl Settings {
                 32,
             )?,
             test_concurrency: number("RTC_TEST_CONCURRENCY", file.test_concurrency, 4)?,
+            cors_origins: cors_origins(env("RTC_CORS_ORIGINS").or(file.cors_origins))?,
             max_sessions_per_workspace: number(
                 "RTC_MAX_SESSIONS_PER_WORKSPACE",
                 file.max_sessions_per_workspace,

@@ -35,6 +35,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         max_message_bytes: 1,
         max_end_reason_chars: 1,
         test_concurrency: 1,
+        cors_origins: Vec::new(),
         instance_id: None,
         web: WebSettings::default(),
         providers: BTreeMap::new(),
@@ -56,4 +57,17 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         shown.contains("postgres://rtc:[redacted]@localhost:5432/rtc"),
         "{shown}"
     );
+}
+
+#[test]
+fn cors_origins_are_origins() {
+    assert_eq!(
+        super::cors_origins(Some(" https://a.example , http://localhost:3000,".into())).unwrap(),
+        ["https://a.example", "http://localhost:3000"]
+    );
+    assert_eq!(super::cors_origins(Some("*".into())).unwrap(), ["*"]);
+    assert!(super::cors_origins(None).unwrap().is_empty());
+    for bad in ["a.example", "https://a.example/path", "ftp://a", "https://"] {
+        assert!(super::cors_origins(Some(bad.into())).is_err(), "{bad}");
+    }
 }

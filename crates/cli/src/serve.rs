@@ -98,6 +98,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         limits,
         runtime: runtime.clone(),
         shutdown: shutdown.clone(),
+        cors_origins: settings.cors_origins.clone(),
     };
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await

@@ -158,3 +158,53 @@ async fn the_sdk_drives_a_real_session() -> anyhow::Result<()> {
     assert!(out.contains("sdk e2e: passed"), "{out}");
     Ok(())
 }
+
+/// A preflight from `origin` for a host page's `POST …/messages`.
+async fn preflight(srv: &crate::harness::Server, origin: &str) -> anyhow::Result<Option<String>> {
+    let resp = srv
+        .client
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/v1/sessions/sess_x/messages", srv.process.base_url),
+        )
+        .header("Origin", origin)
+        .header("Access-Control-Request-Method", "POST")
+        .header(
+            "Access-Control-Request-Headers",
+            "authorization,content-type",
+        )
+        .send()
+        .await?;
+    Ok(resp
+        .headers()
+        .get("access-control-allow-origin")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned))
+}
+
+#[tokio::test]
+async fn host_pages_of_the_configured_origins_may_call_the_api() -> anyhow::Result<()> {
+    let env = std::collections::HashMap::from([(
+        "RTC_CORS_ORIGINS".to_owned(),
+        "https://shop.example, http://localhost:3000".to_owned(),
+    )]);
+    let srv = crate::harness::start(Engine::Sqlite, env).await?.unwrap();
+    assert_eq!(
+        preflight(&srv, "https://shop.example").await?.as_deref(),
+        Some("https://shop.example")
+    );
+    assert_eq!(
+        preflight(&srv, "http://localhost:3000").await?.as_deref(),
+        Some("http://localhost:3000")
+    );
+    assert_eq!(preflight(&srv, "https://evil.example").await?, None);
+    let plain = crate::harness::start(Engine::Sqlite, Default::default())
+        .await?
+        .unwrap();
+    assert_eq!(
+        preflight(&plain, "https://shop.example").await?,
+        None,
+        "none unless configured"
+    );
+    Ok(())
+}

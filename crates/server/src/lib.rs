@@ -53,14 +53,46 @@ pub struct AppState {
     /// Cancelled when the server shuts down: live streams (SSE and
     /// WebSocket) close so the HTTP server can drain.
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// Origins whose pages may call the API from the browser (CORS);
+    /// `*` for any. Empty: none (same-origin pages, such as the console,
+    /// need none).
+    pub cors_origins: Vec<String>,
+}
+
+/// The CORS answer for `origins` (none when empty). Bearer tokens are not
+/// sent by browsers on their own, so no credentials are allowed.
+fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderName, HeaderValue, Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::DELETE])
+            .allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                HeaderName::from_static(extract::WORKSPACE_HEADER),
+                HeaderName::from_static("last-event-id"),
+            ])
+            .max_age(Duration::from_secs(600)),
+    )
 }
 
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
     body_schema::prepare();
     let max_body = state.limits.max_body_bytes;
+    let cors = cors(&state.cors_origins);
     observe::metrics_handle();
-    Router::new()
+    let app = Router::new()
         .merge(routes::health::router())
         .merge(routes::workspaces::router())
         .merge(routes::secrets::router())
@@ -86,5 +118,9 @@ pub fn router(state: AppState) -> Router {
         .merge(console::router())
         .layer(DefaultBodyLimit::max(max_body))
         .layer(TraceLayer::new_for_http().make_span_with(observe::request_span))
-        .layer(CatchPanicLayer::custom(observe::panic_response))
+        .layer(CatchPanicLayer::custom(observe::panic_response));
+    match cors {
+        Some(layer) => app.layer(layer),
+        None => app,
+    }
 }
