@@ -104,8 +104,11 @@ function signIn(notice) {
       const admin = await get("/v1/workspaces").then(() => true, (e) => { if (e.status === 403) return false; throw e; });
       setAdmin(admin);
       if (!admin) await get("/v1/assistants");
-      location.hash = admin ? "#/workspaces" : "#/assistants";
-      route();
+      const home = admin ? "#/workspaces" : "#/assistants";
+      // A changed hash routes by itself (hashchange); routing twice would
+      // let a late render replace the page the user went on to.
+      if (location.hash !== home) location.hash = home;
+      else route();
     } catch (e) {
       setKey(null);
       showError(form, e.status === 401 ? { code: "unauthorized", message: "This is neither a workspace key nor the admin token.", field: "key" } : e);
