@@ -359,6 +359,18 @@ impl Settings {
 }
 
 /// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+impl Settings {
+    /// Which outbound addresses tools, MCP and the web tools may reach.
+    pub fn address_policy(&self) -> rtc_tools::net_guard::AddressPolicy {
+        use rtc_tools::net_guard::AddressPolicy;
+        if self.allow_private_network {
+            AddressPolicy::AllowPrivate
+        } else {
+            AddressPolicy::PublicOnly
+        }
+    }
+}
+
 /// The log (stderr, filtered by `RUST_LOG`) and, when the environment
 /// asks, OpenTelemetry export of the runtime's spans.
 pub fn init_tracing(settings: &Settings) -> anyhow::Result<crate::telemetry::Telemetry> {

@@ -9,7 +9,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use rtc_store::{MasterKey, SecretBox, Store};
-use rtc_tools::net_guard::AddressPolicy;
 use rtc_tools::web_search::{SearchQuery, WebSearch};
 
 use crate::config::Settings;
@@ -213,11 +212,7 @@ async fn providers(r: &mut Report, settings: &Settings) -> anyhow::Result<()> {
 }
 
 async fn web(r: &mut Report, settings: &Settings) -> anyhow::Result<()> {
-    let policy = if settings.allow_private_network {
-        AddressPolicy::AllowPrivate
-    } else {
-        AddressPolicy::PublicOnly
-    };
+    let policy = settings.address_policy();
     if settings.web.search_engines.is_empty() {
         r.line(
             Verdict::Ok,

@@ -70,11 +70,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         );
     }
     let auth = admin_auth(&settings, &store).await?;
-    let policy = if settings.allow_private_network {
-        AddressPolicy::AllowPrivate
-    } else {
-        AddressPolicy::PublicOnly
-    };
+    let policy = settings.address_policy();
     let limits = Limits {
         max_body_bytes: settings.max_body_bytes,
         ..Limits::default()

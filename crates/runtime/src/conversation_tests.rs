@@ -5,18 +5,20 @@
 //! the success criterion by the small model. Runs are stored; at most
 //! `RuntimeConfig::test_concurrency` run at once in this process.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rtc_core::test_rules::{Observed, judge_expectations};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
-    AnswerParams, AnswerValue, Answers, ConversationTest, CreateSessionParams, EventBody,
-    ExpectationKind, ExpectationResult, Message, MessageRole, ObservedToolCall, SessionStatus,
-    TestRun, TestRunStatus, TestSuiteRun,
+    AnswerParams, AnswerValue, Answers, Assistant, ConversationTest, CreateSessionParams,
+    EventBody, ExpectationKind, ExpectationResult, Message, MessageRole, ObservedToolCall,
+    SessionStatus, TestRun, TestRunStatus, TestSuiteRun,
 };
 use rtc_store::{ResourceKind, TestTarget, new_id, now_millis};
 use serde_json::{Value, json};
 
+use crate::session::SessionConfig;
 use crate::small_model::SmallModel;
 use crate::{Runtime, RuntimeError};
 
@@ -127,7 +129,7 @@ impl Runtime {
             duration_ms: 0,
         };
         if let Some(session) = &drive.session {
-            self.observe(workspace, session, &mut run).await?;
+            let config = self.observe(workspace, session, &mut run).await?;
             let seen = Observed {
                 tool_calls: &run.tool_calls,
                 variables: &run.variables,
@@ -137,7 +139,9 @@ impl Runtime {
             if error.is_none()
                 && let Some(criterion) = &test.expect.success_criterion
             {
-                let (verdict, failure) = self.judge_criterion(session, criterion, &run).await;
+                let (verdict, failure) = self
+                    .judge_criterion(&config.assistant, criterion, &run)
+                    .await;
                 run.expectations.push(verdict);
                 error = failure;
             }
@@ -219,13 +223,15 @@ impl Runtime {
         }
     }
 
-    /// Fill what the run saw; end a session still open.
+    /// Fill what the run saw; end a session still open. The session's
+    /// configuration is kept for the judge (the context goes with the end).
     async fn observe(
         &self,
         workspace: &str,
         id: &str,
         run: &mut TestRun,
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<Arc<SessionConfig>, RuntimeError> {
+        let config = self.inner.session_in(workspace, id).await?.config.clone();
         let record = self.session(workspace, id).await?;
         run.variables = record.variables;
         run.end_reason = record.end_reason;
@@ -235,7 +241,7 @@ impl Runtime {
             // The run is over: the session must not count as active.
             self.end(workspace, id, Some(FINISHED.to_owned())).await?;
         }
-        Ok(())
+        Ok(config)
     }
 
     /// Every tool call of the session with what the model was shown.
@@ -277,20 +283,11 @@ impl Runtime {
     /// error when it could not give one.
     async fn judge_criterion(
         &self,
-        id: &str,
+        assistant: &Assistant,
         criterion: &str,
         run: &TestRun,
     ) -> (ExpectationResult, Option<String>) {
-        let assistant = match self.inner.session(id).await {
-            Ok(ctx) => ctx.config.assistant.clone(),
-            Err(e) => {
-                return (
-                    criterion_result(criterion, false, e.to_string()),
-                    Some(e.to_string()),
-                );
-            }
-        };
-        let model = SmallModel::for_assistant(&self.inner.config, &assistant);
+        let model = SmallModel::for_assistant(&self.inner.config, assistant);
         let system = "You judge whether a conversation between a user and an AI assistant meets a success criterion. Tool calls and their results are shown. Answer only a JSON object {\"pass\": true or false, \"reason\": \"one sentence\"}.";
         let user = format!(
             "Success criterion: {criterion}\n\nConversation:\n{}",

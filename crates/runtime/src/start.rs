@@ -242,7 +242,7 @@ impl Runtime {
                 assistant,
                 tools,
                 workflow: None,
-                test: test_mode(params),
+                test: None,
             };
             return Ok((id, config));
         };
@@ -254,8 +254,7 @@ impl Runtime {
             )
             .into());
         }
-        let mut config = self.workflow_session_config(workspace, workflow_id).await?;
-        config.test = test_mode(params);
+        let config = self.workflow_session_config(workspace, workflow_id).await?;
         Ok((workflow_id.to_owned(), config))
     }
 
@@ -267,7 +266,8 @@ impl Runtime {
         params: CreateSessionParams,
     ) -> Result<CreateSessionResponse, RuntimeError> {
         let inner = &self.inner;
-        let (assistant_id, config) = self.session_config(workspace, &params).await?;
+        let (assistant_id, mut config) = self.session_config(workspace, &params).await?;
+        config.test = test_mode(&params);
         let max = inner.config.limits.max_active_sessions;
         if inner.store.active_session_count(workspace, max).await? >= max {
             return Err(RuntimeError::TooMany {
