@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::{AnyPool, Executor, SqlSafeStr};
+use sqlx::{AnyPool, Connection, Executor, SqlSafeStr};
 
 use crate::{SecretBox, StoreError};
 
@@ -196,6 +196,25 @@ impl std::fmt::Debug for ListenUrl {
     }
 }
 
+/// How long a PostgreSQL connection may sit idle before an acquire checks
+/// that the server still holds it.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
+
+/// Ping a PostgreSQL connection only when it has been idle a while: a
+/// connection used a moment ago is live, and a ping on every acquire is a
+/// network round trip before each statement.
+fn ping_if_idle(
+    conn: &mut sqlx::AnyConnection,
+    meta: sqlx::pool::PoolConnectionMetadata,
+) -> futures::future::BoxFuture<'_, Result<bool, sqlx::Error>> {
+    Box::pin(async move {
+        if meta.idle_for >= PING_AFTER_IDLE {
+            conn.ping().await?;
+        }
+        Ok(true)
+    })
+}
+
 async fn sqlite_pool(options: AnyPoolOptions, url: &str) -> Result<AnyPool, StoreError> {
     Ok(options
         .after_connect(|conn, _| {
@@ -216,9 +235,16 @@ impl Store {
     pub async fn connect(url: &str, secrets: SecretBox) -> Result<Self, StoreError> {
         install_default_drivers();
         let (dialect, url) = normalize_url(url)?;
-        let options = || AnyPoolOptions::new().acquire_timeout(Duration::from_secs(30));
+        let options = || {
+            AnyPoolOptions::new()
+                .acquire_timeout(Duration::from_secs(30))
+                .test_before_acquire(false)
+        };
         let (pool, writer) = match dialect {
             Dialect::Sqlite => {
+                // An SQLite connection is a file handle: nothing can hang
+                // up on it, so no acquire pays a ping (a round trip to its
+                // worker thread).
                 // Readers share a pool; every write goes through one
                 // connection, so writers queue here instead of sleeping in
                 // SQLite's busy handler.
@@ -227,7 +253,11 @@ impl Store {
                 (pool, writer)
             }
             Dialect::Postgres => {
-                let pool = options().max_connections(16).connect(&url).await?;
+                let pool = options()
+                    .max_connections(16)
+                    .before_acquire(ping_if_idle)
+                    .connect(&url)
+                    .await?;
                 (pool.clone(), pool)
             }
         };
