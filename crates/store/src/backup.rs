@@ -354,6 +354,7 @@ impl Store {
             }
         }
         tx.commit().await?;
+        self.keys.clear();
         Ok(RestoreSummary {
             tables: order.len(),
             rows,

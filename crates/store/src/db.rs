@@ -7,6 +7,7 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::{AnyPool, Connection, Executor, SqlSafeStr};
 
+use crate::key_cache::KeyCache;
 use crate::{SecretBox, StoreError};
 
 /// The database engine behind the pool.
@@ -183,7 +184,15 @@ pub struct Store {
     pub(crate) secrets: SecretBox,
     /// The PostgreSQL URL, for the notification listener.
     pub(crate) listen_url: Option<ListenUrl>,
+    /// Workspace keys looked up a moment ago.
+    pub(crate) keys: std::sync::Arc<KeyCache>,
 }
+
+/// How long a looked-up workspace key is trusted without reading it
+/// again: on SQLite only this process changes keys (and clears the cache
+/// when it does); on PostgreSQL another instance may rotate one.
+const KEY_TTL_SQLITE: Duration = Duration::from_secs(30);
+const KEY_TTL_POSTGRES: Duration = Duration::from_secs(1);
 
 /// A database URL kept for a second connection; `Debug` hides it (it may
 /// hold a password).
@@ -265,6 +274,10 @@ impl Store {
             pool,
             writer,
             listen_url: (dialect == Dialect::Postgres).then(|| ListenUrl(url.as_str().into())),
+            keys: std::sync::Arc::new(KeyCache::new(match dialect {
+                Dialect::Sqlite => KEY_TTL_SQLITE,
+                Dialect::Postgres => KEY_TTL_POSTGRES,
+            })),
             dialect,
             secrets,
         })

@@ -20,6 +20,7 @@ mod error;
 mod goals;
 mod ids;
 mod instances;
+mod key_cache;
 mod legacy;
 mod loops;
 mod memories;

@@ -50,12 +50,20 @@ impl Store {
         &self,
         api_key: &str,
     ) -> Result<Option<WorkspaceRecord>, StoreError> {
+        let hash = hash_token(api_key);
+        if let Some(known) = self.keys.get(&hash) {
+            return Ok(Some(known));
+        }
         let row =
             sqlx::query("SELECT id, name, created_at FROM workspaces WHERE api_key_hash = $1")
-                .bind(hash_token(api_key))
+                .bind(&hash)
                 .fetch_optional(&self.pool)
                 .await?;
-        row.as_ref().map(record).transpose()
+        let found = row.as_ref().map(record).transpose()?;
+        if let Some(ws) = &found {
+            self.keys.put(hash, ws.clone());
+        }
+        Ok(found)
     }
 
     pub async fn workspace(&self, id: &str) -> Result<Option<WorkspaceRecord>, StoreError> {
@@ -81,6 +89,7 @@ impl Store {
             .bind(id)
             .execute(&self.writer)
             .await?;
+        self.keys.clear();
         Ok(done.rows_affected() > 0)
     }
 
