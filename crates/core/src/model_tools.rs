@@ -3,7 +3,8 @@
 //! arguments; and how a call's arguments are completed from the binding
 //! (R-TB-1, R-SEC-5) and its result mapped back (R-TB-4, R-BX-6).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use rtc_protocol::{ArgumentSource, Assistant, BuiltInToolName, EndMessageType, Tool, ToolBinding};
 use serde_json::{Map, Value, json};
@@ -108,7 +109,7 @@ fn spec(name: &str, description: &str, default: &str, parameters: Value) -> Tool
 /// with the path of the offending value); empty when it conforms. An
 /// invalid schema (refused when tools are saved) reports nothing.
 pub fn schema_problems(schema: &Value, value: &Value) -> Vec<String> {
-    let Ok(validator) = jsonschema::validator_for(schema) else {
+    let Some(validator) = compiled(schema) else {
         return Vec::new();
     };
     validator
@@ -123,6 +124,28 @@ pub fn schema_problems(schema: &Value, value: &Value) -> Vec<String> {
         })
         .take(5)
         .collect()
+}
+
+/// The most compiled schemas kept; a full cache starts over.
+const MAX_COMPILED: usize = 1024;
+
+/// The validator of `schema`, compiled once per distinct schema text (a
+/// session's tools call with the same few schemas over and over); `None`
+/// for an invalid schema.
+fn compiled(schema: &Value) -> Option<Arc<jsonschema::Validator>> {
+    static CACHE: LazyLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
+        LazyLock::new(Mutex::default);
+    let key = schema.to_string();
+    if let Some(v) = CACHE.lock().ok()?.get(&key) {
+        return Some(v.clone());
+    }
+    let validator = Arc::new(jsonschema::validator_for(schema).ok()?);
+    let mut cache = CACHE.lock().ok()?;
+    if cache.len() >= MAX_COMPILED {
+        cache.clear();
+    }
+    cache.insert(key, validator.clone());
+    Some(validator)
 }
 
 /// The tool's schema reduced to the arguments the model fills.
