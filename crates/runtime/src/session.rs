@@ -291,7 +291,7 @@ impl Inner {
             .into_iter()
             .filter_map(|a| a.call_id)
             .collect();
-        self.hold(record, sub_agent, awaited)
+        self.hold(record, sub_agent, awaited, false)
     }
 
     /// The context of a top-level session just created from `record`
@@ -300,16 +300,18 @@ impl Inner {
         &self,
         record: SessionRecord,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
-        self.hold(record, None, Default::default())
+        self.hold(record, None, Default::default(), true)
     }
 
     /// Build the context of a stored session and keep it in the map (or
-    /// give the one another caller put there first).
+    /// give the one another caller put there first). `created`: this
+    /// instance has just created it, so nothing but its row is stored.
     fn hold(
         &self,
         record: SessionRecord,
         sub_agent: Option<SubAgentInfo>,
         awaited: BTreeSet<String>,
+        created: bool,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
         let id = record.id.as_str();
         let shared = self
@@ -322,8 +324,10 @@ impl Inner {
             workspace: record.workspace_id.clone(),
             root_id: record.root_id.clone(),
             sub_agent,
-            // Items left from before a restart are found at the first boundary.
-            inbox_hint: AtomicBool::new(true),
+            // Items left from before a restart are found at the first
+            // boundary; a session just created has none (every later item
+            // sets the hint).
+            inbox_hint: AtomicBool::new(!created),
             user_id: record.user_id.clone(),
             assistants: shared.assistants,
             config: shared.config,
@@ -340,7 +344,9 @@ impl Inner {
             events: EventLog::new(id, test_mode, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),
             turn: tokio::sync::Mutex::new(None),
-            history: tokio::sync::Mutex::new(None),
+            // A session just created has no stored messages: its history
+            // starts empty in memory instead of being read at its first turn.
+            history: tokio::sync::Mutex::new(created.then(Vec::new)),
             last_used: AtomicI64::new(now_millis()),
             turn_tokens: AtomicI64::new(0),
             current_loop: std::sync::Mutex::new(None),

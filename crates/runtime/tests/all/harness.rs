@@ -68,6 +68,10 @@ impl Harness {
         let mut config = config(&mock);
         adjust(&mut config);
         let rt = Runtime::new(store.clone(), config);
+        // As `serve` does: recovery is over before anything is asked (the
+        // scheduler would otherwise run it late, beside a test's session,
+        // and count its running workflow action as cut off).
+        rt.recover().await.unwrap();
         Self {
             rt,
             mock,
