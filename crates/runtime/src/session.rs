@@ -316,7 +316,7 @@ impl Inner {
         let id = record.id.as_str();
         let shared = self
             .configs
-            .get_or_parse(record.config.to_string(), |text| serde_json::from_str(text))
+            .get_or_parse(record.config, |text| serde_json::from_str(text))
             .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
         let test_mode = shared.config.test.is_some();
         let ctx = Arc::new(SessionCtx {

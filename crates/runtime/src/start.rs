@@ -290,7 +290,7 @@ impl Runtime {
         let vars = initial_variables(&config.assistant, &params.dynamic_variables, &sys)?;
         let workflow_id = config.workflow.as_ref().map(|_| assistant_id);
         let config_json =
-            serde_json::to_value(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
+            serde_json::to_string(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let client_token = new_token("rtc_ct");
         let record = inner
             .store

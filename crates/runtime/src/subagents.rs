@@ -146,7 +146,7 @@ impl Inner {
             workflow: None,
             test: ctx.config.test.clone(),
         };
-        let config = serde_json::to_value(&child_config)
+        let config = serde_json::to_string(&child_config)
             .map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let now = now_millis();
         let record = SubAgentRecord {

@@ -1,7 +1,7 @@
 //! Test helpers shared by the runtime's unit tests.
 
 use rtc_store::{MasterKey, NewSession, SecretBox, Store};
-use serde_json::{Map, json};
+use serde_json::Map;
 
 /// A migrated SQLite store in `dir` with workspace `ws` and session `s`.
 pub(crate) async fn store_with_session(dir: &tempfile::TempDir) -> Store {
@@ -21,7 +21,7 @@ pub(crate) async fn store_with_session(dir: &tempfile::TempDir) -> Store {
             user_id: None,
             title: None,
             variables: &Map::new(),
-            config: &json!({}),
+            config: "{}",
             client_token: "t",
             workflow_id: None,
             owner: None,

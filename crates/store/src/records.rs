@@ -48,8 +48,10 @@ impl SessionUpdate {
 
 impl Store {
     /// Store several sessions' records in one transaction (group commit):
-    /// messages and session changes in order, then all events in
-    /// multi-row inserts.
+    /// the messages in multi-row inserts, the session changes in order,
+    /// then all events in multi-row inserts, numbered in batch order. The
+    /// records of a session that is gone (deleted meanwhile) are dropped,
+    /// not failing the other sessions' records.
     ///
     /// On PostgreSQL, `notify_as` (the writing instance) is announced for
     /// every session with events, delivered to other instances on commit.
@@ -59,14 +61,28 @@ impl Store {
         notify_as: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        self.number_events(&mut tx, batch).await?;
+        let mut next = self.next_numbers(&mut tx, batch).await?;
         if let Some(me) = notify_as.filter(|_| self.dialect == crate::Dialect::Postgres) {
-            announce(&mut tx, me, &sessions_with_events(batch)).await?;
+            announce(&mut tx, me, &sessions_with(batch, |r| !r.events.is_empty())).await?;
+        }
+        let mut messages = Vec::new();
+        for r in batch.iter_mut() {
+            let Some(n) = next.get_mut(r.session) else {
+                continue;
+            };
+            if let Some(m) = r.message {
+                messages.push((r.session, n.message, m, r.at_millis));
+                n.message += 1;
+            }
+            for e in r.events.iter_mut() {
+                e.seq = n.event;
+                n.event += 1;
+            }
+        }
+        for chunk in messages.chunks(MESSAGES_PER_INSERT) {
+            insert_messages(&mut tx, chunk).await?;
         }
         for r in batch.iter() {
-            if let Some(m) = r.message {
-                insert_message(&mut tx, r.session, m).await?;
-            }
             if !r.update.is_empty() {
                 update_session(&mut tx, r.session, r.update, r.at_millis).await?;
             }
@@ -82,53 +98,52 @@ impl Store {
         Ok(())
     }
 
-    /// Give the batch's events the next `seq` numbers of their sessions,
-    /// in batch order. The session rows are locked first, in id order, so
-    /// writers of several instances on PostgreSQL take turns per session
-    /// (SQLite's write transaction is exclusive already). A few statements
-    /// per batch, not per session: the sessions go in `IN` lists of
-    /// [`SESSIONS_PER_STATEMENT`].
-    async fn number_events(
+    /// The next message and event numbers of the batch's sessions that
+    /// have any, read in one statement per [`SESSIONS_PER_STATEMENT`]
+    /// sessions. On PostgreSQL the same statement locks the session rows,
+    /// in id order, so writers of several instances take turns per session
+    /// (SQLite's write transaction is exclusive already).
+    async fn next_numbers(
         &self,
         tx: &mut sqlx::AnyConnection,
-        batch: &mut [SessionRecords<'_>],
-    ) -> Result<(), StoreError> {
-        let sessions = sessions_with_events(batch);
-        let mut next: HashMap<String, i64> = HashMap::new();
+        batch: &[SessionRecords<'_>],
+    ) -> Result<HashMap<String, NextNumbers>, StoreError> {
+        let sessions = sessions_with(batch, |r| r.message.is_some() || !r.events.is_empty());
+        let mut next = HashMap::new();
         for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
             let ids = padded(chunk);
             let list = placeholders(1, ids.len()).collect::<Vec<_>>().join(", ");
-            if self.dialect == crate::Dialect::Postgres {
-                let sql =
-                    format!("SELECT id FROM sessions WHERE id IN ({list}) ORDER BY id FOR UPDATE");
-                bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            let lock = if self.dialect == crate::Dialect::Postgres {
+                " ORDER BY s.id FOR UPDATE"
+            } else {
+                ""
+            };
             let sql = format!(
-                "SELECT session_id, MAX(seq) AS seq FROM events WHERE session_id IN ({list}) GROUP BY session_id"
+                "SELECT s.id, \
+                 (SELECT COALESCE(MAX(seq), 0) FROM messages m WHERE m.session_id = s.id) AS message, \
+                 (SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.session_id = s.id) AS event \
+                 FROM sessions s WHERE s.id IN ({list}){lock}"
             );
             let rows = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids)
                 .fetch_all(&mut *tx)
                 .await?;
-            for session in chunk {
-                next.insert((*session).to_owned(), 1);
-            }
             for row in rows {
-                let session: String = row.try_get("session_id")?;
-                next.insert(session, row.try_get::<i64, _>("seq")? + 1);
+                let session: String = row.try_get("id")?;
+                let numbers = NextNumbers {
+                    message: row.try_get::<i64, _>("message")? + 1,
+                    event: row.try_get::<i64, _>("event")? + 1,
+                };
+                next.insert(session, numbers);
             }
         }
-        for r in batch.iter_mut() {
-            if let Some(n) = next.get_mut(r.session) {
-                for e in r.events.iter_mut() {
-                    e.seq = *n;
-                    *n += 1;
-                }
-            }
-        }
-        Ok(())
+        Ok(next)
     }
+}
+
+/// A session's next message and event `seq`.
+struct NextNumbers {
+    message: i64,
+    event: i64,
 }
 
 /// Sessions per `IN` list. Lists are padded to a power of two (repeating
@@ -136,11 +151,15 @@ impl Store {
 /// most a handful of statement shapes.
 const SESSIONS_PER_STATEMENT: usize = 64;
 
-/// The distinct sessions of the batch that have events, in id order.
-fn sessions_with_events<'a>(batch: &[SessionRecords<'a>]) -> Vec<&'a str> {
+/// The distinct sessions of the batch with records that `keep`, in id
+/// order.
+fn sessions_with<'a>(
+    batch: &[SessionRecords<'a>],
+    keep: impl Fn(&SessionRecords<'a>) -> bool,
+) -> Vec<&'a str> {
     let mut sessions: Vec<&str> = batch
         .iter()
-        .filter(|r| !r.events.is_empty())
+        .filter(|r| keep(r))
         .map(|r| r.session)
         .collect();
     sessions.sort_unstable();
@@ -205,6 +224,32 @@ async fn announce(
         let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(crate::notify::CHANNEL);
         bind_all(query, &sent).execute(&mut *tx).await?;
     }
+    Ok(())
+}
+
+/// Rows per multi-row message insert (6 parameters each).
+const MESSAGES_PER_INSERT: usize = 100;
+
+/// Messages of the batch with their numbers, in one statement.
+async fn insert_messages(
+    conn: &mut sqlx::AnyConnection,
+    messages: &[(&str, i64, &Message, i64)],
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO messages (session_id, seq, id, role, body, created_at) VALUES {}",
+        value_rows(messages.len(), 6)
+    );
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for (session, seq, message, at_millis) in messages {
+        query = query
+            .bind(*session)
+            .bind(*seq)
+            .bind(message.id.as_str())
+            .bind(message.role.as_str())
+            .bind(json(message)?)
+            .bind(*at_millis);
+    }
+    query.execute(&mut *conn).await?;
     Ok(())
 }
 

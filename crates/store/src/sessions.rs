@@ -20,8 +20,9 @@ pub struct NewSession<'a> {
     pub user_id: Option<&'a str>,
     pub title: Option<&'a str>,
     pub variables: &'a Map<String, Value>,
-    /// The configuration the session runs with (snapshot at start).
-    pub config: &'a Value,
+    /// The configuration the session runs with (snapshot at start), as
+    /// JSON text: stored as given.
+    pub config: &'a str,
     pub client_token: &'a str,
     /// Set for a workflow session (`assistant_id` holds the same id).
     pub workflow_id: Option<&'a str>,
@@ -42,7 +43,9 @@ pub struct SessionRecord {
     pub title: Option<String>,
     pub status: SessionStatus,
     pub variables: Map<String, Value>,
-    pub config: Value,
+    /// The configuration snapshot as stored JSON text: whoever runs the
+    /// session parses it (once per distinct snapshot), nobody else needs to.
+    pub config: String,
     pub turn_running: bool,
     pub end_reason: Option<String>,
     pub ended_by: Option<String>,
@@ -78,7 +81,7 @@ pub(crate) fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreErro
         status: SessionStatus::parse(&status)
             .ok_or_else(|| StoreError::Corrupt(format!("session status `{status}`")))?,
         variables: json_text(row, "variables")?,
-        config: json_text(row, "config")?,
+        config: row.try_get("config")?,
         turn_running: running != 0,
         end_reason: row.try_get("end_reason")?,
         ended_by: row.try_get("ended_by")?,
@@ -119,7 +122,7 @@ pub(crate) async fn insert_session<'e>(
         .bind(s.title)
         .bind(SessionStatus::Active.as_str())
         .bind(Value::Object(s.variables.clone()).to_string())
-        .bind(s.config.to_string())
+        .bind(s.config)
         .bind(at)
         .bind(hash_token(s.client_token))
         .bind(s.workflow_id)
@@ -144,7 +147,7 @@ impl Store {
             title: s.title.map(str::to_owned),
             status: SessionStatus::Active,
             variables: s.variables.clone(),
-            config: s.config.clone(),
+            config: s.config.to_owned(),
             turn_running: false,
             end_reason: None,
             ended_by: None,

@@ -228,7 +228,7 @@ on_both!(sessions_messages_and_events, |store| {
             user_id: Some("u1"),
             title: None,
             variables: &vars,
-            config: &config,
+            config: &config.to_string(),
             client_token: "ct-1",
             workflow_id: None,
             owner: None,
@@ -539,7 +539,7 @@ async fn bare_session(store: &Store, workspace: &str, id: &str) -> anyhow::Resul
             user_id: None,
             title: None,
             variables: &serde_json::Map::new(),
-            config: &json!({}),
+            config: "{}",
             client_token: "t",
             workflow_id: None,
             owner: None,
@@ -868,7 +868,7 @@ on_both!(sub_agents_and_their_inboxes, |store| {
         created_at: 2,
         updated_at: 2,
     };
-    let (no_vars, no_config) = (serde_json::Map::new(), json!({}));
+    let (no_vars, no_config) = (serde_json::Map::new(), "{}");
     let child = |id: &'static str| rtc_store::NewSession {
         id,
         workspace_id: "ws_t",
@@ -878,7 +878,7 @@ on_both!(sub_agents_and_their_inboxes, |store| {
         user_id: None,
         title: Some("Child task"),
         variables: &no_vars,
-        config: &no_config,
+        config: no_config,
         client_token: "t",
         workflow_id: None,
         owner: None,

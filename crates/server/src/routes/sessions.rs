@@ -29,6 +29,17 @@ pub fn router() -> Router<AppState> {
         .route("/v1/sessions/{id}/handoff/release", post(handoff_release))
 }
 
+/// Whether a stored configuration snapshot runs in test mode (its `test`
+/// is set), read without building the rest of it.
+fn runs_in_test_mode(config: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        test: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Probe>(config).is_ok_and(|p| p.test.is_some())
+}
+
 pub(crate) fn view(r: SessionRecord) -> Session {
     Session {
         id: r.id,
@@ -43,7 +54,7 @@ pub(crate) fn view(r: SessionRecord) -> Session {
         variables: r.variables,
         end_reason: r.end_reason,
         ended_by: r.ended_by,
-        test_mode: r.config.get("test").is_some_and(|t| !t.is_null()),
+        test_mode: runs_in_test_mode(&r.config),
         created_at: rtc_core::time::rfc3339_from_millis(r.created_at),
         updated_at: rtc_core::time::rfc3339_from_millis(r.updated_at),
     }
