@@ -61,10 +61,7 @@ impl Store {
         notify_as: Option<&str>,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        let mut next = self.next_numbers(&mut tx, batch).await?;
-        if let Some(me) = notify_as.filter(|_| self.dialect == crate::Dialect::Postgres) {
-            announce(&mut tx, me, &sessions_with(batch, |r| !r.events.is_empty())).await?;
-        }
+        let mut next = self.next_numbers(&mut tx, batch, notify_as).await?;
         let mut messages = Vec::new();
         for r in batch.iter_mut() {
             let Some(n) = next.get_mut(r.session) else {
@@ -102,31 +99,46 @@ impl Store {
     /// have any, read in one statement per [`SESSIONS_PER_STATEMENT`]
     /// sessions. On PostgreSQL the same statement locks the session rows,
     /// in id order, so writers of several instances take turns per session
-    /// (SQLite's write transaction is exclusive already).
+    /// (SQLite's write transaction is exclusive already), and announces
+    /// that `notify_as` wrote them (`NOTIFY`, delivered on commit).
     async fn next_numbers(
         &self,
         tx: &mut sqlx::AnyConnection,
         batch: &[SessionRecords<'_>],
+        notify_as: Option<&str>,
     ) -> Result<HashMap<String, NextNumbers>, StoreError> {
         let sessions = sessions_with(batch, |r| r.message.is_some() || !r.events.is_empty());
         let mut next = HashMap::new();
         for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
             let ids = padded(chunk);
             let list = placeholders(1, ids.len()).collect::<Vec<_>>().join(", ");
-            let lock = if self.dialect == crate::Dialect::Postgres {
+            let postgres = self.dialect == crate::Dialect::Postgres;
+            let lock = if postgres {
                 " ORDER BY s.id FOR UPDATE"
             } else {
                 ""
             };
+            // `pg_notify` gives `void`, which no driver type decodes.
+            let notifier = notify_as.filter(|_| postgres);
+            let announce = match notifier {
+                Some(_) => format!(
+                    ", pg_notify(${}, ${}::text || ' ' || s.id)::text IS NULL AS announced",
+                    ids.len() + 1,
+                    ids.len() + 2
+                ),
+                None => String::new(),
+            };
             let sql = format!(
                 "SELECT s.id, \
                  (SELECT COALESCE(MAX(seq), 0) FROM messages m WHERE m.session_id = s.id) AS message, \
-                 (SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.session_id = s.id) AS event \
+                 (SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.session_id = s.id) AS event{announce} \
                  FROM sessions s WHERE s.id IN ({list}){lock}"
             );
-            let rows = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids)
-                .fetch_all(&mut *tx)
-                .await?;
+            let mut query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids);
+            if let Some(me) = notifier {
+                query = query.bind(crate::notify::CHANNEL).bind(me);
+            }
+            let rows = query.fetch_all(&mut *tx).await?;
             for row in rows {
                 let session: String = row.try_get("id")?;
                 let numbers = NextNumbers {
@@ -201,30 +213,6 @@ fn bind_all<'q>(
         query = query.bind(*id);
     }
     query
-}
-
-/// Tell the other instances (PostgreSQL `NOTIFY`, delivered on commit)
-/// that `me` wrote events of `sessions`: one statement per list of
-/// sessions. Repeated padding ids send nothing twice (PostgreSQL folds
-/// identical notifications of a transaction).
-async fn announce(
-    tx: &mut sqlx::AnyConnection,
-    me: &str,
-    sessions: &[&str],
-) -> Result<(), StoreError> {
-    for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
-        let payloads: Vec<String> = chunk.iter().map(|s| format!("{me} {s}")).collect();
-        let refs: Vec<&str> = payloads.iter().map(String::as_str).collect();
-        let sent = padded(&refs);
-        let values = placeholders(2, sent.len())
-            .map(|p| format!("({p})"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!("SELECT pg_notify($1, payload) FROM (VALUES {values}) AS sent(payload)");
-        let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(crate::notify::CHANNEL);
-        bind_all(query, &sent).execute(&mut *tx).await?;
-    }
-    Ok(())
 }
 
 /// Rows per multi-row message insert (6 parameters each).

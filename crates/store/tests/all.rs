@@ -363,6 +363,69 @@ on_both!(sessions_messages_and_events, |store| {
 // One batch over more sessions than one statement lists (the lists are
 // chunked and padded): every session's events continue its own numbers,
 // and on PostgreSQL every session is announced once.
+on_both!(a_batch_numbers_messages_after_the_stored_ones, |store| {
+    use rtc_protocol::MessageRole::{Assistant, User};
+    use rtc_store::{SessionRecords, SessionUpdate};
+    store.create_workspace("ws", "w", "k").await?;
+    bare_session(&store, "ws", "sess_a").await?;
+    bare_session(&store, "ws", "sess_b").await?;
+    store
+        .append_message("sess_a", &message("m1", User, "stored"))
+        .await?;
+    let (m2, m3, m4, gone) = (
+        message("m2", Assistant, "two"),
+        message("m3", User, "three"),
+        message("m4", User, "b's first"),
+        message("m5", User, "of a session that is gone"),
+    );
+    let update = SessionUpdate::default();
+    let mut none: [[rtc_protocol::SessionEvent; 0]; 4] = [[], [], [], []];
+    let [e1, e2, e3, e4] = &mut none;
+    let mut batch = vec![
+        SessionRecords {
+            session: "sess_a",
+            message: Some(&m2),
+            events: e1,
+            update: &update,
+            at_millis: 1,
+        },
+        SessionRecords {
+            session: "sess_b",
+            message: Some(&m4),
+            events: e2,
+            update: &update,
+            at_millis: 1,
+        },
+        SessionRecords {
+            session: "sess_gone",
+            message: Some(&gone),
+            events: e3,
+            update: &update,
+            at_millis: 1,
+        },
+        SessionRecords {
+            session: "sess_a",
+            message: Some(&m3),
+            events: e4,
+            update: &update,
+            at_millis: 1,
+        },
+    ];
+    store.append_batch(&mut batch, Some("inst_a")).await?;
+    let ids = |ms: Vec<rtc_protocol::Message>| ms.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.messages("sess_a").await?), ["m1", "m2", "m3"]);
+    assert_eq!(ids(store.messages("sess_b").await?), ["m4"]);
+    assert!(store.messages("sess_gone").await?.is_empty());
+    // The next single append goes on after the batch's.
+    assert_eq!(
+        store
+            .append_message("sess_a", &message("m6", User, "six"))
+            .await?,
+        4
+    );
+    Ok(())
+});
+
 on_both!(a_batch_numbers_the_events_of_many_sessions, |store| {
     use futures::StreamExt;
     use rtc_protocol::{EventBody, SessionEvent};
