@@ -152,6 +152,11 @@ impl EventLog {
                         .await
                     {
                         Ok(page) if !page.is_empty() => {
+                            // A short page is all the store had: what
+                            // comes after it arrives live (the receiver
+                            // was open before the read).
+                            st.replaying =
+                                i64::try_from(page.len()).unwrap_or(i64::MAX) >= REPLAY_PAGE;
                             st.replay = page.into();
                             continue;
                         }
