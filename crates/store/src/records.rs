@@ -54,7 +54,8 @@ impl Store {
     /// not failing the other sessions' records.
     ///
     /// On PostgreSQL, `notify_as` (the writing instance) is announced for
-    /// every session with events, delivered to other instances on commit.
+    /// every session with messages or events, delivered to other instances
+    /// on commit.
     pub async fn append_batch(
         &self,
         batch: &mut [SessionRecords<'_>],
@@ -86,6 +87,7 @@ impl Store {
         }
         let events: Vec<(&SessionEvent, i64)> = batch
             .iter()
+            .filter(|r| next.contains_key(r.session))
             .flat_map(|r| r.events.iter().map(|e| (e, r.at_millis)))
             .collect();
         for chunk in events.chunks(EVENTS_PER_INSERT) {

@@ -379,8 +379,15 @@ on_both!(a_batch_numbers_messages_after_the_stored_ones, |store| {
         message("m5", User, "of a session that is gone"),
     );
     let update = SessionUpdate::default();
-    let mut none: [[rtc_protocol::SessionEvent; 0]; 4] = [[], [], [], []];
-    let [e1, e2, e3, e4] = &mut none;
+    let (mut e1, mut e2, mut e4) = (Vec::new(), Vec::new(), Vec::new());
+    let mut e3 = vec![rtc_protocol::SessionEvent {
+        session_id: "sess_gone".into(),
+        seq: 0,
+        timestamp: String::new(),
+        test_mode: false,
+        body: rtc_protocol::EventBody::error("test", "of a session that is gone"),
+    }];
+    let (e1, e2, e3, e4) = (&mut e1, &mut e2, &mut e3, &mut e4);
     let mut batch = vec![
         SessionRecords {
             session: "sess_a",
