@@ -141,19 +141,32 @@ async fn commit(store: &Store, writes: Vec<(Box<Entry>, Option<Done>)>, me: Opti
     let mut batch: Vec<SessionRecords<'_>> = writes.iter_mut().map(|(e, _)| records(e)).collect();
     let outcome = store.append_batch(&mut batch, me).await;
     drop(batch);
-    if outcome.is_ok() {
+    if let Ok(gone) = outcome {
         for (entry, done) in writes {
-            publish(entry, done, Ok(()));
+            let outcome = match gone.contains(&entry.session) {
+                true => Err(gone_session(&entry.session)),
+                false => Ok(()),
+            };
+            publish(entry, done, outcome);
         }
         return;
     }
     for (mut entry, done) in writes {
-        let outcome = store.append_batch(&mut [records(&mut entry)], me).await;
-        if let Err(e) = &outcome {
-            tracing::error!(session = %entry.session, error = %e, "recording session events failed");
-        }
-        publish(entry, done, outcome.map_err(|e| e.to_string()));
+        let outcome = match store.append_batch(&mut [records(&mut entry)], me).await {
+            Ok(gone) if gone.is_empty() => Ok(()),
+            Ok(_) => Err(gone_session(&entry.session)),
+            Err(e) => {
+                tracing::error!(session = %entry.session, error = %e, "recording session events failed");
+                Err(e.to_string())
+            }
+        };
+        publish(entry, done, outcome);
     }
+}
+
+/// Why the records of a session deleted meanwhile were not stored.
+fn gone_session(session: &str) -> String {
+    format!("session {session} no longer exists; its records were dropped")
 }
 
 fn records(e: &mut Entry) -> SessionRecords<'_> {

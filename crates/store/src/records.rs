@@ -51,7 +51,8 @@ impl Store {
     /// the messages in multi-row inserts, the session changes in order,
     /// then all events in multi-row inserts, numbered in batch order. The
     /// records of a session that is gone (deleted meanwhile) are dropped,
-    /// not failing the other sessions' records.
+    /// not failing the other sessions' records; the ids of those sessions
+    /// are returned, so the caller can tell their writers.
     ///
     /// On PostgreSQL, `notify_as` (the writing instance) is announced for
     /// every session with messages or events, delivered to other instances
@@ -60,9 +61,14 @@ impl Store {
         &self,
         batch: &mut [SessionRecords<'_>],
         notify_as: Option<&str>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Vec<String>, StoreError> {
         let mut tx = self.begin_write().await?;
         let mut next = self.next_numbers(&mut tx, batch, notify_as).await?;
+        let gone: Vec<String> =
+            sessions_with(batch, |r| has_records(r) && !next.contains_key(r.session))
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
         let mut messages = Vec::new();
         for r in batch.iter_mut() {
             let Some(n) = next.get_mut(r.session) else {
@@ -94,7 +100,7 @@ impl Store {
             insert_events(&mut tx, chunk).await?;
         }
         tx.commit().await?;
-        Ok(())
+        Ok(gone)
     }
 
     /// The next message and event numbers of the batch's sessions that
@@ -109,7 +115,7 @@ impl Store {
         batch: &[SessionRecords<'_>],
         notify_as: Option<&str>,
     ) -> Result<HashMap<String, NextNumbers>, StoreError> {
-        let sessions = sessions_with(batch, |r| r.message.is_some() || !r.events.is_empty());
+        let sessions = sessions_with(batch, has_records);
         let mut next = HashMap::new();
         for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
             let ids = padded(chunk);
@@ -164,6 +170,11 @@ struct NextNumbers {
 /// the last id, which changes no result), so a connection prepares at
 /// most a handful of statement shapes.
 const SESSIONS_PER_STATEMENT: usize = 64;
+
+/// Whether a session's records hold something numbered (a message or events).
+fn has_records(r: &SessionRecords<'_>) -> bool {
+    r.message.is_some() || !r.events.is_empty()
+}
 
 /// The distinct sessions of the batch with records that `keep`, in id
 /// order.

@@ -418,7 +418,8 @@ on_both!(a_batch_numbers_messages_after_the_stored_ones, |store| {
             at_millis: 1,
         },
     ];
-    store.append_batch(&mut batch, Some("inst_a")).await?;
+    let gone = store.append_batch(&mut batch, Some("inst_a")).await?;
+    assert_eq!(gone, ["sess_gone"], "the dropped session is named");
     let ids = |ms: Vec<rtc_protocol::Message>| ms.into_iter().map(|m| m.id).collect::<Vec<_>>();
     assert_eq!(ids(store.messages("sess_a").await?), ["m1", "m2", "m3"]);
     assert_eq!(ids(store.messages("sess_b").await?), ["m4"]);
@@ -483,7 +484,12 @@ on_both!(a_batch_numbers_the_events_of_many_sessions, |store| {
         update: &update,
         at_millis: 2_000,
     });
-    store.append_batch(&mut batch, Some("inst_a")).await?;
+    assert!(
+        store
+            .append_batch(&mut batch, Some("inst_a"))
+            .await?
+            .is_empty()
+    );
     drop(batch);
     for (i, id) in ids.iter().enumerate() {
         let base = if i % 3 == 0 { 3 } else { 0 };
