@@ -126,7 +126,19 @@ on_both!(reasoner_and_opencode_backends_round_trip, |srv| {
         .iter()
         .filter_map(|b| b["name"].as_str())
         .collect();
-    assert_eq!(names, ["Research", "Coder", "Minimal"]);
+    // Oldest first; backends created in the same millisecond go by id.
+    let mut expected = [&r, &o, &minimal];
+    expected.sort_by_key(|b| {
+        (
+            b["createdAt"].as_str().unwrap().to_owned(),
+            b["id"].as_str().unwrap().to_owned(),
+        )
+    });
+    let expected: Vec<&str> = expected
+        .iter()
+        .map(|b| b["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, expected);
     // A backend is not a tool.
     let tools = ws.get("/v1/tools").await?;
     assert!(!tools.text.contains("tb_code") && !tools.text.contains(&rid));
