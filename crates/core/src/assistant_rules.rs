@@ -10,6 +10,7 @@ use rtc_protocol::{
 };
 
 use crate::binding_rules::{BindingUse, VariableScope, check_variable_template, validate_binding};
+use crate::bounds::UpdateBounds;
 use crate::error::{Rule, ValidationError};
 use crate::names::{
     INPUT_PREFIX, SECRET_PREFIX, SYSTEM_PREFIX, check_display_name, check_identifier,
@@ -37,6 +38,8 @@ pub struct AssistantContext<'a> {
     pub providers: &'a BTreeSet<String>,
     /// The task backend named by `taskBackendId`, if it exists.
     pub task_backend: Option<&'a TaskBackend>,
+    /// What one `updateState` may hold.
+    pub update_bounds: UpdateBounds,
 }
 
 /// The declared variables plus the `system__` ones, with their types.
@@ -76,6 +79,7 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
         "builtInTools",
         &assistant.dynamic_variables,
         &vars,
+        &ctx.update_bounds,
     )?;
     let scope = VariableScope { all: &vars };
     if assistant.tool_bindings.len() > MAX_BINDINGS {
@@ -286,6 +290,7 @@ pub(crate) fn check_built_ins(
     field: &str,
     declared: &[DynamicVariable],
     vars: &BTreeMap<String, ValueType>,
+    bounds: &UpdateBounds,
 ) -> Rule {
     if let Some(end) = &b.end_conversation {
         check_max_chars(
@@ -309,6 +314,7 @@ pub(crate) fn check_built_ins(
                 "`updateState` needs at least one rule",
             ));
         }
+        bounds.check(&update.rules, &format!("{field}.updateState"))?;
         for (i, rule) in update.rules.iter().enumerate() {
             let field = format!("{field}.updateState.rules[{i}]");
             let declared = declared.iter().find(|v| v.name == rule.variable);

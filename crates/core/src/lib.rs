@@ -9,6 +9,7 @@
 
 pub mod assistant_rules;
 pub mod binding_rules;
+pub mod bounds;
 pub mod error;
 pub mod llm;
 pub mod mcp_rules;
@@ -17,6 +18,7 @@ pub mod model_tools;
 pub mod names;
 pub mod placeholders;
 pub mod realtime;
+pub mod report_marks;
 pub mod result_path;
 pub mod system_vars;
 pub mod task_backend_rules;

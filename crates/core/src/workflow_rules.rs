@@ -25,6 +25,7 @@ use crate::assistant_rules::{
     check_realtime_interface, check_variables, declared_variable_types,
 };
 use crate::binding_rules::{BindingUse, VariableScope, check_variable_template, validate_binding};
+use crate::bounds::UpdateBounds;
 use crate::error::{Rule, ValidationError};
 use crate::names::{SYSTEM_PREFIX, check_display_name, check_max_chars};
 use crate::workflow_edge_rules::check_graph;
@@ -47,6 +48,8 @@ pub struct WorkflowContext<'a> {
     pub realtime_interface: Option<&'a RealtimeInterface>,
     /// Names of the configured LLM providers.
     pub providers: &'a BTreeSet<String>,
+    /// What one `updateState` (node or built-in) may hold.
+    pub update_bounds: UpdateBounds,
 }
 
 /// The variables of a workflow, as its rules see them.
@@ -86,7 +89,13 @@ pub fn validate_workflow(w: &Workflow, ctx: &WorkflowContext<'_>) -> Rule {
     }
     if let Some(b) = &w.built_in_tools {
         check_rule_targets(b, "builtInTools", &vars)?;
-        check_built_ins(b, "builtInTools", vars.declared, &vars.types)?;
+        check_built_ins(
+            b,
+            "builtInTools",
+            vars.declared,
+            &vars.types,
+            &ctx.update_bounds,
+        )?;
     }
     check_realtime_interface(
         w.run_mode.unwrap_or_default(),
@@ -100,7 +109,7 @@ pub fn validate_workflow(w: &Workflow, ctx: &WorkflowContext<'_>) -> Rule {
         match node {
             WorkflowNode::Agent(a) => check_agent(w, a, &field, ctx, &vars)?,
             WorkflowNode::Action(a) => check_action(a, &field, ctx, &vars)?,
-            WorkflowNode::UpdateState(u) => check_update_state(u, &field, &vars)?,
+            WorkflowNode::UpdateState(u) => check_update_state(u, &field, ctx, &vars)?,
             WorkflowNode::Transfer(t) => check_transfer(t, &field, ctx, &vars)?,
             WorkflowNode::End(e) => {
                 if e.reason.trim().is_empty() {
@@ -328,7 +337,13 @@ fn check_agent(
             field,
         )?;
     }
-    check_built_ins(&own_built_ins, &built_ins_field, vars.declared, &vars.types)?;
+    check_built_ins(
+        &own_built_ins,
+        &built_ins_field,
+        vars.declared,
+        &vars.types,
+        &ctx.update_bounds,
+    )?;
     check_model_binding_list(&offered, &format!("{field}.toolBindings"), ctx, vars)
 }
 
@@ -426,7 +441,13 @@ fn check_action(a: &ActionNode, field: &str, ctx: &WorkflowContext<'_>, vars: &V
     })
 }
 
-fn check_update_state(u: &UpdateStateNode, field: &str, vars: &Vars<'_>) -> Rule {
+fn check_update_state(
+    u: &UpdateStateNode,
+    field: &str,
+    ctx: &WorkflowContext<'_>,
+    vars: &Vars<'_>,
+) -> Rule {
+    ctx.update_bounds.check(&u.rules, field)?;
     for (k, rule) in u.rules.iter().enumerate() {
         let f = format!("{field}.rules[{k}]");
         check_target(&rule.variable, &format!("{f}.variable"), vars)?;

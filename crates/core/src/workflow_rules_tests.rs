@@ -77,6 +77,7 @@ fn outcome(v: &Value) -> Result<(), (&'static str, String)> {
         assistants: &assistants,
         realtime_interface: iface,
         providers: &providers,
+        update_bounds: Default::default(),
     };
     validate_workflow(&w, &ctx).map_err(|e| {
         assert!(!e.message.is_empty(), "{} has a message", e.code);

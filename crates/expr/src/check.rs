@@ -73,6 +73,27 @@ pub fn check_assignment(
     }
 }
 
+/// How many `llm` leaves `expr` holds (each may be one model call when it
+/// is evaluated).
+pub fn count_llm_leaves(expr: &Expr) -> usize {
+    match expr {
+        Expr::Llm { .. } => 1,
+        Expr::Constant { .. } | Expr::Variable { .. } => 0,
+        Expr::If {
+            cond,
+            then,
+            otherwise,
+        } => count_llm_leaves(cond) + count_llm_leaves(then) + count_llm_leaves(otherwise),
+        Expr::And { args } | Expr::Or { args } | Expr::Concat { args } => {
+            args.iter().map(count_llm_leaves).sum()
+        }
+        Expr::Not { arg } => count_llm_leaves(arg),
+        other => other
+            .as_binary()
+            .map_or(0, |(_, l, r)| count_llm_leaves(l) + count_llm_leaves(r)),
+    }
+}
+
 struct Checker<'a> {
     vars: &'a BTreeMap<String, ValueType>,
     llm: LlmLeaves,

@@ -30,6 +30,27 @@ impl LlmLeafEvaluator for NoLlm {
     }
 }
 
+/// What one evaluation may make: the longest string (`concat`'s output)
+/// and the most `llm` leaves it asks. A tenant's expression can double a
+/// string per `concat` argument, so without a bound a few rules exhaust
+/// the server's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvalLimits {
+    /// Most bytes of a string an expression makes.
+    pub max_string_bytes: usize,
+    /// Most `llm` leaves one evaluation asks (each is a model call).
+    pub max_llm_leaves: usize,
+}
+
+impl Default for EvalLimits {
+    fn default() -> Self {
+        Self {
+            max_string_bytes: 16 * 1024,
+            max_llm_leaves: 8,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EvalError {
     #[error("division by zero in `{op}`")]
@@ -51,99 +72,157 @@ pub enum EvalError {
         expected: ValueType,
         found: ValueType,
     },
+    #[error("`{op}` would make a string over {max} bytes (value_too_large)")]
+    TooLarge { op: &'static str, max: usize },
+    #[error("more than {max} `llm` leaves in one evaluation (too_many_llm_leaves)")]
+    TooManyLlmLeaves { max: usize },
 }
 
-/// Evaluate `expr` with the current variable values. `and`, `or` and `if`
-/// short-circuit, so an `llm` leaf on an untaken branch is never asked.
+impl EvalError {
+    /// The stable code of the error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::DivisionByZero { .. } => "division_by_zero",
+            Self::Overflow { .. } => "overflow",
+            Self::TypeMismatch { .. } => "type_mismatch",
+            Self::UnknownVariable { .. } => "unknown_variable",
+            Self::Llm { .. } => "llm_leaf_failed",
+            Self::LlmWrongType { .. } => "llm_leaf_wrong_type",
+            Self::TooLarge { .. } => "value_too_large",
+            Self::TooManyLlmLeaves { .. } => "too_many_llm_leaves",
+        }
+    }
+}
+
+/// Evaluate `expr` with the current variable values within `limits`.
+/// `and`, `or` and `if` short-circuit, so an `llm` leaf on an untaken
+/// branch is never asked.
 pub async fn evaluate<L: LlmLeafEvaluator>(
     expr: &Expr,
     vars: &BTreeMap<String, Value>,
     llm: &L,
+    limits: &EvalLimits,
 ) -> Result<Value, EvalError> {
-    match expr {
-        Expr::Constant { value } => Ok(value.clone()),
-        Expr::Variable { name } => vars
-            .get(name)
-            .cloned()
-            .ok_or_else(|| EvalError::UnknownVariable { name: name.clone() }),
-        Expr::Llm {
-            prompt,
-            output_type,
-        } => {
-            let value = llm
-                .evaluate(prompt, *output_type)
-                .await
-                .map_err(|message| EvalError::Llm { message })?;
-            let want: ValueType = (*output_type).into();
-            let got = type_of_value(&value);
-            if got == want {
-                Ok(value)
-            } else {
-                Err(EvalError::LlmWrongType {
-                    expected: want,
-                    found: got,
-                })
-            }
-        }
-        Expr::If {
-            cond,
-            then,
-            otherwise,
-        } => {
-            if as_bool("if", &Box::pin(evaluate(cond, vars, llm)).await?)? {
-                Box::pin(evaluate(then, vars, llm)).await
-            } else {
-                Box::pin(evaluate(otherwise, vars, llm)).await
-            }
-        }
-        Expr::And { args } => {
-            for arg in args {
-                if !as_bool("and", &Box::pin(evaluate(arg, vars, llm)).await?)? {
-                    return Ok(Value::Bool(false));
+    let mut eval = Evaluation {
+        vars,
+        llm,
+        limits,
+        leaves: 0,
+    };
+    eval.evaluate(expr).await
+}
+
+struct Evaluation<'a, L> {
+    vars: &'a BTreeMap<String, Value>,
+    llm: &'a L,
+    limits: &'a EvalLimits,
+    /// `llm` leaves asked so far.
+    leaves: usize,
+}
+
+impl<L: LlmLeafEvaluator> Evaluation<'_, L> {
+    async fn evaluate(&mut self, expr: &Expr) -> Result<Value, EvalError> {
+        match expr {
+            Expr::Constant { value } => Ok(value.clone()),
+            Expr::Variable { name } => self
+                .vars
+                .get(name)
+                .cloned()
+                .ok_or_else(|| EvalError::UnknownVariable { name: name.clone() }),
+            Expr::Llm {
+                prompt,
+                output_type,
+            } => {
+                self.leaves += 1;
+                if self.leaves > self.limits.max_llm_leaves {
+                    return Err(EvalError::TooManyLlmLeaves {
+                        max: self.limits.max_llm_leaves,
+                    });
+                }
+                let value = self
+                    .llm
+                    .evaluate(prompt, *output_type)
+                    .await
+                    .map_err(|message| EvalError::Llm { message })?;
+                let want: ValueType = (*output_type).into();
+                let got = type_of_value(&value);
+                if got == want {
+                    Ok(value)
+                } else {
+                    Err(EvalError::LlmWrongType {
+                        expected: want,
+                        found: got,
+                    })
                 }
             }
-            Ok(Value::Bool(true))
-        }
-        Expr::Or { args } => {
-            for arg in args {
-                if as_bool("or", &Box::pin(evaluate(arg, vars, llm)).await?)? {
-                    return Ok(Value::Bool(true));
+            Expr::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                if as_bool("if", &Box::pin(self.evaluate(cond)).await?)? {
+                    Box::pin(self.evaluate(then)).await
+                } else {
+                    Box::pin(self.evaluate(otherwise)).await
                 }
             }
-            Ok(Value::Bool(false))
-        }
-        Expr::Not { arg } => Ok(Value::Bool(!as_bool(
-            "not",
-            &Box::pin(evaluate(arg, vars, llm)).await?,
-        )?)),
-        Expr::Concat { args } => {
-            let mut out = String::new();
-            for arg in args {
-                match Box::pin(evaluate(arg, vars, llm)).await? {
-                    Value::String(s) => out.push_str(&s),
-                    v @ (Value::Number(_) | Value::Bool(_)) => out.push_str(&v.to_string()),
-                    other => {
-                        return Err(EvalError::TypeMismatch {
+            Expr::And { args } => {
+                for arg in args {
+                    if !as_bool("and", &Box::pin(self.evaluate(arg)).await?)? {
+                        return Ok(Value::Bool(false));
+                    }
+                }
+                Ok(Value::Bool(true))
+            }
+            Expr::Or { args } => {
+                for arg in args {
+                    if as_bool("or", &Box::pin(self.evaluate(arg)).await?)? {
+                        return Ok(Value::Bool(true));
+                    }
+                }
+                Ok(Value::Bool(false))
+            }
+            Expr::Not { arg } => Ok(Value::Bool(!as_bool(
+                "not",
+                &Box::pin(self.evaluate(arg)).await?,
+            )?)),
+            Expr::Concat { args } => {
+                let mut out = String::new();
+                for arg in args {
+                    match Box::pin(self.evaluate(arg)).await? {
+                        Value::String(s) => out.push_str(&s),
+                        v @ (Value::Number(_) | Value::Bool(_)) => out.push_str(&v.to_string()),
+                        other => {
+                            return Err(EvalError::TypeMismatch {
+                                op: "concat",
+                                expected: "string",
+                                found: type_of_value(&other),
+                            });
+                        }
+                    }
+                    // Checked after every argument: the string never holds
+                    // more than the bound plus one argument.
+                    if out.len() > self.limits.max_string_bytes {
+                        return Err(EvalError::TooLarge {
                             op: "concat",
-                            expected: "string",
-                            found: type_of_value(&other),
+                            max: self.limits.max_string_bytes,
                         });
                     }
                 }
+                Ok(Value::String(out))
             }
-            Ok(Value::String(out))
-        }
-        other => {
-            let Some((op, left, right)) = other.as_binary() else {
-                return Err(EvalError::TypeMismatch {
-                    op: "expression",
-                    expected: "a known node",
-                    found: ValueType::Json,
-                });
-            };
-            let l = Box::pin(evaluate(left, vars, llm)).await?;
-            let r = Box::pin(evaluate(right, vars, llm)).await?;
-            binary(op, &l, &r)
+            other => {
+                let Some((op, left, right)) = other.as_binary() else {
+                    return Err(EvalError::TypeMismatch {
+                        op: "expression",
+                        expected: "a known node",
+                        found: ValueType::Json,
+                    });
+                };
+                let l = Box::pin(self.evaluate(left)).await?;
+                let r = Box::pin(self.evaluate(right)).await?;
+                binary(op, &l, &r)
+            }
         }
     }
 }

@@ -22,7 +22,7 @@ fn run(e: Value) -> Result<Value, EvalError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    rt.block_on(evaluate(&expr(e), &vars(), &NoLlm))
+    rt.block_on(evaluate(&expr(e), &vars(), &NoLlm, &EvalLimits::default()))
 }
 
 #[test]
@@ -178,16 +178,86 @@ impl LlmLeafEvaluator for FixedLlm {
 async fn llm_leaf_answer_is_type_checked() {
     let e = expr(json!({"type": "llm", "prompt": "How old?", "outputType": "number"}));
     assert_eq!(
-        evaluate(&e, &vars(), &FixedLlm(json!(42))).await,
+        evaluate(&e, &vars(), &FixedLlm(json!(42)), &EvalLimits::default()).await,
         Ok(json!(42))
     );
     assert_eq!(
-        evaluate(&e, &vars(), &FixedLlm(json!("forty"))).await,
+        evaluate(
+            &e,
+            &vars(),
+            &FixedLlm(json!("forty")),
+            &EvalLimits::default()
+        )
+        .await,
         Err(EvalError::LlmWrongType {
             expected: ValueType::Number,
             found: ValueType::String
         })
     );
+}
+
+/// A `concat` that doubles a string per argument stops at the bound,
+/// with the string never much larger than it (the variable bomb).
+#[tokio::test]
+async fn concat_stops_at_the_string_bound() {
+    let limits = EvalLimits {
+        max_string_bytes: 1_000,
+        max_llm_leaves: 8,
+    };
+    let var = json!({"type": "variable", "name": "s"});
+    let doubling = expr(json!({"type": "concat", "args": vec![var; 500]}));
+    let mut vars = vars();
+    vars.insert("s".into(), json!("x".repeat(300)));
+    assert_eq!(
+        evaluate(&doubling, &vars, &NoLlm, &limits).await,
+        Err(EvalError::TooLarge {
+            op: "concat",
+            max: 1_000
+        })
+    );
+    vars.insert("s".into(), json!("x".repeat(2)));
+    let v = evaluate(&doubling, &vars, &NoLlm, &limits).await.unwrap();
+    assert_eq!(v.as_str().map(str::len), Some(1_000));
+    assert_eq!(
+        EvalError::TooLarge {
+            op: "concat",
+            max: 1
+        }
+        .code(),
+        "value_too_large"
+    );
+}
+
+/// One evaluation asks at most `max_llm_leaves` leaves; the next one is
+/// an error, not a model call.
+#[tokio::test]
+async fn llm_leaves_are_counted_per_evaluation() {
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl LlmLeafEvaluator for Counting {
+        async fn evaluate(&self, _prompt: &str, _t: LlmOutputType) -> Result<Value, String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(json!("a"))
+        }
+    }
+    let leaf = json!({"type": "llm", "prompt": "x", "outputType": "string"});
+    let e = expr(json!({"type": "concat", "args": vec![leaf; 5]}));
+    let counting = Counting(Default::default());
+    let limits = EvalLimits {
+        max_string_bytes: 100,
+        max_llm_leaves: 3,
+    };
+    assert_eq!(
+        evaluate(&e, &vars(), &counting, &limits).await,
+        Err(EvalError::TooManyLlmLeaves { max: 3 })
+    );
+    assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(count_llm_leaves(&e), 5);
+    let nested = expr(
+        json!({"type": "if", "cond": {"type": "constant", "value": true},
+        "then": {"type": "llm", "prompt": "x", "outputType": "string"},
+        "else": {"type": "concat", "args": [{"type": "llm", "prompt": "y", "outputType": "string"}]}}),
+    );
+    assert_eq!(count_llm_leaves(&nested), 2);
 }
 
 fn types() -> BTreeMap<String, ValueType> {

@@ -7,8 +7,10 @@
 mod check;
 mod eval;
 
-pub use check::{CheckError, LlmLeaves, MAX_DEPTH, MAX_NODES, check, check_assignment};
-pub use eval::{EvalError, LlmLeafEvaluator, NoLlm, evaluate};
+pub use check::{
+    CheckError, LlmLeaves, MAX_DEPTH, MAX_NODES, check, check_assignment, count_llm_leaves,
+};
+pub use eval::{EvalError, EvalLimits, LlmLeafEvaluator, NoLlm, evaluate};
 pub use rtc_protocol::{Expr, LlmOutputType, ValueType};
 
 /// The type of a JSON value as the language sees it.

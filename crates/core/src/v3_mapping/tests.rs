@@ -365,6 +365,7 @@ fn the_migrated_example_passes_the_v4_rules() {
             assistants: &std::collections::BTreeSet::new(),
             realtime_interface: None,
             providers: &providers,
+            update_bounds: Default::default(),
         },
     )
     .expect("valid workflow");
@@ -375,6 +376,7 @@ fn the_migrated_example_passes_the_v4_rules() {
             realtime_interface: None,
             providers: &providers,
             task_backend: None,
+            update_bounds: Default::default(),
         },
     )
     .expect("valid assistant");
