@@ -454,6 +454,9 @@ impl EdgeCondition {
     }
 }
 
+/// How many of the last nodes entered [`WorkflowPosition::path`] keeps.
+pub const PATH_KEPT: usize = 50;
+
 /// Where a workflow session is (`workflow` of `GET /v1/sessions/{id}`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -461,8 +464,12 @@ pub struct WorkflowPosition {
     pub current_node_id: String,
     /// Entries per node so far.
     pub visits: BTreeMap<String, u32>,
-    /// Every node entered, in order.
+    /// The last nodes entered, in order (at most [`PATH_KEPT`]; the
+    /// oldest are dropped).
     pub path: Vec<String>,
+    /// How many nodes were entered in all (`path` keeps the last ones).
+    #[serde(default)]
+    pub path_length: u64,
     /// Deterministic node entries since the last user message
     /// (`maxHopsPerTurn`).
     #[serde(default)]
@@ -477,4 +484,17 @@ pub struct WorkflowPosition {
     /// (`history: none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_from: Option<usize>,
+}
+
+impl WorkflowPosition {
+    /// Record an entry of `node`: the current node, the path (its last
+    /// [`PATH_KEPT`] entries) and the count of entries.
+    pub fn record_entry(&mut self, node: &str) {
+        self.path_length = self.path_length.max(self.path.len() as u64) + 1;
+        self.path.push(node.to_owned());
+        if self.path.len() > PATH_KEPT {
+            self.path.drain(..self.path.len() - PATH_KEPT);
+        }
+        self.current_node_id = node.to_owned();
+    }
 }

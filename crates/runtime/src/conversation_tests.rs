@@ -2,8 +2,10 @@
 //! of its assistant or workflow, driven turn by turn like a user would
 //! (an open askUser question is answered with the next turn), then
 //! judged: tool calls, variables and end reason by `rtc_core::test_rules`,
-//! the success criterion by the small model. Runs are stored; at most
-//! `RuntimeConfig::test_concurrency` run at once in this process.
+//! the success criterion by the small model. Runs are stored. Runs wait
+//! for a slot of the fair gate (`RuntimeConfig::tests`): a bounded number
+//! at once, fewer per workspace, served in turn across workspaces, and a
+//! workspace with too many runs admitted is refused (`too_many_test_runs`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,19 +41,24 @@ struct Drive {
 }
 
 impl Runtime {
-    /// Run every test of `target`, at most `test_concurrency` at once
-    /// (the bound holds across requests), results in the tests' order.
+    /// Run every test of `target` (all admitted at once, or none),
+    /// results in the tests' order.
     pub async fn run_tests(
         &self,
         workspace: &str,
         target: TestTarget<'_>,
         tests: &[ConversationTest],
     ) -> Result<TestSuiteRun, RuntimeError> {
-        let runs =
-            futures::future::join_all(tests.iter().map(|t| self.run_test(workspace, target, t)))
-                .await
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()?;
+        let tickets = self.admit_test_runs(workspace, tests.len())?;
+        let runs = futures::future::join_all(
+            tests
+                .iter()
+                .zip(tickets)
+                .map(|(t, ticket)| self.run_admitted(workspace, target, t, ticket)),
+        )
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
         let count = |s: TestRunStatus| runs.iter().filter(|r| r.status == s).count();
         Ok(TestSuiteRun {
             passed: count(TestRunStatus::Passed),
@@ -72,10 +79,42 @@ impl Runtime {
         target: TestTarget<'_>,
         test: &ConversationTest,
     ) -> Result<TestRun, RuntimeError> {
+        let ticket = self.admit_test_runs(workspace, 1)?.remove(0);
+        self.run_admitted(workspace, target, test, ticket).await
+    }
+
+    /// Admit `n` runs of `workspace`, or refuse them all (429
+    /// `too_many_test_runs`) when it has too many queued or running.
+    fn admit_test_runs(
+        &self,
+        workspace: &str,
+        n: usize,
+    ) -> Result<Vec<crate::fair_gate::Ticket>, RuntimeError> {
+        self.inner.test_slots.admit(workspace, n).map_err(|r| {
+            RuntimeError::TooMany {
+                code: "too_many_test_runs",
+                message: format!(
+                    "the workspace has {} test runs queued or running and may have at most {} (RTC_MAX_TEST_RUNS_PER_WORKSPACE); {n} more cannot be admitted, wait for some to finish",
+                    r.admitted, r.max
+                ),
+            }
+        })
+    }
+
+    /// Run an admitted test in its own task, which goes on when the
+    /// caller goes away.
+    async fn run_admitted(
+        &self,
+        workspace: &str,
+        target: TestTarget<'_>,
+        test: &ConversationTest,
+        ticket: crate::fair_gate::Ticket,
+    ) -> Result<TestRun, RuntimeError> {
         let rt = self.clone();
         let (workspace, kind, id) = (workspace.to_owned(), target.kind, target.id.to_owned());
         let test = test.clone();
         tokio::spawn(async move {
+            let _slot = ticket.wait().await;
             let target = TestTarget { kind, id: &id };
             rt.run_test_to_end(&workspace, target, &test).await
         })
@@ -89,12 +128,6 @@ impl Runtime {
         target: TestTarget<'_>,
         test: &ConversationTest,
     ) -> Result<TestRun, RuntimeError> {
-        let _slot = self
-            .inner
-            .test_slots
-            .acquire()
-            .await
-            .map_err(|_| RuntimeError::Internal("test slots closed".into()))?;
         let started_at = now_millis();
         let clock = Instant::now();
         let mut drive = Drive::default();

@@ -26,6 +26,9 @@ pub(crate) struct EventLog {
     store: Store,
     journal: Journal,
     live: Arc<Live>,
+    /// Events recorded through this log since it was opened (a workflow
+    /// walk counts its own from here).
+    emitted: std::sync::atomic::AtomicU64,
 }
 
 /// Whether [`EventLog::record`] waits for the commit.
@@ -45,7 +48,13 @@ impl EventLog {
             store,
             journal,
             live: Arc::default(),
+            emitted: Default::default(),
         }
+    }
+
+    /// How many events were recorded through this log so far.
+    pub fn emitted(&self) -> u64 {
+        self.emitted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Another instance committed events of this session: live
@@ -98,6 +107,8 @@ impl EventLog {
         durability: Durability,
     ) -> impl Future<Output = Result<(), RuntimeError>> + Send + '_ {
         let now = now_millis();
+        self.emitted
+            .fetch_add(events.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let timestamp = rfc3339_from_millis(now);
         let events: Vec<SessionEvent> = events
             .into_iter()
@@ -126,17 +137,22 @@ impl EventLog {
         }
     }
 
-    /// Events after `after`: the stored ones, then live ones as they come.
-    pub fn subscribe(&self, after: i64) -> impl Stream<Item = SessionEvent> + Send + use<> {
+    /// Events after `after`: the stored ones, then live ones as they come;
+    /// `None` when `max` subscribers are attached already.
+    pub fn subscribe(
+        &self,
+        after: i64,
+        max: usize,
+    ) -> Option<impl Stream<Item = SessionEvent> + Send + use<>> {
         let state = Subscription {
-            rx: self.live.subscribe(),
+            rx: self.live.subscribe_within(max)?,
             store: self.store.clone(),
             session: self.session_id.clone(),
             last: after,
             replay: VecDeque::new(),
             replaying: true,
         };
-        futures::stream::unfold(state, |mut st| async move {
+        Some(futures::stream::unfold(state, |mut st| async move {
             loop {
                 if let Some(ev) = st.replay.pop_front() {
                     if ev.seq > st.last {
@@ -182,7 +198,7 @@ impl EventLog {
                     Err(LiveError::Closed) => return None,
                 }
             }
-        })
+        }))
     }
 }
 
@@ -218,14 +234,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store_with_session(&dir).await;
         let log = EventLog::new("s", false, store.clone(), Journal::start(store, None));
-        let mut early = Box::pin(log.subscribe(0));
+        let mut early = Box::pin(log.subscribe(0, 2).unwrap());
         let total = LIVE_BUFFER as i64 * 3;
         for i in 1..=total {
             log.emit(EventBody::error("test", i.to_string()))
                 .await
                 .unwrap();
         }
-        let mut late = Box::pin(log.subscribe(total - 5));
+        let mut late = Box::pin(log.subscribe(total - 5, 2).unwrap());
+        assert!(log.subscribe(0, 2).is_none(), "two is the bound");
         for want in 1..=total {
             let ev = early.next().await.unwrap();
             assert_eq!(ev.seq, want);
@@ -241,6 +258,11 @@ mod tests {
             early.next().await.unwrap().seq,
             total + 1,
             "then live again"
+        );
+        drop(late);
+        assert!(
+            log.subscribe(0, 2).is_some(),
+            "a closed one frees its place"
         );
     }
 }

@@ -26,6 +26,20 @@ impl RuntimeInput {
     }
 }
 
+/// [`SessionCtx::history_bytes`] before the size is known.
+pub(crate) const UNKNOWN_SIZE: u64 = u64::MAX;
+
+/// About how many bytes a message adds to the stored history (its text,
+/// its tool calls and a little for the rest).
+pub(crate) fn message_size(m: &Message) -> u64 {
+    let calls: usize = m
+        .tool_calls
+        .iter()
+        .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 40)
+        .sum();
+    (m.content.len() + calls + 120) as u64
+}
+
 /// A new message of `role`, stamped now.
 pub(crate) fn message(role: MessageRole, content: &str) -> Message {
     Message {
@@ -67,9 +81,16 @@ impl Inner {
     ) -> Result<(), RuntimeError> {
         let mut history = ctx.history.lock().await;
         let kept = history.is_some().then(|| m.clone());
+        let size = message_size(&m);
         ctx.events
             .record(Some(m), events, update, durability)
             .await?;
+        // Unknown stays unknown: it is read from the store when needed.
+        let _ = ctx.history_bytes.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |n| (n != UNKNOWN_SIZE).then(|| n + size),
+        );
         if let (Some(h), Some(m)) = (history.as_mut(), kept) {
             h.push(m);
         }
@@ -86,9 +107,60 @@ impl Inner {
         let mut history = ctx.history.lock().await;
         if history.is_none() {
             self.journal.flush().await;
-            *history = Some(self.store.messages(&ctx.id).await?);
+            let loaded = self.store.messages(&ctx.id).await?;
+            let size = loaded.iter().map(message_size).sum();
+            ctx.history_bytes
+                .store(size, std::sync::atomic::Ordering::SeqCst);
+            *history = Some(loaded);
         }
         Ok(f(history.as_deref().unwrap_or_default()))
+    }
+
+    /// About how many bytes the session's stored history holds (read from
+    /// the store the first time it is asked).
+    pub(crate) async fn history_size(&self, ctx: &SessionCtx) -> Result<u64, RuntimeError> {
+        let known = ctx.history_bytes.load(std::sync::atomic::Ordering::SeqCst);
+        if known != UNKNOWN_SIZE {
+            return Ok(known);
+        }
+        // Under the history lock, as appends are, so none is counted twice.
+        let _history = ctx.history.lock().await;
+        self.journal.flush().await;
+        let size = self.store.message_bytes(&ctx.id).await?;
+        ctx.history_bytes
+            .store(size, std::sync::atomic::Ordering::SeqCst);
+        Ok(size)
+    }
+
+    /// Refuse `text` for a session whose history it would take past its
+    /// bound (R-SEC-7, `history_full`); with no text, refuse a turn of a
+    /// session already past it.
+    pub(crate) async fn check_history_room(
+        &self,
+        ctx: &SessionCtx,
+        text: Option<&str>,
+    ) -> Result<(), RuntimeError> {
+        let max = self.config.limits.max_history_bytes;
+        let size = self.history_size(ctx).await?;
+        let adding = text.map_or(0, |t| message_size(&message(MessageRole::User, t)));
+        if size.saturating_add(adding) > max {
+            return Err(RuntimeError::Conflict {
+                code: "history_full",
+                message: format!(
+                    "the session's history holds about {size} bytes and may hold {max} (RTC_MAX_HISTORY_BYTES); start a new session"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// After a turn: a history larger than `history_memory_bytes` is not
+    /// kept in memory until the next one (it is read again then).
+    pub(crate) async fn release_large_history(&self, ctx: &SessionCtx) {
+        let size = ctx.history_bytes.load(std::sync::atomic::Ordering::SeqCst);
+        if size != UNKNOWN_SIZE && size > self.config.limits.history_memory_bytes {
+            *ctx.history.lock().await = None;
+        }
     }
 
     /// An input the runtime gives the model by itself (a goal's
@@ -101,6 +173,8 @@ impl Inner {
         source: RuntimeInput,
         id: &str,
     ) -> Result<(), RuntimeError> {
+        // An outside input: a workflow walk counts afresh from here.
+        ctx.state.lock().await.walk = crate::session::Walk::start(ctx.events.emitted());
         let mut m = message(MessageRole::User, text);
         m.name = Some(source.as_str().to_owned());
         let mut event = MessageCompleted::of(&m);

@@ -5,6 +5,7 @@
 //! sub-agent of its own working) reports to its parent. The lifecycle
 //! (`crate::lifecycle`) decides when.
 
+use rtc_core::report_marks::{SUB_AGENT_REPORT, quote_marks};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -155,14 +156,15 @@ impl Inner {
     }
 }
 
-/// A report as the parent reads it.
+/// A report as the parent reads it: the report mark, then the
+/// sub-agent's words with any mark in them quoted.
 fn report_text(content: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(content).unwrap_or(json!({"report": content}));
     format!(
-        "[Sub-agent report] \"{}\" ({}) {}:\n\n{}",
-        v["title"].as_str().unwrap_or("sub-agent"),
-        v["sub_session_id"].as_str().unwrap_or("?"),
-        v["status"].as_str().unwrap_or("completed"),
-        v["report"].as_str().unwrap_or(content)
+        "{SUB_AGENT_REPORT} \"{}\" ({}) {}:\n\n{}",
+        quote_marks(v["title"].as_str().unwrap_or("sub-agent")),
+        quote_marks(v["sub_session_id"].as_str().unwrap_or("?")),
+        quote_marks(v["status"].as_str().unwrap_or("completed")),
+        quote_marks(v["report"].as_str().unwrap_or(content))
     )
 }

@@ -14,6 +14,7 @@ mod control;
 mod conversation_tests;
 mod error;
 mod events;
+mod fair_gate;
 mod goals;
 mod history;
 mod inbox;
@@ -61,6 +62,7 @@ use tokio_util::task::TaskTracker;
 pub use broker::schema_hash;
 pub use conversation_tests::RUNS_KEPT;
 pub use error::RuntimeError;
+pub use fair_gate::TestQueueLimits;
 pub use limits::SessionLimits;
 pub use loops::LoopSettings;
 pub use providers::{DEFAULT_PROVIDER, check_provider, describe_provider};
@@ -110,14 +112,15 @@ pub struct RuntimeConfig {
     /// Where the server keeps its files (OpenCode servers it starts get
     /// their homes under it); `None` uses a temporary folder.
     pub data_dir: Option<std::path::PathBuf>,
-    /// Most conversation test runs at once in this process (R-BX-10).
-    pub test_concurrency: usize,
+    /// Conversation test runs (R-BX-10): at once in this process, at once
+    /// per workspace, admitted per workspace (R-SEC-7).
+    pub tests: TestQueueLimits,
+    /// What is read from a server a tenant names (an OpenCode `baseUrl`,
+    /// a realtime provider): bodies, lines, messages, silence (R-SEC-7).
+    pub upstream: rtc_tools::upstream::UpstreamLimits,
     /// Record message content on trace spans (`RTC_OTEL_CAPTURE_CONTENT`).
     pub capture_content: bool,
 }
-
-/// Conversation test runs at once, unless configured.
-pub const DEFAULT_TEST_CONCURRENCY: usize = 4;
 
 impl RuntimeConfig {
     /// `default_provider` as the only provider, outbound requests under
@@ -146,7 +149,8 @@ impl RuntimeConfig {
             sub_agents: SubAgentLimits::default(),
             limits: SessionLimits::default(),
             data_dir: None,
-            test_concurrency: DEFAULT_TEST_CONCURRENCY,
+            tests: TestQueueLimits::default(),
+            upstream: rtc_tools::upstream::UpstreamLimits::default(),
             capture_content: false,
         })
     }
@@ -174,8 +178,8 @@ pub(crate) struct Inner {
     pub remote_clients: remote_clients::RemoteClients,
     /// Finished loop ticks, committed in groups.
     pub tick_finisher: tick_finisher::TickFinisher,
-    /// Permits of conversation test runs (`RuntimeConfig::test_concurrency`).
-    pub test_slots: tokio::sync::Semaphore,
+    /// Slots of conversation test runs (`RuntimeConfig::tests`).
+    pub test_slots: Arc<fair_gate::FairGate>,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -203,9 +207,13 @@ impl Runtime {
     /// Must be called inside a Tokio runtime: it starts the journal writer
     /// and the sweeper of idle sessions.
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
-        let opencode =
-            tasks::opencode::OpencodeServers::new(config.mcp.policy, config.data_dir.clone());
-        let test_slots = config.test_concurrency.max(1);
+        let opencode = tasks::opencode::OpencodeServers::new(
+            config.mcp.policy,
+            config.upstream,
+            config.data_dir.clone(),
+        );
+        let test_slots = fair_gate::FairGate::new(config.tests);
+        let realtime = realtime::Bridges::new(config.limits.realtime_connects_per_minute);
         let runtime = Self {
             inner: Arc::new(Inner {
                 journal: journal::Journal::start(store.clone(), Some(&config.loops.instance)),
@@ -218,11 +226,11 @@ impl Runtime {
                 recovered: tokio::sync::OnceCell::new(),
                 task_drivers: tasks::TaskDrivers::default(),
                 opencode,
-                realtime: realtime::Bridges::default(),
+                realtime,
                 registered: std::sync::atomic::AtomicBool::new(false),
                 remote_clients: remote_clients::RemoteClients::default(),
                 tick_finisher: tick_finisher::TickFinisher::default(),
-                test_slots: tokio::sync::Semaphore::new(test_slots),
+                test_slots,
             }),
         };
         session::spawn_sweeper(&runtime.inner);
@@ -255,6 +263,11 @@ impl Runtime {
     /// Names of the configured providers.
     pub fn provider_names(&self) -> std::collections::BTreeSet<String> {
         self.inner.config.providers.keys().cloned().collect()
+    }
+
+    /// What one `updateState` may hold, for save-time checks.
+    pub fn update_bounds(&self) -> rtc_core::bounds::UpdateBounds {
+        self.inner.config.limits.update
     }
 
     /// After a restart: turns that were running are marked interrupted

@@ -126,6 +126,7 @@ impl Inner {
         {
             tracing::error!(session = %ctx.id, error = %e, "recording the end of a turn failed");
         }
+        self.release_large_history(&ctx).await;
         if ctx.state.lock().await.status == SessionStatus::Ended {
             self.forget(&ctx.id);
             if let Err(e) = Box::pin(self.after_end(&ctx)).await {

@@ -1,8 +1,15 @@
-//! R-SEC-6 bounds on what one workspace can make the server hold: active
-//! sessions, the text of a message (user or human agent), an end reason and
-//! the tool result one `tool.completed` event records.
+//! R-SEC-6 / R-SEC-7 bounds on what one workspace (or a model acting for
+//! it) can make the server hold or do: active sessions, the text of a
+//! message, an end reason, the tool result one event records, variable
+//! values, `updateState` rules and `llm` leaves, a workflow walk, a
+//! session's history, live subscribers per session. Each is configurable
+//! (README "Limits" lists the settings and their defaults) and has a
+//! stable error code.
 
 use rtc_core::ValidationError;
+use rtc_core::bounds::{UpdateBounds, json_size};
+use rtc_expr::EvalLimits;
+use serde_json::{Map, Value};
 
 use crate::RuntimeError;
 
@@ -20,6 +27,37 @@ pub struct SessionLimits {
     /// `tool.completed` event; a longer one is cut (`truncated: true`),
     /// while the model still reads the whole result.
     pub max_event_result_bytes: usize,
+    /// Most bytes (as JSON) of one variable value, and of a string an
+    /// expression makes (`value_too_large`).
+    pub max_value_bytes: usize,
+    /// Most bytes (as JSON) of all of a session's variables together
+    /// (`variables_too_large`); every `state.updated` carries them all.
+    pub max_variables_bytes: usize,
+    /// Rules and `llm` leaves per `updateState` (checked at save and at
+    /// session start).
+    pub update: UpdateBounds,
+    /// Most node entries of one workflow walk (between two user
+    /// messages), agent stages included, whatever the workflow's own
+    /// `maxHopsPerTurn` says (`workflow_walk_limit`).
+    pub max_walk_hops: u32,
+    /// Most events one workflow walk records (`workflow_walk_limit`).
+    pub max_walk_events: usize,
+    /// Most bytes of a session's stored messages; past it the session
+    /// takes no new turn (`history_full`).
+    pub max_history_bytes: u64,
+    /// A history larger than this is not kept in memory between turns:
+    /// it is read again from the store when a turn needs it.
+    pub history_memory_bytes: u64,
+    /// Most live subscribers (SSE streams and WebSockets) of one session
+    /// (`too_many_subscribers`).
+    pub max_subscribers: usize,
+    /// Most new realtime provider connections of one session per minute
+    /// (after a burst of 3); a socket opened past it is refused
+    /// (`realtime_connect_limited`).
+    pub realtime_connects_per_minute: u32,
+    /// Most bytes of a reasoner task's saved transcript; the oldest steps
+    /// give way first.
+    pub max_task_transcript_bytes: usize,
 }
 
 impl Default for SessionLimits {
@@ -29,6 +67,16 @@ impl Default for SessionLimits {
             max_message_bytes: 100_000,
             max_end_reason_chars: 1_000,
             max_event_result_bytes: 256 * 1024,
+            max_value_bytes: 16 * 1024,
+            max_variables_bytes: 64 * 1024,
+            update: UpdateBounds::default(),
+            max_walk_hops: 200,
+            max_walk_events: 2_000,
+            max_history_bytes: 32 * 1024 * 1024,
+            history_memory_bytes: 4 * 1024 * 1024,
+            max_subscribers: 16,
+            realtime_connects_per_minute: 6,
+            max_task_transcript_bytes: 4 * 1024 * 1024,
         }
     }
 }
@@ -61,4 +109,74 @@ impl SessionLimits {
         }
         Ok(())
     }
+
+    /// What one evaluation of an expression may make.
+    pub(crate) fn eval(&self) -> EvalLimits {
+        EvalLimits {
+            max_string_bytes: self.max_value_bytes,
+            max_llm_leaves: self.update.max_llm_leaves,
+        }
+    }
+
+    /// Why `value` cannot be a variable's value (`value_too_large`), if
+    /// it cannot.
+    pub(crate) fn value_problem(&self, name: &str, value: &Value) -> Option<VariableProblem> {
+        let size = json_size(value);
+        (size > self.max_value_bytes).then(|| VariableProblem {
+            code: "value_too_large",
+            message: format!(
+                "`{name}` would hold {size} bytes; a value holds at most {} (value_too_large)",
+                self.max_value_bytes
+            ),
+        })
+    }
+
+    /// Why variables of `total` bytes cannot be kept
+    /// (`variables_too_large`), if they cannot.
+    pub(crate) fn total_problem(&self, name: &str, total: usize) -> Option<VariableProblem> {
+        (total > self.max_variables_bytes).then(|| VariableProblem {
+            code: "variables_too_large",
+            message: format!(
+                "`{name}` unchanged: the session's variables would hold {total} bytes, at most {} (variables_too_large)",
+                self.max_variables_bytes
+            ),
+        })
+    }
+
+    /// Initial values given at session start: each within the bounds.
+    pub(crate) fn check_initial(&self, vars: &Map<String, Value>) -> Result<(), RuntimeError> {
+        let mut total = 0;
+        for (name, value) in vars {
+            if let Some(p) = self.value_problem(name, value) {
+                return Err(ValidationError::new(
+                    p.code,
+                    format!("dynamicVariables.{name}"),
+                    p.message,
+                )
+                .into());
+            }
+            total += variable_size(name, value);
+        }
+        if let Some(p) = self.total_problem("dynamicVariables", total) {
+            return Err(ValidationError::new(p.code, "dynamicVariables", p.message).into());
+        }
+        Ok(())
+    }
+}
+
+/// A change of a variable refused by a bound.
+#[derive(Debug, Clone)]
+pub(crate) struct VariableProblem {
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// What one variable adds to the session's stored variables.
+pub(crate) fn variable_size(name: &str, value: &Value) -> usize {
+    name.len() + json_size(value)
+}
+
+/// All variables' size, as [`SessionLimits::max_variables_bytes`] counts it.
+pub(crate) fn variables_size(vars: &Map<String, Value>) -> usize {
+    vars.iter().map(|(k, v)| variable_size(k, v)).sum()
 }

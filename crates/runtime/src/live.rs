@@ -98,13 +98,24 @@ impl Live {
     }
 
     /// A receiver of the events sent from now on.
+    #[cfg(test)]
     pub fn subscribe(self: &Arc<Self>) -> LiveReceiver {
+        self.subscribe_within(usize::MAX)
+            .unwrap_or_else(|| unreachable!("no bound"))
+    }
+
+    /// A receiver of the events sent from now on, unless `max` receivers
+    /// are attached already (checked and counted under one lock).
+    pub fn subscribe_within(self: &Arc<Self>, max: usize) -> Option<LiveReceiver> {
         let mut ring = self.ring();
+        if ring.subscribers >= max {
+            return None;
+        }
         ring.subscribers += 1;
-        LiveReceiver {
+        Some(LiveReceiver {
             live: self.clone(),
             next: ring.end(),
-        }
+        })
     }
 
     pub fn receivers(&self) -> usize {

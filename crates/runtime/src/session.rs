@@ -115,6 +115,30 @@ pub(crate) struct SessionState {
     pub workflow: Option<WorkflowPosition>,
     /// Test mode: calls per tool name so far, for scripted results.
     pub scripted_calls: BTreeMap<String, usize>,
+    /// The workflow walk under way (since the last outside input).
+    pub walk: Walk,
+}
+
+/// What the workflow walk under way has done (R-SEC-7): node entries,
+/// where its events start, whether a failing edge condition was reported.
+/// A walk starts with each outside input (a user message, a release, a
+/// loop tick or goal continuation).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Walk {
+    pub entries: u32,
+    /// [`EventLog::emitted`] when the walk started.
+    pub events_from: u64,
+    pub condition_error_reported: bool,
+}
+
+impl Walk {
+    /// A new walk, starting at `events_now` events.
+    pub fn start(events_now: u64) -> Self {
+        Self {
+            events_from: events_now,
+            ..Self::default()
+        }
+    }
 }
 
 impl SessionState {
@@ -176,8 +200,13 @@ pub(crate) struct SessionCtx {
     pub broker: Broker,
     pub turn: tokio::sync::Mutex<Option<RunningTurn>>,
     /// The message history, loaded on first use and appended in step
-    /// with the store.
+    /// with the store; a large one is dropped after each turn and read
+    /// again when needed (`SessionLimits::history_memory_bytes`).
     pub history: tokio::sync::Mutex<Option<Vec<rtc_protocol::Message>>>,
+    /// About how many bytes the stored history holds
+    /// ([`crate::history::message_size`] per message), or
+    /// [`crate::history::UNKNOWN_SIZE`] until it is needed.
+    pub history_bytes: std::sync::atomic::AtomicU64,
     /// When the context was last looked up (epoch ms), for eviction.
     pub last_used: AtomicI64,
     /// Tokens the model used in the running turn (for goal budgets).
@@ -340,6 +369,7 @@ impl Inner {
                 awaited,
                 workflow: record.workflow.clone(),
                 scripted_calls: BTreeMap::new(),
+                walk: Walk::default(),
             }),
             events: EventLog::new(id, test_mode, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),
@@ -347,6 +377,11 @@ impl Inner {
             // A session just created has no stored messages: its history
             // starts empty in memory instead of being read at its first turn.
             history: tokio::sync::Mutex::new(created.then(Vec::new)),
+            history_bytes: std::sync::atomic::AtomicU64::new(if created {
+                0
+            } else {
+                crate::history::UNKNOWN_SIZE
+            }),
             last_used: AtomicI64::new(now_millis()),
             turn_tokens: AtomicI64::new(0),
             current_loop: std::sync::Mutex::new(None),
@@ -427,6 +462,8 @@ impl Inner {
         }
         if moved {
             *history = None;
+            ctx.history_bytes
+                .store(crate::history::UNKNOWN_SIZE, Ordering::SeqCst);
         }
         if let Some(record) = self.store.session_by_id(&ctx.id).await? {
             let mut state = ctx.state.lock().await;

@@ -89,6 +89,7 @@ impl Runtime {
             realtime_interface: deps.interface.as_ref(),
             providers: &providers,
             task_backend: deps.task_backend.as_ref(),
+            update_bounds: self.inner.config.limits.update,
         };
         Ok(validate_assistant(assistant, &ctx)?)
     }
@@ -268,15 +269,6 @@ impl Runtime {
         let inner = &self.inner;
         let (assistant_id, mut config) = self.session_config(workspace, &params).await?;
         config.test = test_mode(&params);
-        let max = inner.config.limits.max_active_sessions;
-        if inner.store.active_session_count(workspace, max).await? >= max {
-            return Err(RuntimeError::TooMany {
-                code: "too_many_sessions",
-                message: format!(
-                    "the workspace has {max} active sessions, the most it may have; end one first"
-                ),
-            });
-        }
         let assistant_id = assistant_id.as_str();
         let id = new_id("sess");
         let sys = SystemInfo {
@@ -288,27 +280,38 @@ impl Runtime {
             run_mode: config.assistant.run_mode,
         };
         let vars = initial_variables(&config.assistant, &params.dynamic_variables, &sys)?;
+        inner.config.limits.check_initial(&vars)?;
         let workflow_id = config.workflow.as_ref().map(|_| assistant_id);
         let config_json =
             serde_json::to_string(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let client_token = new_token("rtc_ct");
+        let max = inner.config.limits.max_active_sessions;
         let record = inner
             .store
-            .create_session(NewSession {
-                id: &id,
-                workspace_id: workspace,
-                assistant_id,
-                parent_id: None,
-                root_id: &id,
-                user_id: params.user_id.as_deref(),
-                title: None,
-                variables: &vars,
-                config: &config_json,
-                client_token: &client_token,
-                workflow_id,
-                owner: Some(&inner.config.loops.instance),
-            })
-            .await?;
+            .create_session_within(
+                NewSession {
+                    id: &id,
+                    workspace_id: workspace,
+                    assistant_id,
+                    parent_id: None,
+                    root_id: &id,
+                    user_id: params.user_id.as_deref(),
+                    title: None,
+                    variables: &vars,
+                    config: &config_json,
+                    client_token: &client_token,
+                    workflow_id,
+                    owner: Some(&inner.config.loops.instance),
+                },
+                max,
+            )
+            .await?
+            .ok_or_else(|| RuntimeError::TooMany {
+                code: "too_many_sessions",
+                message: format!(
+                    "the workspace has {max} active sessions, the most it may have; end one first"
+                ),
+            })?;
         let ctx = inner.hold_created(record)?;
         let realtime = config_is_realtime(&ctx.config);
         let started = SessionStarted {
@@ -404,6 +407,7 @@ impl Runtime {
         let ctx = inner.session_in(workspace, id).await?;
         inner.config.limits.check_text(text)?;
         inner.reload_shared(&ctx).await?;
+        inner.check_history_room(&ctx, Some(text)).await?;
         let (status, keep_ending) = {
             let mut s = ctx.state.lock().await;
             let keep = match &s.ending {
@@ -419,6 +423,7 @@ impl Runtime {
                 // maxHopsPerTurn counts the hops between user messages.
                 position.hops = 0;
             }
+            s.walk = crate::session::Walk::start(ctx.events.emitted());
             (s.status, keep)
         };
         if status == SessionStatus::Ended {
@@ -492,6 +497,7 @@ impl Runtime {
         let ctx = self.inner.session_in(workspace, id).await?;
         self.inner.config.limits.check_text(text)?;
         self.inner.reload_shared(&ctx).await?;
+        self.inner.check_history_room(&ctx, Some(text)).await?;
         if ctx.state.lock().await.status != SessionStatus::Handoff {
             return Err(RuntimeError::Conflict {
                 code: "not_in_handoff",
@@ -541,7 +547,15 @@ impl Runtime {
         // events in the journal that no live channel of this context will
         // carry: commit them first so the replay reads them.
         self.inner.journal.flush().await;
-        Ok(ctx.events.subscribe(after))
+        let max = self.inner.config.limits.max_subscribers;
+        ctx.events
+            .subscribe(after, max)
+            .ok_or_else(|| RuntimeError::TooMany {
+                code: "too_many_subscribers",
+                message: format!(
+                    "the session has {max} live subscribers (event streams and sockets), the most it may have (RTC_MAX_SUBSCRIBERS_PER_SESSION); close one first"
+                ),
+            })
     }
 
     /// A client connection for client tools (R-CT-1).

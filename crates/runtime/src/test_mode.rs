@@ -65,7 +65,9 @@ pub(crate) async fn mock_answer(tool: &Tool, args: &Map<String, Value>) -> Resul
         let Some(when) = &case.when else {
             return Ok(case.response);
         };
-        if let Ok(Value::Bool(true)) = rtc_expr::evaluate(when, &vars, &NoLlm).await {
+        if let Ok(Value::Bool(true)) =
+            rtc_expr::evaluate(when, &vars, &NoLlm, &Default::default()).await
+        {
             return Ok(case.response);
         }
     }

@@ -3,6 +3,7 @@
 //! calls (concurrently), feed the results back, until a final answer, an
 //! interrupting tool, the step limit, or cancellation by a new user message.
 
+use rtc_core::report_marks::quote_marks;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -32,6 +33,11 @@ const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
 /// later messages); a call without a result (interrupted, or the server
 /// stopped) gets a "cancelled" one, so the history is always consistent
 /// (R-RN-2, R-RN-4).
+/// A report the platform wrote (a task's or a sub-agent's).
+fn is_report(m: &Message) -> bool {
+    matches!(m.name.as_deref(), Some("task" | "subagent"))
+}
+
 pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { content: system }];
     let mut results: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
@@ -42,8 +48,14 @@ pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessa
     }
     for m in history {
         match m.role {
-            MessageRole::User => out.push(ChatMessage::User {
+            // Only the platform's own reports may open with a report
+            // mark; in anything else a user or a parent agent wrote, a
+            // mark reads as a quotation.
+            MessageRole::User if is_report(m) => out.push(ChatMessage::User {
                 content: m.content.clone(),
+            }),
+            MessageRole::User => out.push(ChatMessage::User {
+                content: quote_marks(&m.content).into_owned(),
             }),
             MessageRole::HumanAgent => out.push(ChatMessage::Assistant {
                 content: format!("[human agent] {}", m.content),
@@ -109,6 +121,16 @@ impl Inner {
         assistant: &rtc_protocol::Assistant,
     ) -> Result<bool, RuntimeError> {
         self.begin(ctx, turn_id).await?;
+        // A full history takes no more turns (by a user, a goal, a loop
+        // tick or a report alike): the session stays readable.
+        match self.check_history_room(ctx, None).await {
+            Ok(()) => {}
+            Err(RuntimeError::Conflict { code, message }) => {
+                ctx.events.emit(EventBody::error(code, message)).await?;
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
         let history_from = ctx.history_from().await;
         let provider = self.provider_for(assistant);
         let model = assistant

@@ -13,6 +13,7 @@ use rtc_store::{SessionUpdate, now_millis};
 use serde_json::{Map, Value, json};
 
 use crate::RuntimeError;
+use crate::limits::{SessionLimits, variable_size, variables_size};
 use crate::session::SessionCtx;
 
 /// Identity of a new session, for its `system__*` variables.
@@ -82,10 +83,12 @@ pub(crate) fn initial_variables(
 }
 
 /// Apply changes to declared variables, record them with one
-/// `state.updated`. Values of the wrong type are skipped and reported.
+/// `state.updated`. Values of the wrong type, or past the size bounds
+/// (`value_too_large`, `variables_too_large`), are skipped and reported.
 /// Returns the applied changes and the problems.
 pub(crate) async fn apply(
     ctx: &SessionCtx,
+    limits: &SessionLimits,
     changes: Vec<(String, Value)>,
     source: &str,
 ) -> Result<(Map<String, Value>, Vec<String>), RuntimeError> {
@@ -93,6 +96,7 @@ pub(crate) async fn apply(
     let mut problems = Vec::new();
     let snapshot = {
         let mut state = ctx.state.lock().await;
+        let mut total = variables_size(&state.variables);
         for (name, value) in changes {
             let declared = ctx
                 .config
@@ -102,14 +106,28 @@ pub(crate) async fn apply(
                 .find(|v| v.name == name);
             match declared {
                 Some(d) if value_fits(&value, d.value_type) => {
-                    if state.variables.get(&name) != Some(&value) {
-                        state.variables.insert(name.clone(), value.clone());
-                        applied.insert(name, value);
+                    let old = state.variables.get(&name);
+                    if old == Some(&value) {
+                        continue;
                     }
+                    if let Some(p) = limits.value_problem(&name, &value) {
+                        problems.push(p.message);
+                        continue;
+                    }
+                    let after = total + variable_size(&name, &value)
+                        - old.map_or(0, |o| variable_size(&name, o));
+                    if let Some(p) = limits.total_problem(&name, after) {
+                        problems.push(p.message);
+                        continue;
+                    }
+                    total = after;
+                    state.variables.insert(name.clone(), value.clone());
+                    applied.insert(name, value);
                 }
-                Some(d) => {
-                    problems.push(format!("`{name}` must be a {}, got {value}", d.value_type))
-                }
+                Some(d) => problems.push(format!(
+                    "`{name}` must be a {}, got {value:.200}",
+                    d.value_type
+                )),
                 None => problems.push(format!("`{name}` is not a declared variable")),
             }
         }
@@ -136,6 +154,7 @@ pub(crate) async fn apply(
 /// changes and the problems.
 pub(crate) async fn apply_rules<L: LlmLeafEvaluator>(
     ctx: &SessionCtx,
+    limits: &SessionLimits,
     rules: &[UpdateStateRule],
     leaf: &L,
     source: &str,
@@ -150,16 +169,22 @@ pub(crate) async fn apply_rules<L: LlmLeafEvaluator>(
         .collect();
     let mut changes = Vec::new();
     let mut errors = Vec::new();
-    for rule in rules {
-        match evaluate(&rule.expression, &vars, leaf).await {
-            Ok(v) => {
-                vars.insert(rule.variable.clone(), v.clone());
-                changes.push((rule.variable.clone(), v));
-            }
+    let eval = limits.eval();
+    // Rules beyond the bound (a configuration from before it) do not run.
+    for rule in rules.iter().take(limits.update.max_rules) {
+        match evaluate(&rule.expression, &vars, leaf, &eval).await {
+            // A value past the bound is not handed to later rules either.
+            Ok(v) => match limits.value_problem(&rule.variable, &v) {
+                Some(p) => errors.push(format!("`{}` unchanged: {}", rule.variable, p.message)),
+                None => {
+                    vars.insert(rule.variable.clone(), v.clone());
+                    changes.push((rule.variable.clone(), v));
+                }
+            },
             Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
         }
     }
-    let (applied, problems) = apply(ctx, changes, source).await?;
+    let (applied, problems) = apply(ctx, limits, changes, source).await?;
     errors.extend(problems);
     if !errors.is_empty() {
         ctx.events

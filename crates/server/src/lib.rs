@@ -10,6 +10,7 @@ mod error;
 mod extract;
 mod observe;
 mod openapi;
+mod rate;
 mod routes;
 
 use std::time::Duration;
@@ -24,6 +25,7 @@ pub use auth::AdminAuth;
 pub use error::{ApiError, ApiResult};
 pub use extract::WORKSPACE_HEADER;
 pub use openapi::api_json;
+pub use rate::PerMinute;
 
 /// Limits applied to requests.
 #[derive(Debug, Clone)]
@@ -57,6 +59,11 @@ pub struct AppState {
     /// `*` for any. Empty: none (same-origin pages, such as the console,
     /// need none).
     pub cors_origins: Vec<String>,
+    /// When set, `GET /metrics` needs this bearer token.
+    pub metrics_auth: Option<AdminAuth>,
+    /// Provider checks admitted per minute, over the whole server: each
+    /// is a model request the operator pays for.
+    pub provider_checks: std::sync::Arc<PerMinute>,
 }
 
 /// The CORS answer for `origins` (none when empty). Bearer tokens are not

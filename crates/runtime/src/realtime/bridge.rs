@@ -31,6 +31,7 @@ mod tool_calls;
 mod transcripts;
 
 use super::book::{Next, ResponseBook};
+use super::budget::Grant;
 use super::calls::{Finished, run_call};
 use super::setup::Plan;
 use crate::events::Durability;
@@ -241,6 +242,21 @@ impl Bridge {
             return Ok(false);
         }
         if self.ctx.state.lock().await.status == SessionStatus::Ended {
+            return Ok(false);
+        }
+        let connects = &self.rt.realtime.connects;
+        if let Grant::Wait { report } = connects.take(&self.ctx.id, Instant::now()) {
+            if report {
+                let message = format!(
+                    "this session opened its provider connection too often (at most {} a minute after a burst of {}); the next audio connects when the limit allows",
+                    connects.per_minute(),
+                    super::budget::BURST
+                );
+                self.ctx
+                    .events
+                    .emit(EventBody::error("realtime_connect_limited", message))
+                    .await?;
+            }
             return Ok(false);
         }
         let plan = match self.rt.realtime_plan(&self.ctx).await? {
@@ -504,7 +520,8 @@ impl Bridge {
             RtEvent::SpeechStopped { .. } | RtEvent::Truncated { .. } => {}
             RtEvent::UserTranscript { text, is_final, .. } => {
                 if is_final && !text.trim().is_empty() {
-                    let mut m = message(MessageRole::User, text.trim());
+                    let max = self.rt.config.limits.max_message_bytes;
+                    let mut m = message(MessageRole::User, within(text.trim(), max));
                     m.source = Some("audio".to_owned());
                     let event = MessageCompleted::of(&m).into();
                     self.rt
@@ -542,14 +559,18 @@ impl Bridge {
                 is_final,
             } => {
                 let active = live.book.active().map(str::to_owned);
+                let max = self.rt.config.limits.max_message_bytes;
                 let item = self.item(&item_id, active.as_deref());
                 if is_final {
                     item.final_text = Some(if delta.is_empty() {
                         item.text.clone()
                     } else {
-                        delta
+                        within(&delta, max).to_owned()
                     });
-                } else if !delta.is_empty() {
+                } else if !delta.is_empty() && item.text.len() < max {
+                    // What a provider says past a message's bound is
+                    // neither stored nor streamed (R-SEC-7).
+                    let delta = within(&delta, max - item.text.len()).to_owned();
                     item.text.push_str(&delta);
                     let mut event = MessageDelta::text(&item.message_id, delta);
                     event.source = Some("audio".to_owned());
@@ -720,4 +741,9 @@ async fn next_event(live: &mut Option<Live>) -> RtEvent {
         },
         None => std::future::pending().await,
     }
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn within(text: &str, max: usize) -> &str {
+    &text[..text.floor_char_boundary(max)]
 }

@@ -10,6 +10,7 @@
 
 mod book;
 mod bridge;
+mod budget;
 mod calls;
 mod setup;
 
@@ -37,10 +38,11 @@ const FRAME_BUFFER: usize = 256;
 const INPUT_BUFFER: usize = 64;
 
 /// The bridges of this process, by session id.
-#[derive(Default)]
 pub(crate) struct Bridges {
     next: AtomicU64,
     attached: Mutex<HashMap<String, Attached>>,
+    /// How often each session may connect to its provider.
+    connects: budget::ConnectBudget,
 }
 
 struct Attached {
@@ -51,6 +53,16 @@ struct Attached {
 }
 
 impl Bridges {
+    /// No bridge yet; each session may open `connects_per_minute`
+    /// provider connections a minute (after a short burst).
+    pub(crate) fn new(connects_per_minute: u32) -> Self {
+        Self {
+            next: AtomicU64::new(0),
+            attached: Mutex::default(),
+            connects: budget::ConnectBudget::new(connects_per_minute),
+        }
+    }
+
     /// Stop the bridge of `session`, if this process runs one.
     pub(crate) fn detach(&self, session: &str) {
         if let Ok(mut map) = self.attached.lock()

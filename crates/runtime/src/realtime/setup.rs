@@ -135,6 +135,7 @@ impl Inner {
             output_rate,
             policy: self.config.mcp.policy,
             timeout: CONNECT_TIMEOUT,
+            max_message_bytes: self.config.upstream.max_body_bytes,
         };
         let spec = SessionSpec {
             instructions: self.realtime_instructions(ctx).await?,

@@ -117,8 +117,13 @@ impl Inner {
         };
         let changes = result_assignments(binding, &value);
         if !changes.is_empty() {
-            let (_, problems) =
-                variables::apply(ctx, changes, &format!("tool:{}", tool.name)).await?;
+            let (_, problems) = variables::apply(
+                ctx,
+                &self.config.limits,
+                changes,
+                &format!("tool:{}", tool.name),
+            )
+            .await?;
             if !problems.is_empty() {
                 ctx.events
                     .emit(EventBody::error(

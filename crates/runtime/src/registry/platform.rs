@@ -118,7 +118,8 @@ impl Inner {
         let leaf =
             SmallModel::for_assistant(&self.config, assistant).leaves(self.transcript(ctx).await?);
         let (applied, errors) =
-            variables::apply_rules(ctx, &cfg.rules, &leaf, "updateState").await?;
+            variables::apply_rules(ctx, &self.config.limits, &cfg.rules, &leaf, "updateState")
+                .await?;
         Ok(CallOutcome::ok(
             json!({"updated": applied, "errors": errors}),
         ))

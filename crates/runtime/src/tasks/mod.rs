@@ -19,6 +19,7 @@ mod view;
 
 pub(crate) use drivers::TaskDrivers;
 use drivers::{Driver, DriverEntry};
+use rtc_core::report_marks::{TASK_REPORT, quote_marks};
 pub(crate) use view::task_view;
 
 use std::collections::BTreeMap;
@@ -110,13 +111,19 @@ fn opencode_mock_result(task: &TaskRecord) -> String {
     )
 }
 
-/// The message a finished task becomes in its conversation.
+/// The message a finished task becomes in its conversation: the report
+/// mark, then text the backend wrote with any mark in it quoted (a result
+/// cannot forge another report).
 fn report_text(task: &TaskRecord, ending: &Ending) -> String {
-    let head = format!("[Task report] \"{}\" ({})", task.title, task.id);
+    let head = format!(
+        "{TASK_REPORT} \"{}\" ({})",
+        quote_marks(&task.title),
+        task.id
+    );
     match ending {
-        Ending::Completed(result) => format!("{head} completed:\n{result}"),
-        Ending::Failed(error) => format!("{head} failed: {error}"),
-        Ending::Cancelled(why) => format!("{head} cancelled: {why}"),
+        Ending::Completed(result) => format!("{head} completed:\n{}", quote_marks(result)),
+        Ending::Failed(error) => format!("{head} failed: {}", quote_marks(error)),
+        Ending::Cancelled(why) => format!("{head} cancelled: {}", quote_marks(why)),
     }
 }
 

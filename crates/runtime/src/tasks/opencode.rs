@@ -21,6 +21,7 @@ use rtc_tools::opencode::{
     SessionState, SupervisedServer, SupervisorSettings, TaskOutcome, TaskPrompt, task_outcome,
 };
 use rtc_tools::scrub::Scrubber;
+use rtc_tools::upstream::UpstreamLimits;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::{OnceCell, broadcast};
@@ -73,6 +74,7 @@ struct Slot {
 /// started servers.
 pub(crate) struct OpencodeServers {
     policy: AddressPolicy,
+    limits: UpstreamLimits,
     data_dir: Option<PathBuf>,
     slots: Mutex<HashMap<(String, String), Arc<Slot>>>,
     /// Versions of started servers whose backend was deleted: never
@@ -81,9 +83,10 @@ pub(crate) struct OpencodeServers {
 }
 
 impl OpencodeServers {
-    pub fn new(policy: AddressPolicy, data_dir: Option<PathBuf>) -> Self {
+    pub fn new(policy: AddressPolicy, limits: UpstreamLimits, data_dir: Option<PathBuf>) -> Self {
         Self {
             policy,
+            limits,
             data_dir,
             slots: Mutex::default(),
             retired: Mutex::default(),
@@ -215,6 +218,7 @@ impl OpencodeServers {
             ),
             Endpoint::Supervised(process) => process.client(settings.directory.clone()).await,
         }
+        .map(|client| client.with_limits(self.limits))
         .map_err(|e| scrubber.scrub_str(&e.to_string()))?;
         Ok((server, client, scrubber))
     }
@@ -280,7 +284,8 @@ impl OpencodeServers {
         if let Some(base_url) = &settings.base_url {
             let hub_client =
                 OpencodeClient::new(base_url, password, settings.directory.clone(), self.policy)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| e.to_string())?
+                    .with_limits(self.limits);
             return Ok(Arc::new(Server {
                 endpoint: Endpoint::Operator {
                     base_url: base_url.clone(),
@@ -304,7 +309,8 @@ impl OpencodeServers {
             .map_err(|e| Scrubber::new(&secrets).scrub_str(&e.to_string()))?;
         let hub_client = process
             .client_unchecked(settings.directory.clone())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .with_limits(self.limits);
         Ok(Arc::new(Server {
             endpoint: Endpoint::Supervised(Box::new(process)),
             hub: EventHub::new(hub_client),

@@ -6,7 +6,10 @@
 //! secrets in headers only, scrubbing, result caps). At most `maxSteps`
 //! model calls within the task's deadline; the final text is the result.
 //! The transcript is saved after every step, so a takeover or restart
-//! resumes where it stopped.
+//! resumes where it stopped. It is bounded (R-SEC-7,
+//! `max_task_transcript_bytes`): past the bound the oldest tool results
+//! give way to a note, and a task whose transcript still does not fit
+//! fails (`task_transcript_full`).
 
 use std::sync::Arc;
 
@@ -28,6 +31,36 @@ const DEFAULT_PROMPT: &str = "You work on a task in the background for an assist
 /// What a call cut off by a crash or takeover is told.
 const CUT_OFF: &str =
     "Error: this call was cut off (the server restarted); it may or may not have run.";
+
+/// What a tool result dropped to keep the transcript within its bound reads.
+const DROPPED: &str = "[result dropped: the task's transcript reached its size limit]";
+
+/// Fit `transcript` within `max` bytes (as JSON) by dropping the oldest
+/// tool results (never the last step's); whether it fits.
+fn fit_transcript(transcript: &mut [ChatMessage], max: usize) -> bool {
+    let size = |m: &ChatMessage| serde_json::to_vec(m).map_or(0, |v| v.len() + 1);
+    let mut total: usize = 1 + transcript.iter().map(size).sum::<usize>();
+    if total <= max {
+        return true;
+    }
+    // The last step: the results after the last assistant message.
+    let last_step = transcript
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
+        .unwrap_or(transcript.len());
+    for m in &mut transcript[..last_step] {
+        if total <= max {
+            break;
+        }
+        if let ChatMessage::Tool { content, .. } = m
+            && content.len() > DROPPED.len()
+        {
+            total -= content.len().saturating_sub(DROPPED.len());
+            DROPPED.clone_into(content);
+        }
+    }
+    total <= max
+}
 
 /// The reasoner's own model settings over the delegating assistant's.
 fn model_settings(own: &LlmConfig, assistant: &LlmConfig) -> LlmConfig {
@@ -235,6 +268,12 @@ impl Inner {
                     content: result,
                 });
             }
+            let max = self.config.limits.max_task_transcript_bytes;
+            if !fit_transcript(&mut transcript, max) {
+                return Ok(Some(Ending::Failed(format!(
+                    "task_transcript_full: the task's transcript passed its limit of {max} bytes even without its older tool results"
+                ))));
+            }
             let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
             let detail = format!("step {steps}: called {}", names.join(", "));
             if !self
@@ -361,6 +400,50 @@ mod tests {
         assert_eq!(saved_answer(std::slice::from_ref(&user)), None);
         assert_eq!(saved_answer(&[user.clone(), call.clone()]), None);
         assert_eq!(saved_answer(&[user, call, answer]), Some("42".into()));
+    }
+
+    #[test]
+    fn a_transcript_past_its_bound_drops_its_oldest_results() {
+        let call = |id: &str| ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            }],
+        };
+        let result = |id: &str| ChatMessage::Tool {
+            tool_call_id: id.into(),
+            content: "r".repeat(10_000),
+        };
+        let mut transcript = vec![
+            ChatMessage::User {
+                content: "task".into(),
+            },
+            call("1"),
+            result("1"),
+            call("2"),
+            result("2"),
+            call("3"),
+            result("3"),
+        ];
+        assert!(fit_transcript(&mut transcript, 100_000), "fits as it is");
+        assert!(fit_transcript(&mut transcript, 25_000));
+        let dropped: Vec<bool> = transcript
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::Tool { content, .. } => Some(content == DROPPED),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dropped, [true, false, false], "the oldest gave way");
+        assert!(
+            serde_json::to_vec(&transcript).unwrap().len() <= 25_000,
+            "within the bound"
+        );
+        // The last step's result never goes: it cannot fit in 5 kB.
+        assert!(!fit_transcript(&mut transcript, 5_000));
+        assert!(matches!(&transcript[6], ChatMessage::Tool { content, .. } if content != DROPPED));
     }
 
     #[test]

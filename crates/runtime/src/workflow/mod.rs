@@ -49,6 +49,15 @@ pub(crate) enum Next {
     Ended,
 }
 
+/// Which bound refuses entering a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Entry {
+    /// The workflow's own limits (`maxVisitsPerNode`, `maxHopsPerTurn`).
+    LoopLimit,
+    /// The server's bound on a walk.
+    WalkLimit,
+}
+
 /// What entering one node leads to.
 enum Step {
     /// Go on to `node` over `edge`.
@@ -118,23 +127,36 @@ impl Inner {
             if state.status == SessionStatus::Ended {
                 return Ok(Step::Stop(Next::Idle));
             }
+            // The server's own bound on a walk, whatever the workflow's
+            // limits say: entries of any node (agent stages too) and the
+            // events recorded since the walk's input.
+            let limits = &self.config.limits;
+            let walked = state.walk.entries >= limits.max_walk_hops
+                || ctx.events.emitted().saturating_sub(state.walk.events_from)
+                    >= limits.max_walk_events as u64;
             let position = state.workflow.get_or_insert_with(WorkflowPosition::default);
             let visit = position.visits.get(node_id).copied().unwrap_or(0) + 1;
             // maxHopsPerTurn counts the deterministic hops (action and
             // updateState entries) between two user messages.
             let hops = position.hops + u32::from(node.kind().is_deterministic());
-            if !past_limits && (visit > wf.max_visits_per_node() || hops > wf.max_hops_per_turn()) {
-                None
+            let looped = visit > wf.max_visits_per_node() || hops > wf.max_hops_per_turn();
+            if !past_limits && walked {
+                Err(Entry::WalkLimit)
+            } else if !past_limits && looped {
+                Err(Entry::LoopLimit)
             } else {
                 position.visits.insert(node_id.to_owned(), visit);
                 position.hops = hops;
-                position.path.push(node_id.to_owned());
-                position.current_node_id = node_id.to_owned();
-                Some((visit, position.clone()))
+                position.record_entry(node_id);
+                let position = position.clone();
+                state.walk.entries += 1;
+                Ok((visit, position))
             }
         };
-        let Some((visit, position)) = entered else {
-            return self.loop_limit(ctx, wf, node_id).await;
+        let (visit, position) = match entered {
+            Ok(entered) => entered,
+            Err(Entry::WalkLimit) => return self.walk_limit(ctx, wf).await,
+            Err(_) => return self.loop_limit(ctx, wf, node_id).await,
         };
         let event = WorkflowNodeEntered {
             node_id: node_id.to_owned(),
@@ -196,6 +218,31 @@ impl Inner {
             }
             _ => {
                 self.end_by_workflow(ctx, "workflow_loop_limit").await?;
+                Ok(Step::Stop(Next::Ended))
+            }
+        }
+    }
+
+    /// The walk passed the server's bound (`max_walk_hops` entries or
+    /// `max_walk_events` events since its input): `workflow_walk_limit`,
+    /// then `onErrorNodeId` (entered past the limits) or the end.
+    async fn walk_limit(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        wf: &Workflow,
+    ) -> Result<Step, RuntimeError> {
+        let limits = &self.config.limits;
+        let message = format!(
+            "this walk through the workflow passed the server's bound ({} node entries or {} events between two inputs; RTC_MAX_WALK_HOPS, RTC_MAX_WALK_EVENTS)",
+            limits.max_walk_hops, limits.max_walk_events
+        );
+        ctx.events
+            .emit(EventBody::error("workflow_walk_limit", message))
+            .await?;
+        match &wf.on_error_node_id {
+            Some(target) => Box::pin(self.enter(ctx, target, None, true)).await,
+            None => {
+                self.end_by_workflow(ctx, "workflow_walk_limit").await?;
                 Ok(Step::Stop(Next::Ended))
             }
         }
@@ -284,7 +331,8 @@ impl Inner {
     }
 
     /// Whether an expression edge holds; an evaluation error counts as
-    /// false and is reported.
+    /// false and is reported, once per walk (a cycle over a failing
+    /// condition would otherwise write an error per hop).
     async fn edge_holds(
         &self,
         ctx: &SessionCtx,
@@ -292,13 +340,21 @@ impl Inner {
         expression: &rtc_protocol::Expr,
         vars: &BTreeMap<String, Value>,
     ) -> Result<bool, RuntimeError> {
-        match evaluate(expression, vars, &NoLlm).await {
+        match evaluate(expression, vars, &NoLlm, &self.config.limits.eval()).await {
             Ok(v) => Ok(v == Value::Bool(true)),
             Err(e) => {
-                let message = format!("edge `{edge_id}`: {e}; it counts as false");
-                ctx.events
-                    .emit(EventBody::error("workflow_condition_failed", message))
-                    .await?;
+                let first = {
+                    let mut state = ctx.state.lock().await;
+                    !std::mem::replace(&mut state.walk.condition_error_reported, true)
+                };
+                if first {
+                    let message = format!(
+                        "edge `{edge_id}`: {e}; it counts as false (further failing conditions of this walk are not reported)"
+                    );
+                    ctx.events
+                        .emit(EventBody::error("workflow_condition_failed", message))
+                        .await?;
+                }
                 Ok(false)
             }
         }
@@ -408,7 +464,7 @@ impl Inner {
         node: &UpdateStateNode,
     ) -> Result<(), RuntimeError> {
         let source = format!("workflow:{}", node.id);
-        variables::apply_rules(ctx, &node.rules, &NoLlm, &source).await?;
+        variables::apply_rules(ctx, &self.config.limits, &node.rules, &NoLlm, &source).await?;
         Ok(())
     }
 

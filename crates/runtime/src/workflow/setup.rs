@@ -109,6 +109,7 @@ impl Runtime {
             assistants: &assistants,
             realtime_interface: iface.as_ref(),
             providers: &providers,
+            update_bounds: self.inner.config.limits.update,
         };
         validate_workflow(workflow, &ctx).map_err(|e| {
             RuntimeError::Invalid(ValidationError::new(
@@ -187,8 +188,12 @@ impl Inner {
         }
         let node = &t.id;
         // A new stretch of the conversation: hops count afresh.
-        if let Some(p) = ctx.state.lock().await.workflow.as_mut() {
-            p.hops = 0;
+        {
+            let mut state = ctx.state.lock().await;
+            if let Some(p) = state.workflow.as_mut() {
+                p.hops = 0;
+            }
+            state.walk = crate::session::Walk::start(ctx.events.emitted());
         }
         match self.first_edge(ctx, wf, node, None).await? {
             Some((to, edge)) => self.enter_chain(ctx, to, Some(edge)).await,

@@ -131,3 +131,48 @@ async fn end_reasons_and_human_messages_are_bounded() {
     assert_ne!(session.status, SessionStatus::Ended);
     h.rt.end(WS, &s, Some("é".repeat(10))).await.unwrap();
 }
+
+/// R-SEC-7: a session's history has a byte budget; past it new input is
+/// refused (`history_full`, the message is not stored) and the session
+/// stays readable.
+#[tokio::test]
+async fn a_full_history_takes_no_more_input() {
+    let h = Harness::with((0..20).map(|_| MockReply::text("ok")).collect(), |c| {
+        c.limits.max_history_bytes = 6_300;
+        c.limits.history_memory_bytes = 1_000;
+    })
+    .await;
+    h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))
+        .await;
+    let s = h.session("a").await;
+    let text = "x".repeat(1_000);
+    let mut sent = 0;
+    let refused = loop {
+        match h.rt.send_user_message(WS, &s, &text).await {
+            Ok(_) => {
+                sent += 1;
+                h.rt.idle(WS, &s).await.unwrap();
+            }
+            Err(e) => break e,
+        }
+        assert!(sent < 20, "the history never filled up");
+    };
+    match refused {
+        RuntimeError::Conflict { code, .. } => assert_eq!(code, "history_full"),
+        other => panic!("expected history_full, got {other:?}"),
+    }
+    assert_eq!(sent, 5, "five messages of 1,000 bytes fit, not six");
+    let messages = h.rt.messages(WS, &s).await.unwrap();
+    let users = messages
+        .iter()
+        .filter(|m| m.role == rtc_protocol::MessageRole::User)
+        .count();
+    assert_eq!(users, 5, "the refused message was not stored");
+    assert!(matches!(
+        h.rt.send_user_message(WS, &s, "again").await,
+        Err(RuntimeError::Conflict {
+            code: "history_full",
+            ..
+        })
+    ));
+}

@@ -10,6 +10,7 @@
 
 mod harness;
 
+mod amplifiers;
 mod builtins;
 mod conversation;
 mod ending;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rtc_protocol::{ConversationTest, CreateSessionParams, TestRunStatus};
+use rtc_runtime::RuntimeError;
 use rtc_store::{ResourceKind, TestTarget};
 use rtc_testkit::MockReply;
 use serde_json::{Value, json};
@@ -258,7 +259,7 @@ async fn a_run_that_cannot_finish_is_an_error_and_runs_are_bounded() {
                 Box::new(MockReply::text("late")),
             ),
         ],
-        |c| c.test_concurrency = 1,
+        |c| c.tests.global = 1,
     )
     .await;
     setup(&h).await;
@@ -388,4 +389,75 @@ async fn tasks_of_a_test_session_call_no_tool_and_start_no_opencode() {
         0,
         "neither the tool nor OpenCode was reached"
     );
+}
+
+/// R-SEC-7: one workspace's abandoned slow runs do not keep another
+/// workspace's quick test waiting (each workspace has at most
+/// `per_workspace` of the slots), and a workspace with too many runs
+/// admitted is refused at once.
+#[tokio::test]
+async fn a_workspace_with_many_slow_runs_does_not_starve_another() {
+    let mock = rtc_testkit::MockLlm::with_recorded_responder(|req| {
+        if req["messages"][0]["content"] == "Slow." {
+            MockReply::Delayed(
+                std::time::Duration::from_secs(30),
+                Box::new(MockReply::text("late")),
+            )
+        } else {
+            MockReply::text("quick")
+        }
+    })
+    .await
+    .unwrap();
+    let h = Harness::on(mock, |c| {
+        c.tests = rtc_runtime::TestQueueLimits {
+            global: 4,
+            per_workspace: 2,
+            max_queued: 13,
+        }
+    })
+    .await;
+    h.store.create_workspace("ws2", "w2", "key2").await.unwrap();
+    for (ws, prompt) in [(WS, "Slow."), ("ws2", "Quick.")] {
+        let assistant: rtc_protocol::Assistant =
+            serde_json::from_value(json!({"name": "a", "systemPrompt": prompt})).unwrap();
+        h.store
+            .insert(ws, Some("a".into()), assistant)
+            .await
+            .unwrap();
+    }
+    let target = TestTarget {
+        kind: ResourceKind::Assistant,
+        id: "a",
+    };
+    let slow = case(json!({"name": "slow", "turns": ["hi"], "timeoutSeconds": 15}));
+    // Twelve slow runs, whose requests go away at once (abandoned).
+    for _ in 0..12 {
+        let rt = h.rt.clone();
+        let slow = slow.clone();
+        let run = tokio::spawn(async move { rt.run_test(WS, target_of("a"), &slow).await });
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        run.abort();
+    }
+    let more = h.rt.run_tests(WS, target, &[slow.clone(), slow]).await;
+    match more {
+        Err(RuntimeError::TooMany { code, .. }) => assert_eq!(code, "too_many_test_runs"),
+        other => panic!("expected too_many_test_runs, got {other:?}"),
+    }
+    let quick = case(json!({"name": "quick", "turns": ["hi"]}));
+    let started = std::time::Instant::now();
+    let run = h.rt.run_test("ws2", target, &quick).await.unwrap();
+    assert_eq!(run.status, TestRunStatus::Passed, "{run:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the other workspace waited {:?}",
+        started.elapsed()
+    );
+}
+
+fn target_of(id: &'static str) -> TestTarget<'static> {
+    TestTarget {
+        kind: ResourceKind::Assistant,
+        id,
+    }
 }

@@ -229,7 +229,8 @@ macro_rules! test_endpoints {
             /// Run the test in a test-mode session and store the run; answers
             /// when it is done (at most its `timeoutSeconds`).
             #[utoipa::path(post, operation_id = $run_op, path = $run, tag = $tag, security(("bearer" = [])),
-                responses((status = 200, body = TestRun), (status = 404, body = ErrorResponse)))]
+                responses((status = 200, body = TestRun), (status = 404, body = ErrorResponse),
+                    (status = 429, description = "the workspace has its most test runs queued or running (`too_many_test_runs`)", body = ErrorResponse)))]
             pub async fn run(scope: Scope, State(s): State<AppState>, ApiPath((id, test_id)): ApiPath<(String, String)>) -> ApiResult<Json<TestRun>> {
                 super::run(&s, &scope.workspace, target(&id), &test_id).await
             }
@@ -237,7 +238,8 @@ macro_rules! test_endpoints {
             /// Run every test, a bounded number at once; the runs in the
             /// tests' order with the counts.
             #[utoipa::path(post, operation_id = $run_all_op, path = $run_all, tag = $tag, security(("bearer" = [])),
-                responses((status = 200, body = TestSuiteRun), (status = 404, body = ErrorResponse)))]
+                responses((status = 200, body = TestSuiteRun), (status = 404, body = ErrorResponse),
+                    (status = 429, description = "the workspace has its most test runs queued or running (`too_many_test_runs`)", body = ErrorResponse)))]
             pub async fn run_all(scope: Scope, State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> ApiResult<Json<TestSuiteRun>> {
                 super::run_all(&s, &scope.workspace, target(&id)).await
             }

@@ -2,7 +2,7 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
@@ -40,8 +40,23 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 /// Prometheus metrics.
-#[utoipa::path(get, operation_id = "getMetrics", path = "/metrics", tag = "health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
-pub async fn metrics() -> Response {
+#[utoipa::path(get, operation_id = "getMetrics", path = "/metrics", tag = "health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain"),
+    (status = 401, description = "`RTC_METRICS_TOKEN` is set and the request does not carry it", body = rtc_protocol::ErrorResponse)))]
+pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(auth) = &state.metrics_auth {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|token| auth.is_admin(token.trim())) {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "metrics need `Authorization: Bearer <RTC_METRICS_TOKEN>`",
+            )
+            .into_response();
+        }
+    }
     let body = observe::metrics_handle()
         .map(|h| h.render())
         .unwrap_or_default();

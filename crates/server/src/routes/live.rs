@@ -39,7 +39,8 @@ pub struct AfterQuery {
 /// Server-sent events from `after` (or `Last-Event-ID`), then live.
 #[utoipa::path(get, operation_id = "streamSessionEvents", path = "/v1/sessions/{id}/events", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     params(("after" = Option<i64>, Query, description = "resume after this sequence number")),
-    responses((status = 200, description = "text/event-stream of session events: each `data:` is a SessionEvent, `id:` its seq, `event:` its type", body = SessionEvent, content_type = "text/event-stream")))]
+    responses((status = 200, description = "text/event-stream of session events: each `data:` is a SessionEvent, `id:` its seq, `event:` its type", body = SessionEvent, content_type = "text/event-stream"),
+        (status = 429, body = ErrorResponse, description = "`too_many_subscribers`: the session has its most live subscribers")))]
 pub async fn events(
     access: SessionAccess,
     State(s): State<AppState>,
@@ -70,7 +71,8 @@ pub async fn events(
 #[utoipa::path(get, operation_id = "openSessionSocket", path = "/v1/sessions/{id}/ws", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     params(("after" = Option<i64>, Query, description = "resume after this sequence number")),
     responses((status = 101, description = "WebSocket upgrade: the client sends ClientFrame objects; the server sends SessionEvent objects and ErrorFrame objects"),
-        (status = 400, body = ErrorResponse, description = "`websocket_upgrade_required` (not a WebSocket handshake), `invalid_query` or `invalid_path`")))]
+        (status = 400, body = ErrorResponse, description = "`websocket_upgrade_required` (not a WebSocket handshake), `invalid_query` or `invalid_path`"),
+        (status = 429, body = ErrorResponse, description = "`too_many_subscribers`: the session has its most live subscribers")))]
 pub async fn ws(
     access: SessionAccess,
     State(s): State<AppState>,
@@ -84,14 +86,17 @@ pub async fn ws(
             format!("this endpoint speaks WebSocket only: {e}"),
         )
     })?;
-    // Check the session exists before upgrading.
-    s.runtime
-        .session(&access.workspace, &access.session)
-        .await?;
+    // The session exists and the socket's subscription has its place
+    // (429 `too_many_subscribers` otherwise) before upgrading.
     let after = q.after.unwrap_or(0);
+    let events = s
+        .runtime
+        .subscribe(&access.workspace, &access.session, after)
+        .await?
+        .boxed();
     Ok(upgrade
         .max_message_size(1024 * 1024)
-        .on_upgrade(move |socket| serve_socket(socket, s, access, after))
+        .on_upgrade(move |socket| serve_socket(socket, s, access, events))
         .into_response())
 }
 
@@ -114,19 +119,16 @@ fn invalid_frame(message: String) -> WsMessage {
     ))
 }
 
-async fn serve_socket(socket: WebSocket, s: AppState, access: SessionAccess, after: i64) {
+async fn serve_socket(
+    socket: WebSocket,
+    s: AppState,
+    access: SessionAccess,
+    mut events: futures::stream::BoxStream<'static, SessionEvent>,
+) {
     let Ok(conn) = s
         .runtime
         .connect_client(&access.workspace, &access.session)
         .await
-    else {
-        return;
-    };
-    let Ok(mut events) = s
-        .runtime
-        .subscribe(&access.workspace, &access.session, after)
-        .await
-        .map(|e| e.boxed())
     else {
         return;
     };
@@ -345,6 +347,8 @@ async fn handle_frame(
                 .await?;
         }
         ClientFrame::Resume(r) => {
+            // The old subscription gives its place to the new one.
+            *events = futures::stream::empty().boxed();
             let stream = s
                 .runtime
                 .subscribe(&access.workspace, &access.session, r.after_seq)

@@ -91,6 +91,7 @@ pub(crate) async fn validate(
         assistants: &assistants,
         realtime_interface: iface.as_ref(),
         providers: &providers,
+        update_bounds: s.runtime.update_bounds(),
     };
     validate_workflow(w, &ctx).map_err(ApiError::bad_request)
 }
