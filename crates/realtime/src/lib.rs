@@ -244,6 +244,9 @@ pub struct ProviderCfg {
     pub policy: rtc_tools::net_guard::AddressPolicy,
     /// How long connecting and `session.updated` may take.
     pub timeout: Duration,
+    /// Most bytes of one message (or frame) the provider may send; a
+    /// larger one breaks the connection (R-SEC-7).
+    pub max_message_bytes: usize,
 }
 
 impl std::fmt::Debug for ProviderCfg {
@@ -257,6 +260,7 @@ impl std::fmt::Debug for ProviderCfg {
             .field("output_rate", &self.output_rate)
             .field("policy", &self.policy)
             .field("timeout", &self.timeout)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish()
     }
 }

@@ -153,7 +153,10 @@ async fn open(cfg: &ProviderCfg, url: &url::Url, tls_host: Option<String>) -> Re
     })?;
     bearer.set_sensitive(true);
     request.headers_mut().insert("authorization", bearer);
-    match tokio_tungstenite::client_async(request, io).await {
+    let limits = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(cfg.max_message_bytes))
+        .max_frame_size(Some(cfg.max_message_bytes));
+    match tokio_tungstenite::client_async_with_config(request, io, Some(limits)).await {
         Ok((ws, _response)) => Ok(ws),
         Err(WsError::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
             Err(RealtimeError::Unauthorized)
@@ -464,6 +467,7 @@ mod tests {
             output_rate: 24_000,
             policy: rtc_tools::net_guard::AddressPolicy::PublicOnly,
             timeout: Duration::from_secs(1),
+            max_message_bytes: 1024 * 1024,
         }
     }
 

@@ -70,4 +70,27 @@ impl TestDatabase {
             _dir: None,
         }))
     }
+
+    /// The bytes the database takes on disk: the SQLite file with its
+    /// journal files, or PostgreSQL's `pg_database_size`.
+    pub async fn size_bytes(&self) -> anyhow::Result<u64> {
+        match self.engine {
+            Engine::Sqlite => {
+                let path = self.url.trim_start_matches("sqlite://");
+                Ok(["", "-wal", "-shm"]
+                    .iter()
+                    .filter_map(|suffix| std::fs::metadata(format!("{path}{suffix}")).ok())
+                    .map(|m| m.len())
+                    .sum())
+            }
+            Engine::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await?;
+                let size: i64 = sqlx::query_scalar("SELECT pg_database_size(current_database())")
+                    .fetch_one(&mut conn)
+                    .await?;
+                conn.close().await?;
+                Ok(u64::try_from(size).unwrap_or(0))
+            }
+        }
+    }
 }

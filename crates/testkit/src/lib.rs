@@ -11,6 +11,7 @@
 //! unless `RTC_TEST_SKIP_POSTGRES=1` is set for a quick SQLite-only run.
 
 mod db;
+mod hostile_http;
 mod mcp;
 mod mock_llm;
 mod opencode;
@@ -22,6 +23,7 @@ mod server;
 mod workflow_stand_ins;
 
 pub use db::{Engine, TestDatabase};
+pub use hostile_http::{Hostile, hostile_http};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
 pub use mock_llm::{MockLlm, MockReply};
 pub use opencode::{

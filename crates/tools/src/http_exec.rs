@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures::StreamExt;
 use reqwest::header::{HeaderName, HeaderValue};
 use rtc_core::tool_rules::url_origin_len;
 use rtc_protocol::{HttpMethod, HttpToolConfig};
@@ -186,25 +185,13 @@ async fn read_capped(
     max: usize,
     timeout: Duration,
 ) -> Result<Vec<u8>, HttpToolError> {
-    if resp.content_length().is_some_and(|n| n > max as u64) {
-        return Err(HttpToolError::TooLarge(max));
+    use crate::upstream::{BodyError, read_at_most};
+    match tokio::time::timeout(timeout, read_at_most(resp, max)).await {
+        Err(_) => Err(HttpToolError::Timeout(timeout)),
+        Ok(Ok(body)) => Ok(body),
+        Ok(Err(BodyError::TooLarge(max))) => Err(HttpToolError::TooLarge(max)),
+        Ok(Err(BodyError::Transport(e))) => Err(HttpToolError::Send(describe(&e))),
     }
-    let mut out = Vec::new();
-    let mut stream = resp.bytes_stream();
-    let read = async {
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| HttpToolError::Send(describe(&e)))?;
-            if out.len() + chunk.len() > max {
-                return Err(HttpToolError::TooLarge(max));
-            }
-            out.extend_from_slice(&chunk);
-        }
-        Ok(())
-    };
-    tokio::time::timeout(timeout, read)
-        .await
-        .map_err(|_| HttpToolError::Timeout(timeout))??;
-    Ok(out)
 }
 
 /// The text of a placeholder: arguments, template inputs, and secrets where

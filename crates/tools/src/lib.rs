@@ -11,6 +11,7 @@ pub mod mcp;
 pub mod net_guard;
 pub mod opencode;
 pub mod scrub;
+pub mod upstream;
 pub mod web_fetch;
 pub mod web_search;
 

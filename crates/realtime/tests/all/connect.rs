@@ -255,3 +255,51 @@ async fn a_silent_server_times_out() {
     assert!(matches!(err, RealtimeError::Timeout(_)), "{err}");
     held.abort();
 }
+
+/// A provider that sends one message larger than the bound breaks its
+/// connection instead of making the platform buffer it (R-SEC-7).
+#[tokio::test]
+async fn a_message_past_the_bound_closes_the_connection() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/v1/realtime", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        let created = json!({"type": "session.created", "event_id": "e0",
+            "session": {"id": "sess_big", "model": "m"}});
+        ws.send(Message::text(created.to_string())).await.unwrap();
+        // 3 MiB of transcript in one message.
+        let huge = json!({"type": "response.output_audio_transcript.delta",
+            "response_id": "r", "item_id": "i", "delta": "x".repeat(3 << 20)});
+        let _ = ws.send(Message::text(huge.to_string())).await;
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    });
+    let mut config = rtc_realtime::ProviderCfg {
+        url,
+        ..cfg_without_mock()
+    };
+    config.max_message_bytes = 1024 * 1024;
+    let (_adapter, mut events) = rtc_realtime::connect(&config).await.unwrap();
+    let closed = next(&mut events, |e| matches!(e, RtEvent::Closed { .. })).await;
+    let RtEvent::Closed { reason } = closed else {
+        unreachable!()
+    };
+    assert!(reason.contains("failed"), "{reason}");
+    server.abort();
+}
+
+fn cfg_without_mock() -> rtc_realtime::ProviderCfg {
+    rtc_realtime::ProviderCfg {
+        dialect: Dialect::Openai,
+        url: String::new(),
+        model: "m".into(),
+        api_key: KEY.into(),
+        input_rate: 24_000,
+        output_rate: 24_000,
+        policy: AddressPolicy::AllowPrivate,
+        timeout: std::time::Duration::from_secs(5),
+        max_message_bytes: 1024 * 1024,
+    }
+}

@@ -33,6 +33,7 @@ pub fn cfg(dialect: Dialect, mock: &RealtimeMock) -> ProviderCfg {
         output_rate,
         policy: AddressPolicy::AllowPrivate,
         timeout: Duration::from_secs(5),
+        max_message_bytes: 1024 * 1024,
     }
 }
 

@@ -15,6 +15,7 @@ use super::outcome::{SessionState, error_message, parse_status};
 use super::{CONNECT_TIMEOUT, OpencodeError};
 use crate::net_guard::{self, AddressPolicy};
 use crate::scrub::Scrubber;
+use crate::upstream::{BodyError, UpstreamLimits, read_at_most};
 
 /// How long an ordinary API call may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -64,6 +65,7 @@ pub struct OpencodeClient {
     authorization: Option<HeaderValue>,
     scrubber: Scrubber,
     directory: Option<String>,
+    limits: UpstreamLimits,
 }
 
 impl std::fmt::Debug for OpencodeClient {
@@ -123,7 +125,19 @@ impl OpencodeClient {
             authorization,
             scrubber,
             directory,
+            limits: UpstreamLimits::default(),
         })
+    }
+
+    /// The same client, reading within `limits` (R-SEC-7).
+    pub fn with_limits(mut self, limits: UpstreamLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// What this client reads at most.
+    pub fn limits(&self) -> UpstreamLimits {
+        self.limits
     }
 
     /// The server's address as configured (no trailing slash).
@@ -293,7 +307,15 @@ impl OpencodeClient {
         timeout: Duration,
     ) -> Result<Value, OpencodeError> {
         let response = self.send(request, timeout).await?;
-        let bytes = response.bytes().await.map_err(|e| self.classify(&e))?;
+        let bytes = match read_at_most(response, self.limits.max_body_bytes).await {
+            Ok(bytes) => bytes,
+            Err(BodyError::TooLarge(max)) => {
+                return Err(self.bad_answer(format!(
+                    "the answer is larger than {max} bytes (RTC_MAX_UPSTREAM_BODY_BYTES)"
+                )));
+            }
+            Err(BodyError::Transport(e)) => return Err(self.classify(&e)),
+        };
         serde_json::from_slice(&bytes).map_err(|e| self.bad_answer(format!("not JSON ({e})")))
     }
 
@@ -307,7 +329,9 @@ impl OpencodeClient {
         if status == reqwest::StatusCode::UNAUTHORIZED {
             return Err(OpencodeError::AuthenticationFailed { url });
         }
-        let text = response.text().await.unwrap_or_default();
+        // An error's text is quoted in part only: read a little of it.
+        let body = read_at_most(response, 64 * 1024).await.unwrap_or_default();
+        let text = String::from_utf8_lossy(&body).into_owned();
         let message = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| error_message(&v))

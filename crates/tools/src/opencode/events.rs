@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 
 use super::OpencodeClient;
 use super::outcome::{OpencodeEvent, parse_event};
+use crate::upstream::UpstreamLimits;
 
 /// Buffered events per listener; a listener that falls further behind
 /// misses some and re-checks the status (its receiver reports the lag).
@@ -124,7 +125,7 @@ async fn read_events(
             Err(_) => "the event stream did not open in time".to_owned(),
             Ok(Ok(response)) => {
                 backoff = FIRST_BACKOFF;
-                match pump(response, &sender, &reader).await {
+                match pump(response, client.limits(), &sender, &reader).await {
                     Pumped::NobodyListens => return,
                     Pumped::Ended(reason) => reason,
                 }
@@ -143,20 +144,38 @@ enum Pumped {
     Ended(String),
 }
 
-/// Forward one open stream's events until it ends.
+/// Forward one open stream's events until it ends, breaks, stays silent
+/// past the idle timeout, or sends a line past the line bound (R-SEC-7:
+/// a server that never ends a line must not make us hold its bytes).
 async fn pump(
     response: reqwest::Response,
+    limits: UpstreamLimits,
     sender: &broadcast::Sender<HubEvent>,
     reader: &Mutex<Option<JoinHandle<()>>>,
 ) -> Pumped {
     let mut stream = response.bytes_stream();
-    let mut lines = SseLines::default();
-    while let Some(chunk) = stream.next().await {
-        let chunk = match chunk {
-            Ok(chunk) => chunk,
-            Err(e) => return Pumped::Ended(format!("the event stream broke off: {e}")),
+    let mut lines = SseLines::new(limits.max_line_bytes);
+    loop {
+        let chunk = match tokio::time::timeout(limits.idle_timeout, stream.next()).await {
+            Err(_) => {
+                return Pumped::Ended(format!(
+                    "the event stream was silent for {} s",
+                    limits.idle_timeout.as_secs()
+                ));
+            }
+            Ok(None) => return Pumped::Ended("the event stream ended".to_owned()),
+            Ok(Some(Err(e))) => return Pumped::Ended(format!("the event stream broke off: {e}")),
+            Ok(Some(Ok(chunk))) => chunk,
         };
-        for data in lines.push(&chunk) {
+        let events = match lines.push(&chunk) {
+            Ok(events) => events,
+            Err(LineTooLong(max)) => {
+                return Pumped::Ended(format!(
+                    "the event stream sent a line longer than {max} bytes (RTC_MAX_UPSTREAM_LINE_BYTES)"
+                ));
+            }
+        };
+        for data in events {
             if let Some(event) = parse_event(&data) {
                 let _ = sender.send(HubEvent::Event(event));
             }
@@ -165,35 +184,66 @@ async fn pump(
             return Pumped::NobodyListens;
         }
     }
-    Pumped::Ended("the event stream ended".to_owned())
 }
 
-/// The `data:` payloads of a `text/event-stream`, fed in chunks.
-#[derive(Default)]
+/// A line (or one event's data) longer than the bound, in bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct LineTooLong(pub usize);
+
+/// The `data:` payloads of a `text/event-stream`, fed in chunks. Each byte
+/// is scanned once; an unfinished line or event's data is held only up to
+/// `max` bytes.
 pub(crate) struct SseLines {
     pending: Vec<u8>,
+    /// `pending[..scanned]` holds no newline.
+    scanned: usize,
     data: Vec<String>,
+    data_bytes: usize,
+    max: usize,
 }
 
 impl SseLines {
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            pending: Vec::new(),
+            scanned: 0,
+            data: Vec::new(),
+            data_bytes: 0,
+            max,
+        }
+    }
+
     /// Feed bytes; the payloads of the events they complete.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, LineTooLong> {
         self.pending.extend_from_slice(bytes);
         let mut out = Vec::new();
-        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
+        let mut start = 0;
+        while let Some(at) = memchr::memchr(b'\n', &self.pending[self.scanned..]) {
+            let end = self.scanned + at;
+            let line = String::from_utf8_lossy(&self.pending[start..end]);
+            let line = line.trim_end_matches('\r');
             if line.is_empty() {
                 if !self.data.is_empty() {
                     out.push(self.data.join("\n"));
                     self.data.clear();
+                    self.data_bytes = 0;
                 }
             } else if let Some(value) = line.strip_prefix("data:") {
-                self.data
-                    .push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+                let value = value.strip_prefix(' ').unwrap_or(value);
+                self.data_bytes += value.len();
+                if self.data_bytes > self.max {
+                    return Err(LineTooLong(self.max));
+                }
+                self.data.push(value.to_owned());
             }
+            start = end + 1;
+            self.scanned = start;
         }
-        out
+        self.pending.drain(..start);
+        self.scanned = self.pending.len();
+        if self.pending.len() > self.max {
+            return Err(LineTooLong(self.max));
+        }
+        Ok(out)
     }
 }

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::opencode::events::SseLines;
+use crate::opencode::events::{LineTooLong, SseLines};
 
 fn user(text: &str) -> Value {
     json!({"info": {"id": "msg_u", "role": "user", "time": {"created": 1}},
@@ -160,14 +160,34 @@ fn error_messages_fall_back_to_the_name() {
 
 #[test]
 fn sse_payloads_are_split_across_chunks() {
-    let mut lines = SseLines::default();
-    assert!(lines.push(b"data: {\"a\":").is_empty());
+    let mut lines = SseLines::new(1024);
+    assert!(lines.push(b"data: {\"a\":").unwrap().is_empty());
     assert_eq!(
-        lines.push(b"1}\n\ndata: x\r\n"),
+        lines.push(b"1}\n\ndata: x\r\n").unwrap(),
         vec!["{\"a\":1}".to_owned()]
     );
     assert_eq!(
-        lines.push(b"data: y\n: comment\n\n"),
+        lines.push(b"data: y\n: comment\n\n").unwrap(),
         vec!["x\ny".to_owned()]
     );
+}
+
+/// A stream that never ends its line is cut at the bound instead of held
+/// (the review buffered 150 MB in 25 s); so is one event's data spread
+/// over many lines. Lines up to the bound pass.
+#[test]
+fn sse_lines_and_event_data_are_bounded() {
+    let mut lines = SseLines::new(100);
+    for _ in 0..10 {
+        assert!(lines.push(&[b'x'; 10]).unwrap().is_empty());
+    }
+    assert_eq!(lines.push(b"x"), Err(LineTooLong(100)));
+    let mut lines = SseLines::new(100);
+    for _ in 0..10 {
+        assert!(lines.push(b"data: 0123456789\n").unwrap().is_empty());
+    }
+    assert_eq!(lines.push(b"data: 0123456789\n"), Err(LineTooLong(100)));
+    let mut lines = SseLines::new(100);
+    let full = format!("data: {}\n\n", "y".repeat(90));
+    assert_eq!(lines.push(full.as_bytes()).unwrap(), vec!["y".repeat(90)]);
 }

@@ -340,20 +340,12 @@ impl SearchOutcome {
 
 /// The body as text, refused beyond `max` bytes (announced or read).
 async fn read_body(resp: reqwest::Response, max: usize) -> Result<String, EngineError> {
-    use futures::StreamExt;
-    if resp.content_length().is_some_and(|n| n > max as u64) {
-        return Err(EngineError::TooLarge(max));
+    use crate::upstream::{BodyError, read_at_most};
+    match read_at_most(resp, max).await {
+        Ok(body) => Ok(String::from_utf8_lossy(&body).into_owned()),
+        Err(BodyError::TooLarge(max)) => Err(EngineError::TooLarge(max)),
+        Err(BodyError::Transport(e)) => Err(transport(e)),
     }
-    let mut out = Vec::new();
-    let mut stream = resp.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(transport)?;
-        if out.len() + chunk.len() > max {
-            return Err(EngineError::TooLarge(max));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 fn transport(e: reqwest::Error) -> EngineError {

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod hostile_opencode;
 mod mcp;
 mod mcp_pool;
 mod opencode;
