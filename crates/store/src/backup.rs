@@ -5,6 +5,14 @@
 //! fingerprint of the Tool Resource v4 migration's backup check, the row
 //! counts and a SHA-256 checksum of the content. A backup taken on one
 //! engine restores on the other.
+//!
+//! Version 2 files are signed (R-SEC-7): the manifest (which holds the
+//! content's checksum) carries an HMAC-SHA256 under a key derived from
+//! the master key, so an edited backup (a workspace key's hash replaced,
+//! the checksum recomputed) does not restore, and restoring needs the
+//! master key the backup was made with, as its secrets do. A version 1
+//! file (before signatures) restores only when the caller says it accepts
+//! an unsigned backup ([`Unsigned::Allow`]).
 
 use std::collections::BTreeMap;
 
@@ -18,8 +26,20 @@ use crate::{Store, StoreError};
 
 /// The `format` of a backup file.
 pub const BACKUP_FORMAT: &str = "rtc-agent-backup";
-/// The version of the file layout.
-pub const BACKUP_VERSION: u32 = 1;
+/// The version of the file layout (2: signed).
+pub const BACKUP_VERSION: u32 = 2;
+/// The version before signatures; read only with [`Unsigned::Allow`].
+pub const UNSIGNED_BACKUP_VERSION: u32 = 1;
+
+/// Whether an unsigned (version 1) backup may be restored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsigned {
+    /// Refuse it: only a signed backup restores.
+    Refuse,
+    /// Accept it (`rtc-agent restore --allow-unsigned`): its content is
+    /// only checked against its own checksum.
+    Allow,
+}
 
 /// A backup file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +62,10 @@ pub struct Manifest {
     pub latest_updated_at: Option<i64>,
     /// `sha256:<hex>` of the content as serialized in the file.
     pub checksum: String,
+    /// `hmac-sha256:<hex>` of the format, version and the rest of the
+    /// manifest, under the key derived from the master key (version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,7 +160,8 @@ impl BackupContent {
 }
 
 impl Backup {
-    /// A backup of `content`, with its manifest.
+    /// An unsigned backup of `content`, with its manifest (sign it with
+    /// [`Store::sign_backup`]).
     pub fn new(content: BackupContent) -> Result<Self, StoreError> {
         let input = content.fingerprint_input();
         Ok(Self {
@@ -148,9 +173,21 @@ impl Backup {
                 row_counts: input.row_counts,
                 latest_updated_at: input.latest_updated_at,
                 checksum: checksum(&content)?,
+                signature: None,
             },
             content,
         })
+    }
+
+    /// The bytes the signature covers: format, version and the manifest
+    /// without its signature.
+    fn signed_bytes(&self) -> Result<Vec<u8>, StoreError> {
+        let manifest = Manifest {
+            signature: None,
+            ..self.manifest.clone()
+        };
+        serde_json::to_vec(&(&self.format, self.version, &manifest))
+            .map_err(|e| StoreError::Corrupt(e.to_string()))
     }
 
     /// The file's bytes (compact JSON and a newline).
@@ -166,10 +203,22 @@ impl Backup {
         let invalid = |m: String| StoreError::BackupInvalid(m);
         let backup: Self = serde_json::from_slice(bytes)
             .map_err(|e| invalid(format!("not a backup file: {e}")))?;
-        if backup.format != BACKUP_FORMAT || backup.version != BACKUP_VERSION {
+        let known = [BACKUP_VERSION, UNSIGNED_BACKUP_VERSION];
+        if backup.format != BACKUP_FORMAT || !known.contains(&backup.version) {
             return Err(invalid(format!(
-                "format `{}` version {} (expected `{BACKUP_FORMAT}` version {BACKUP_VERSION})",
+                "format `{}` version {} (expected `{BACKUP_FORMAT}` version {BACKUP_VERSION}, or the unsigned version {UNSIGNED_BACKUP_VERSION})",
                 backup.format, backup.version
+            )));
+        }
+        if (backup.version == BACKUP_VERSION) != backup.manifest.signature.is_some() {
+            return Err(invalid(format!(
+                "a version {BACKUP_VERSION} backup is signed and a version {UNSIGNED_BACKUP_VERSION} one is not; this one is version {} {} a signature",
+                backup.version,
+                if backup.manifest.signature.is_some() {
+                    "with"
+                } else {
+                    "without"
+                }
             )));
         }
         if checksum(&backup.content)? != backup.manifest.checksum {
@@ -236,6 +285,35 @@ async fn dump_table(
 }
 
 impl Store {
+    /// `backup` signed with this store's master key (version 2).
+    pub fn sign_backup(&self, mut backup: Backup) -> Result<Backup, StoreError> {
+        backup.version = BACKUP_VERSION;
+        backup.manifest.signature = None;
+        let signature = self.secrets.sign_backup(&backup.signed_bytes()?);
+        backup.manifest.signature = Some(signature);
+        Ok(backup)
+    }
+
+    /// Check that `backup` was signed with this store's master key; an
+    /// unsigned (version 1) one passes only with [`Unsigned::Allow`].
+    pub fn verify_backup(&self, backup: &Backup, unsigned: Unsigned) -> Result<(), StoreError> {
+        match (&backup.manifest.signature, unsigned) {
+            (Some(signature), _) => {
+                if self.secrets.verify_backup(&backup.signed_bytes()?, signature) {
+                    Ok(())
+                } else {
+                    Err(StoreError::BackupInvalid(
+                        "the signature does not match: the file was changed, or it was made with another master key".into(),
+                    ))
+                }
+            }
+            (None, Unsigned::Allow) => Ok(()),
+            (None, Unsigned::Refuse) => Err(StoreError::BackupInvalid(
+                "the backup is unsigned (made before backups were signed); restore it only if you trust the file, with --allow-unsigned".into(),
+            )),
+        }
+    }
+
     /// A consistent copy of the whole database.
     pub async fn backup(&self) -> Result<Backup, StoreError> {
         let begin = match self.dialect {
@@ -260,7 +338,7 @@ impl Store {
             tables.insert(t.name.clone(), dump_table(&mut tx, &t).await?);
         }
         tx.rollback().await?;
-        Backup::new(BackupContent { migrations, tables })
+        self.sign_backup(Backup::new(BackupContent { migrations, tables })?)
     }
 
     /// The fingerprint of the database now.
@@ -275,7 +353,12 @@ impl Store {
     /// transaction. The schema must be at the backup's migration head and
     /// hold the same tables and columns (else
     /// [`StoreError::BackupIncompatible`], nothing changed).
-    pub async fn restore(&self, backup: &Backup) -> Result<RestoreSummary, StoreError> {
+    pub async fn restore(
+        &self,
+        backup: &Backup,
+        unsigned: Unsigned,
+    ) -> Result<RestoreSummary, StoreError> {
+        self.verify_backup(backup, unsigned)?;
         let mut tx = self.begin_write().await?;
         let head = catalog::migration_head(&mut tx).await?;
         if head != backup.manifest.migration_head {

@@ -257,6 +257,7 @@ impl Store {
                 // Readers share a pool; every write goes through one
                 // connection, so writers queue here instead of sleeping in
                 // SQLite's busy handler.
+                create_private(&url);
                 let pool = sqlite_pool(options().max_connections(8), &url).await?;
                 let writer = sqlite_pool(options().max_connections(1), &url).await?;
                 (pool, writer)
@@ -344,6 +345,26 @@ impl Store {
     }
 }
 
+/// Create the database file of a normalized `sqlite://PATH?…` URL readable
+/// by its owner only (0600) when it does not exist yet: it holds workspace
+/// key hashes, secrets (sealed) and conversations. SQLite gives its `-wal`
+/// and `-shm` files the same mode. Anything that fails here is left for
+/// the connection to report.
+fn create_private(url: &str) {
+    let Some(rest) = url.strip_prefix("sqlite://") else {
+        return;
+    };
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if !query.split('&').any(|p| p == "mode=rwc") {
+        return;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let _ = options.open(path);
+}
+
 /// The engine of a URL, and the URL as sqlx wants it (`mode=rwc` for SQLite
 /// so the file is created).
 fn normalize_url(url: &str) -> Result<(Dialect, String), StoreError> {
@@ -400,5 +421,27 @@ mod tests {
         assert!(normalize_url("sqlite::memory:").is_err());
         let err = normalize_url("mysql://u:pw@h/db").unwrap_err().to_string();
         assert!(!err.contains("pw"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_new_sqlite_database_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rtc.db");
+        let url = format!("sqlite://{}", path.display());
+        let store = Store::connect(&url, SecretBox::new(&crate::MasterKey::generate()))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        store.close().await;
+        for file in ["rtc.db", "rtc.db-wal"] {
+            let path = dir.path().join(file);
+            if let Ok(meta) = std::fs::metadata(&path) {
+                assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{file}");
+            }
+        }
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }

@@ -35,7 +35,7 @@ mod workspaces;
 
 pub use backup::{
     AppliedMigration, BACKUP_FORMAT, BACKUP_VERSION, Backup, BackupContent, Manifest,
-    RestoreSummary, TableRows,
+    RestoreSummary, TableRows, UNSIGNED_BACKUP_VERSION, Unsigned,
 };
 pub use catalog::FingerprintInput;
 pub use clients::{ClientConnectionRow, DeclaredFunctions};

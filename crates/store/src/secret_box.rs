@@ -1,6 +1,8 @@
 //! Encryption of secret values at rest (R-SEC-3): AES-256-GCM with a random
 //! 96-bit nonce per value, bound to its workspace and name as associated
-//! data so a ciphertext cannot be moved to another row.
+//! data so a ciphertext cannot be moved to another row. The same master
+//! key also authenticates backups (HMAC-SHA256 with a key derived from
+//! it for that use alone).
 
 use std::path::Path;
 
@@ -8,6 +10,8 @@ use aes_gcm::aead::{Aead, Generate, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 use crate::StoreError;
 
@@ -26,10 +30,7 @@ impl MasterKey {
     pub fn parse(text: &str) -> Result<Self, StoreError> {
         let text = text.trim();
         let bytes = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            (0..32)
-                .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16))
-                .collect::<Result<Vec<u8>, _>>()
-                .map_err(|_| StoreError::MasterKey("invalid hex".into()))?
+            unhex(text).ok_or_else(|| StoreError::MasterKey("invalid hex".into()))?
         } else {
             STANDARD
                 .decode(text)
@@ -84,11 +85,18 @@ fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, text)
 }
 
-/// Seals and opens secret values.
+/// Seals and opens secret values; signs and verifies backups.
 #[derive(Clone)]
 pub struct SecretBox {
     cipher: Aes256Gcm,
+    /// HMAC-SHA256(master key, [`BACKUP_KEY_LABEL`]).
+    backup_key: [u8; 32],
 }
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// What the backup signing key is derived for.
+const BACKUP_KEY_LABEL: &[u8] = b"rtc-agent backup signature v1";
 
 impl std::fmt::Debug for SecretBox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -100,7 +108,23 @@ impl SecretBox {
     pub fn new(key: &MasterKey) -> Self {
         Self {
             cipher: Aes256Gcm::new(&key.0.into()),
+            backup_key: mac(&key.0, BACKUP_KEY_LABEL).finalize().into_bytes().into(),
         }
+    }
+
+    /// `hmac-sha256:<hex>` of `bytes` under the backup key.
+    pub(crate) fn sign_backup(&self, bytes: &[u8]) -> String {
+        let tag = mac(&self.backup_key, bytes).finalize().into_bytes();
+        format!("hmac-sha256:{}", crate::ids::hex(&tag))
+    }
+
+    /// Whether `signature` is [`Self::sign_backup`] of `bytes` (compared in
+    /// constant time).
+    pub(crate) fn verify_backup(&self, bytes: &[u8], signature: &str) -> bool {
+        let Some(tag) = signature.strip_prefix("hmac-sha256:").and_then(unhex) else {
+            return false;
+        };
+        mac(&self.backup_key, bytes).verify_slice(&tag).is_ok()
     }
 
     /// `base64(nonce || ciphertext)`.
@@ -144,6 +168,23 @@ impl SecretBox {
     }
 }
 
+fn mac(key: &[u8], bytes: &[u8]) -> HmacSha256 {
+    // HMAC takes a key of any length.
+    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts every key length"));
+    mac.update(bytes);
+    mac
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..text.len() / 2)
+        .map(|i| u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +206,21 @@ mod tests {
         );
         let other = SecretBox::new(&MasterKey::generate());
         assert!(other.open("ws_1/secret__k", &sealed).is_err());
+    }
+
+    #[test]
+    fn backup_signatures_need_the_same_master_key() {
+        let key = MasterKey::generate();
+        let b = SecretBox::new(&key);
+        let signature = b.sign_backup(b"manifest");
+        assert!(signature.starts_with("hmac-sha256:"));
+        assert!(b.verify_backup(b"manifest", &signature));
+        assert!(SecretBox::new(&key).verify_backup(b"manifest", &signature));
+        assert!(!b.verify_backup(b"manifesT", &signature));
+        assert!(!SecretBox::new(&MasterKey::generate()).verify_backup(b"manifest", &signature));
+        for broken in ["", "hmac-sha256:", "hmac-sha256:zz", "sha256:00"] {
+            assert!(!b.verify_backup(b"manifest", broken), "{broken}");
+        }
     }
 
     #[test]

@@ -137,29 +137,77 @@ impl Store {
     /// reading it back.
     pub async fn create_session(&self, s: NewSession<'_>) -> Result<SessionRecord, StoreError> {
         let at = insert_session(&self.writer, &s).await?;
-        Ok(SessionRecord {
-            id: s.id.to_owned(),
-            workspace_id: s.workspace_id.to_owned(),
-            assistant_id: s.assistant_id.to_owned(),
-            parent_id: s.parent_id.map(str::to_owned),
-            root_id: s.root_id.to_owned(),
-            user_id: s.user_id.map(str::to_owned),
-            title: s.title.map(str::to_owned),
-            status: SessionStatus::Active,
-            variables: s.variables.clone(),
-            config: s.config.to_owned(),
-            turn_running: false,
-            end_reason: None,
-            ended_by: None,
-            todos: Vec::new(),
-            pending_question: None,
-            created_at: at,
-            updated_at: at,
-            workflow_id: s.workflow_id.map(str::to_owned),
-            workflow: None,
-        })
+        Ok(created_record(&s, at))
     }
 
+    /// [`Self::create_session`] unless the workspace already has `cap`
+    /// active sessions (`None` then). Counting and inserting are one step
+    /// (SQLite's write lock; a PostgreSQL advisory lock per workspace), so
+    /// sessions created at once cannot pass the cap together.
+    pub async fn create_session_within(
+        &self,
+        s: NewSession<'_>,
+        cap: u64,
+    ) -> Result<Option<SessionRecord>, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if self.dialect() == crate::Dialect::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1)::bigint)")
+                .bind(format!("rtc-sessions/{}", s.workspace_id))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if count_active(&mut *tx, s.workspace_id, cap).await? >= cap {
+            return Ok(None);
+        }
+        let at = insert_session(&mut *tx, &s).await?;
+        tx.commit().await?;
+        Ok(Some(created_record(&s, at)))
+    }
+}
+
+/// The record of a session just inserted at `at`.
+fn created_record(s: &NewSession<'_>, at: i64) -> SessionRecord {
+    SessionRecord {
+        id: s.id.to_owned(),
+        workspace_id: s.workspace_id.to_owned(),
+        assistant_id: s.assistant_id.to_owned(),
+        parent_id: s.parent_id.map(str::to_owned),
+        root_id: s.root_id.to_owned(),
+        user_id: s.user_id.map(str::to_owned),
+        title: s.title.map(str::to_owned),
+        status: SessionStatus::Active,
+        variables: s.variables.clone(),
+        config: s.config.to_owned(),
+        turn_running: false,
+        end_reason: None,
+        ended_by: None,
+        todos: Vec::new(),
+        pending_question: None,
+        created_at: at,
+        updated_at: at,
+        workflow_id: s.workflow_id.map(str::to_owned),
+        workflow: None,
+    }
+}
+
+/// Active sessions of `workspace`, counted up to `cap`.
+async fn count_active<'e>(
+    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    workspace: &str,
+    cap: u64,
+) -> Result<u64, StoreError> {
+    let row = sqlx::query(
+        "SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions WHERE workspace_id = $1 AND status <> 'ended' LIMIT $2) AS active",
+    )
+    .bind(workspace)
+    .bind(i64::try_from(cap).unwrap_or(i64::MAX))
+    .fetch_one(executor)
+    .await?;
+    let n: i64 = row.try_get("n")?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+impl Store {
     /// A session of this workspace.
     pub async fn session(
         &self,
@@ -213,21 +261,6 @@ impl Store {
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(record).collect()
-    }
-
-    /// How many sessions of a workspace have not ended.
-    /// Counts at most `cap` (the limit it is checked against): the check
-    /// reads no more than `cap` entries of `sessions_active_by_workspace`.
-    pub async fn active_session_count(&self, workspace: &str, cap: u64) -> Result<u64, StoreError> {
-        let row = sqlx::query(
-            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions WHERE workspace_id = $1 AND status <> 'ended' LIMIT $2) AS active",
-        )
-        .bind(workspace)
-        .bind(i64::try_from(cap).unwrap_or(i64::MAX))
-        .fetch_one(&self.pool)
-        .await?;
-        let n: i64 = row.try_get("n")?;
-        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     pub async fn set_session_status(
@@ -291,6 +324,18 @@ impl Store {
     }
 
     /// How many messages a session has.
+    /// The characters of a session's stored messages (their JSON), for
+    /// the bound on a session's history.
+    pub async fn message_bytes(&self, session: &str) -> Result<u64, StoreError> {
+        let row = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(LENGTH(body)), 0) AS BIGINT) AS n FROM messages WHERE session_id = $1",
+        )
+        .bind(session)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(row.try_get::<i64, _>("n")?).unwrap_or(0))
+    }
+
     pub async fn message_count(&self, session: &str) -> Result<i64, StoreError> {
         let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1")
             .bind(session)

@@ -4,7 +4,7 @@
 
 use rtc_protocol::{Assistant, McpServer, PendingQuestion, TodoItem, Tool};
 use rtc_store::{
-    MasterKey, ResourceKind, SecretBox, SessionRecords, SessionUpdate, Store, StoreError,
+    MasterKey, ResourceKind, SecretBox, SessionRecords, SessionUpdate, Store, StoreError, Unsigned,
 };
 use rtc_testkit::{Engine, TestDatabase};
 use serde_json::json;
@@ -605,23 +605,33 @@ on_both!(memories_per_user_ranked_by_relevance, |store| {
 
 /// A session with nothing but an id, in an existing workspace.
 async fn bare_session(store: &Store, workspace: &str, id: &str) -> anyhow::Result<()> {
+    let vars = serde_json::Map::new();
     store
-        .create_session(rtc_store::NewSession {
-            id,
-            workspace_id: workspace,
-            assistant_id: "a",
-            parent_id: None,
-            root_id: id,
-            user_id: None,
-            title: None,
-            variables: &serde_json::Map::new(),
-            config: "{}",
-            client_token: "t",
-            workflow_id: None,
-            owner: None,
-        })
+        .create_session(new_session(id, workspace, &vars))
         .await?;
     Ok(())
+}
+
+/// A session of assistant `a` with `vars` and nothing else.
+fn new_session<'a>(
+    id: &'a str,
+    workspace: &'a str,
+    vars: &'a serde_json::Map<String, serde_json::Value>,
+) -> rtc_store::NewSession<'a> {
+    rtc_store::NewSession {
+        id,
+        workspace_id: workspace,
+        assistant_id: "a",
+        parent_id: None,
+        root_id: id,
+        user_id: None,
+        title: None,
+        variables: vars,
+        config: "{}",
+        client_token: "t",
+        workflow_id: None,
+        owner: None,
+    }
 }
 
 on_both!(goals_are_saved_and_rewritten, |store| {
@@ -1081,7 +1091,7 @@ on_both!(
             .await?;
         store.create_workspace("ws_b", "B", "key-b").await?;
         assert_ne!(store.fingerprint().await?, backup.manifest.fingerprint);
-        let summary = store.restore(&backup).await?;
+        let summary = store.restore(&backup, Unsigned::Refuse).await?;
         assert_eq!(summary.migration_head, backup.manifest.migration_head);
         assert_eq!(store.backup().await?.to_bytes()?, bytes);
         assert!(store.get::<Tool>("ws_a", "tool_b").await?.is_none());
@@ -1097,11 +1107,47 @@ on_both!(
             rtc_store::Backup::parse(tampered.as_bytes()),
             Err(StoreError::BackupInvalid(_))
         ));
+        // An edit with the checksum recomputed parses, but its signature
+        // does not match: it is refused, and nothing changes.
+        let mut edited = backup.clone();
+        let workspaces = edited.content.tables.get_mut("workspaces").unwrap();
+        let hash_at = workspaces
+            .columns
+            .iter()
+            .position(|c| c == "api_key_hash")
+            .unwrap();
+        workspaces.rows[0][hash_at] = json!(rtc_store::hash_token("attacker-key"));
+        let resealed = rtc_store::Backup::new(edited.content.clone())?;
+        edited.manifest.checksum = resealed.manifest.checksum;
+        let edited = rtc_store::Backup::parse(&edited.to_bytes()?)?;
+        let refused = store.restore(&edited, Unsigned::Allow).await;
+        assert!(
+            matches!(&refused, Err(StoreError::BackupInvalid(m)) if m.contains("signature")),
+            "{refused:?}"
+        );
+        assert!(store.workspace_by_key("attacker-key").await?.is_none());
+        // A version 1 (unsigned) backup restores only when allowed.
+        let mut old = rtc_store::Backup::new(backup.content.clone())?;
+        old.version = rtc_store::UNSIGNED_BACKUP_VERSION;
+        let old = rtc_store::Backup::parse(&old.to_bytes()?)?;
+        assert!(matches!(
+            store.restore(&old, Unsigned::Refuse).await,
+            Err(StoreError::BackupInvalid(m)) if m.contains("--allow-unsigned")
+        ));
+        store.restore(&old, Unsigned::Allow).await?;
+        // A version 2 file without its signature is not a backup.
+        let mut stripped = backup.clone();
+        stripped.manifest.signature = None;
+        assert!(matches!(
+            rtc_store::Backup::parse(&stripped.to_bytes()?),
+            Err(StoreError::BackupInvalid(_))
+        ));
+
         let mut wrong_head = backup.clone();
         wrong_head.content.migrations.pop();
-        let wrong_head = rtc_store::Backup::new(wrong_head.content)?;
+        let wrong_head = store.sign_backup(rtc_store::Backup::new(wrong_head.content)?)?;
         assert!(matches!(
-            store.restore(&wrong_head).await,
+            store.restore(&wrong_head, Unsigned::Refuse).await,
             Err(StoreError::BackupIncompatible(_))
         ));
         Ok(())
@@ -1110,6 +1156,9 @@ on_both!(
 
 #[path = "all/tasks.rs"]
 mod tasks;
+
+#[path = "all/session_cap.rs"]
+mod session_cap;
 
 #[path = "all/instances.rs"]
 mod instances;
