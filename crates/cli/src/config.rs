@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use crate::limit_settings::{LimitFile, LimitSettings};
 use crate::web_config::{WebFetchFile, WebSearchFile, WebSettings};
 
 /// Flags (each also read from its environment variable).
@@ -58,6 +59,7 @@ struct FileConfig {
     max_message_bytes: Option<u64>,
     max_end_reason_chars: Option<u64>,
     test_concurrency: Option<u64>,
+    metrics_token: Option<String>,
     cors_origins: Option<String>,
     instance_id: Option<String>,
     #[serde(default)]
@@ -134,6 +136,10 @@ pub struct Settings {
     pub max_end_reason_chars: u64,
     /// Conversation test runs at once (R-BX-10).
     pub test_concurrency: u64,
+    /// The bounds of what a tenant or a model can grow (R-SEC-7).
+    pub limits: LimitSettings,
+    /// When set, `GET /metrics` needs `Authorization: Bearer <token>`.
+    pub metrics_token: Option<String>,
     /// Origins whose pages may call the API (CORS), `*` for any.
     pub cors_origins: Vec<String>,
     /// This process's name in loop leases (default: random per start).
@@ -174,6 +180,8 @@ impl std::fmt::Debug for Settings {
             .field("max_message_bytes", &self.max_message_bytes)
             .field("max_end_reason_chars", &self.max_end_reason_chars)
             .field("test_concurrency", &self.test_concurrency)
+            .field("limits", &self.limits)
+            .field("metrics_token", &self.metrics_token.is_some())
             .field("cors_origins", &self.cors_origins)
             .field("instance_id", &self.instance_id)
             .field("web", &self.web)
@@ -229,7 +237,7 @@ fn cors_origins(list: Option<String>) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-fn number(name: &str, file: Option<u64>, default: u64) -> anyhow::Result<u64> {
+pub(crate) fn number(name: &str, file: Option<u64>, default: u64) -> anyhow::Result<u64> {
     let value = match env(name) {
         Some(v) => v
             .parse()
@@ -251,15 +259,22 @@ pub(crate) fn env_flag(name: &str) -> anyhow::Result<Option<bool>> {
 
 impl Settings {
     pub fn load(path: Option<&Path>, o: Overrides) -> anyhow::Result<Self> {
-        let file: FileConfig = match path {
+        let (file, limit_file): (FileConfig, LimitFile) = match path {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
                     .with_context(|| format!("reading config file {}", p.display()))?;
-                toml::from_str(&text)
-                    .with_context(|| format!("parsing config file {}", p.display()))?
+                let mut table: toml::Table = toml::from_str(&text)
+                    .with_context(|| format!("parsing config file {}", p.display()))?;
+                let limits = LimitFile::take(&mut table)
+                    .with_context(|| format!("parsing config file {}", p.display()))?;
+                let file = table
+                    .try_into()
+                    .with_context(|| format!("parsing config file {}", p.display()))?;
+                (file, limits)
             }
-            None => FileConfig::default(),
+            None => (FileConfig::default(), LimitFile::default()),
         };
+        let test_concurrency = number("RTC_TEST_CONCURRENCY", file.test_concurrency, 4)?;
         let max_body_bytes = match env("RTC_MAX_BODY_BYTES") {
             Some(v) => v
                 .parse()
@@ -333,7 +348,9 @@ impl Settings {
                 file.subagent_max_sessions,
                 32,
             )?,
-            test_concurrency: number("RTC_TEST_CONCURRENCY", file.test_concurrency, 4)?,
+            test_concurrency,
+            limits: LimitSettings::load(&limit_file, test_concurrency)?,
+            metrics_token: env("RTC_METRICS_TOKEN").or(file.metrics_token),
             cors_origins: cors_origins(env("RTC_CORS_ORIGINS").or(file.cors_origins))?,
             max_sessions_per_workspace: number(
                 "RTC_MAX_SESSIONS_PER_WORKSPACE",

@@ -35,6 +35,8 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         max_message_bytes: 1,
         max_end_reason_chars: 1,
         test_concurrency: 1,
+        limits: crate::limit_settings::LimitSettings::load(&Default::default(), 4).unwrap(),
+        metrics_token: Some("metrics-token-canary-4".into()),
         cors_origins: Vec::new(),
         instance_id: None,
         web: WebSettings::default(),
@@ -46,6 +48,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         "master-key-canary-2",
         "llm-key-canary-3",
         "db-password-123",
+        "metrics-token-canary-4",
     ] {
         assert!(!shown.contains(secret), "{secret} in {shown}");
     }

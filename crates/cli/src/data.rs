@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use rtc_store::{Backup, LegacyKind, Store, StoreError};
+use rtc_store::{Backup, LegacyKind, Store, StoreError, Unsigned};
 use serde_json::Value;
 
 use crate::config::{Overrides, Settings};
@@ -50,6 +50,11 @@ pub struct BackupArgs {
 pub struct RestoreArgs {
     /// A file written by `rtc-agent backup`.
     pub path: PathBuf,
+    /// Accept a backup made before backups were signed (format version
+    /// 1): nothing proves it was not edited, so use it only for a file
+    /// you trust.
+    #[arg(long)]
+    pub allow_unsigned: bool,
     #[command(flatten)]
     pub db: Overrides,
 }
@@ -65,13 +70,22 @@ pub struct ImportArgs {
     pub db: Overrides,
 }
 
-/// Write `backup` to `path` (through a temporary file, so a failure
-/// leaves no half-written backup).
+/// Write `backup` to `path`, readable by its owner only (0600), through a
+/// new temporary file of a random name in the same folder (created
+/// exclusively, so no link planted there is followed), renamed into place
+/// once complete: a failure leaves no half-written backup.
 pub(crate) fn write_backup(backup: &Backup, path: &Path) -> anyhow::Result<()> {
     let bytes = backup.to_bytes()?;
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, &bytes)?;
-    std::fs::rename(&tmp, path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".rtc-backup-")
+        .tempfile_in(dir)?;
+    tmp.write_all(&bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)?;
     Ok(())
 }
 
@@ -114,7 +128,18 @@ pub async fn restore(store: &Store, args: &RestoreArgs) -> anyhow::Result<Exit> 
         Ok(b) => b,
         Err(e) => return refuse(&e),
     };
-    match store.restore(&backup).await {
+    let unsigned = if args.allow_unsigned {
+        Unsigned::Allow
+    } else {
+        Unsigned::Refuse
+    };
+    if backup.manifest.signature.is_none() && args.allow_unsigned {
+        eprintln!(
+            "warning: {} is an unsigned backup (format version 1); nothing proves it was not edited",
+            args.path.display()
+        );
+    }
+    match store.restore(&backup, unsigned).await {
         Ok(s) => {
             say(&format!(
                 "restored {}: {} tables, {} rows, schema migration {}",

@@ -9,6 +9,7 @@ mod config;
 mod data;
 mod doctor;
 mod http;
+mod limit_settings;
 mod migrate;
 mod serve;
 mod telemetry;

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use rtc_core::assistant_rules::{AssistantContext, validate_assistant};
+use rtc_core::bounds::UpdateBounds;
 use rtc_core::realtime::shipped_interfaces;
 use rtc_core::tool_rules::{ToolContext, validate_tool};
 use rtc_core::v3_mapping::{Migrated, V3Export, migrate_export};
@@ -106,7 +107,10 @@ pub async fn run(settings: &Settings, store: &Store, args: &MigrateArgs) -> anyh
     }
     let backup = match (&args.backup, &args.create_backup) {
         (Some(path), _) => match read_backup(path) {
-            Ok(b) => b,
+            Ok(b) => match store.verify_backup(&b, rtc_store::Unsigned::Refuse) {
+                Ok(()) => b,
+                Err(e) => return refuse(&format!("{}: {e}", path.display())),
+            },
             Err(e) => return refuse(&e),
         },
         (None, Some(path)) => {
@@ -196,7 +200,16 @@ async fn rewrite(
             continue;
         }
         let before = blockers.len();
-        let checked = validate(tx, ws, &providers, existing, migrated, &mut blockers).await?;
+        let bounds = settings.limits.update_bounds();
+        let checked = validate(
+            tx,
+            ws,
+            (&providers, bounds),
+            existing,
+            migrated,
+            &mut blockers,
+        )
+        .await?;
         if blockers.len() > before {
             continue;
         }
@@ -247,7 +260,7 @@ identified!(Workflow, "workflow");
 async fn validate(
     tx: &mut ResourceMigration,
     ws: &str,
-    providers: &BTreeSet<String>,
+    (providers, update_bounds): (&BTreeSet<String>, UpdateBounds),
     existing: BTreeMap<String, Tool>,
     migrated: Migrated,
     blockers: &mut Vec<Blocker>,
@@ -307,6 +320,7 @@ async fn validate(
             providers,
             // v3 had no task backends: the mapping names none.
             task_backend: None,
+            update_bounds,
         };
         match validate_assistant(a, &ctx) {
             Ok(()) => {
@@ -327,6 +341,7 @@ async fn validate(
             assistants: &assistant_ids,
             realtime_interface: interface(w.realtime_interface_id.as_ref()),
             providers,
+            update_bounds,
         };
         if let Err(e) = validate_workflow(w, &ctx) {
             blockers.push(Blocker::new(

@@ -8,12 +8,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use rtc_llm::{OpenAiClient, ProviderConfig};
-use rtc_runtime::{LoopSettings, Provider, Runtime, RuntimeConfig, SessionLimits, SubAgentLimits};
-use rtc_server::{AdminAuth, AppState, Limits};
+use rtc_runtime::{
+    LoopSettings, Provider, Runtime, RuntimeConfig, SessionLimits, SubAgentLimits, TestQueueLimits,
+};
+use rtc_server::{AdminAuth, AppState, Limits, PerMinute};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
 use rtc_tools::mcp::McpConnector;
 use rtc_tools::net_guard::AddressPolicy;
+use rtc_tools::upstream::UpstreamLimits;
 use rtc_tools::web_fetch::WebFetcher;
 use rtc_tools::web_search::WebSearch;
 
@@ -95,6 +98,10 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         runtime: runtime.clone(),
         shutdown: shutdown.clone(),
         cors_origins: settings.cors_origins.clone(),
+        metrics_auth: settings.metrics_token.as_deref().map(AdminAuth::from_token),
+        provider_checks: Arc::new(PerMinute::new(
+            u32::try_from(settings.limits.provider_checks_per_minute).unwrap_or(u32::MAX),
+        )),
     };
     let listener = tokio::net::TcpListener::bind(&settings.listen)
         .await
@@ -165,6 +172,7 @@ fn build_runtime(
     for (name, p) in &settings.providers {
         providers.insert(name.clone(), provider(p, p.small_model.clone())?);
     }
+    let l = &settings.limits;
     let config = RuntimeConfig {
         default_provider: provider(&settings.llm, Some(settings.small_model.clone()))?,
         providers,
@@ -173,7 +181,16 @@ fn build_runtime(
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
         data_dir: Some(settings.data_dir.clone()),
-        test_concurrency: usize::try_from(settings.test_concurrency.max(1)).unwrap_or(usize::MAX),
+        tests: TestQueueLimits {
+            global: size(settings.test_concurrency),
+            per_workspace: size(l.test_concurrency_per_workspace),
+            max_queued: l.max_test_runs_per_workspace,
+        },
+        upstream: UpstreamLimits {
+            max_body_bytes: size(l.max_upstream_body_bytes),
+            max_line_bytes: size(l.max_upstream_line_bytes),
+            ..UpstreamLimits::default()
+        },
         capture_content: std::env::var("RTC_OTEL_CAPTURE_CONTENT")
             .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
@@ -198,6 +215,17 @@ fn build_runtime(
             max_message_bytes: usize::try_from(settings.max_message_bytes).unwrap_or(usize::MAX),
             max_end_reason_chars: usize::try_from(settings.max_end_reason_chars)
                 .unwrap_or(usize::MAX),
+            max_value_bytes: size(l.max_value_bytes),
+            max_variables_bytes: size(l.max_variables_bytes),
+            update: l.update_bounds(),
+            max_walk_hops: u32::try_from(l.max_walk_hops).unwrap_or(u32::MAX),
+            max_walk_events: size(l.max_walk_events),
+            max_history_bytes: l.max_history_bytes,
+            max_subscribers: size(l.max_subscribers_per_session),
+            realtime_connects_per_minute: u32::try_from(l.realtime_connects_per_minute)
+                .unwrap_or(u32::MAX),
+            max_task_transcript_bytes: size(l.max_task_transcript_bytes),
+            ..SessionLimits::default()
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,
@@ -235,4 +263,9 @@ async fn shutdown_signal() {
         () = term => {},
     }
     tracing::info!("shutting down");
+}
+
+/// A setting as a size in memory (saturating on 32-bit targets).
+fn size(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
 }
