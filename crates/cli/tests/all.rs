@@ -19,6 +19,7 @@ mod crash_safety;
 mod doctor;
 mod errors;
 mod goals;
+mod hardening;
 mod instances;
 mod instances_work;
 mod interaction;

@@ -49,8 +49,13 @@ macro_rules! both {
 }
 pub(crate) use both;
 
+/// The binary under test: `RTC_TEST_BINARY` when set (the hardening
+/// campaign runs the release build), else the one cargo built.
 pub fn binary() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent"))
+    std::env::var_os("RTC_TEST_BINARY").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent")),
+        PathBuf::from,
+    )
 }
 
 /// A running server with its database and data folder.
