@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use rtc_llm::{OpenAiClient, ProviderConfig};
 use rtc_runtime::{
-    LoopSettings, Provider, Runtime, RuntimeConfig, SessionLimits, SubAgentLimits, TestQueueLimits,
+    ClusterSettings, LoopSettings, Provider, Runtime, RuntimeConfig, SessionLimits, SubAgentLimits,
+    TestQueueLimits,
 };
 use rtc_server::{AdminAuth, AppState, Limits, PerMinute};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
@@ -196,12 +197,14 @@ fn build_runtime(
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
         loops: LoopSettings {
             poll: Duration::from_millis(settings.loop_poll_ms),
-            lease: Duration::from_secs(settings.loop_lease_secs),
             max_lifetime: Duration::from_secs(settings.loop_max_hours * 3600),
+        },
+        cluster: ClusterSettings {
             instance: settings
                 .instance_id
                 .clone()
-                .unwrap_or_else(|| LoopSettings::default().instance),
+                .unwrap_or_else(|| ClusterSettings::default().instance),
+            lease: Duration::from_secs(settings.loop_lease_secs),
         },
         sub_agents: SubAgentLimits {
             max_depth: i64::try_from(settings.subagent_max_depth).unwrap_or(i64::MAX),

@@ -45,7 +45,7 @@ fn runtime(store: Store, mock: &MockLlm, instance: &str) -> Runtime {
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
     config.max_steps_per_turn = 4;
     config.idle_session_ttl = Duration::from_secs(3600);
-    config.loops.instance = instance.to_owned();
+    config.cluster.instance = instance.to_owned();
     Runtime::new(store, config)
 }
 

@@ -14,12 +14,12 @@ use rtc_store::ControlOp;
 use crate::Inner;
 
 pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
-    if !inner.store.is_shared() {
+    if !inner.store.allows_several_instances() {
         return;
     }
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let store = inner.store.clone();
-    let me = inner.config.loops.instance.clone();
+    let me = inner.config.cluster.instance.clone();
     tokio::spawn(async move {
         loop {
             match store.controls().await {

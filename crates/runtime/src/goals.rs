@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
-use crate::{Inner, LoopSettings, Runtime, RuntimeError};
+use crate::{ClusterSettings, Inner, Runtime, RuntimeError};
 
 /// Most goals active at once in a session.
 const MAX_ACTIVE_GOALS: usize = 3;
@@ -50,7 +50,7 @@ fn for_model(g: &GoalRecord) -> Value {
 /// calling session.
 pub(crate) struct GoalCx<'a> {
     pub store: &'a Store,
-    pub settings: &'a LoopSettings,
+    pub cluster: &'a ClusterSettings,
     pub session: &'a SessionCtx,
 }
 
@@ -84,8 +84,8 @@ impl GoalCx<'_> {
                     reason: None,
                     created_at: now,
                     updated_at: now,
-                    lease_owner: Some(self.settings.instance.clone()),
-                    lease_until: Some(now + lease_millis(self.settings)),
+                    lease_owner: Some(self.cluster.instance.clone()),
+                    lease_until: Some(now + self.cluster.lease_millis()),
                 };
                 save_goal(self.store, ctx, &goal).await?;
                 return Ok(CallOutcome::ok(for_model(&goal)));
@@ -125,9 +125,6 @@ pub(crate) async fn save_goal(
 }
 
 /// How long a goal's lease lasts.
-pub(crate) fn lease_millis(settings: &LoopSettings) -> i64 {
-    i64::try_from(settings.lease.as_millis()).unwrap_or(i64::MAX)
-}
 
 impl Inner {
     /// After a turn: count it in every active goal, judge the conditions,

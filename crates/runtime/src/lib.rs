@@ -9,6 +9,7 @@
 
 mod broker;
 mod builtins;
+mod cluster;
 mod config_cache;
 mod control;
 mod conversation_tests;
@@ -60,6 +61,7 @@ use rtc_tools::web_search::WebSearch;
 use tokio_util::task::TaskTracker;
 
 pub use broker::schema_hash;
+pub use cluster::ClusterSettings;
 pub use conversation_tests::RUNS_KEPT;
 pub use error::RuntimeError;
 pub use fair_gate::TestQueueLimits;
@@ -105,6 +107,8 @@ pub struct RuntimeConfig {
     pub web_fetch: Option<WebFetcher>,
     /// The loop scheduler (R-LP).
     pub loops: LoopSettings,
+    /// This instance among the others: its name and lease (R-PF-4).
+    pub cluster: ClusterSettings,
     /// Limits of sub-agent trees (R-SA-7).
     pub sub_agents: SubAgentLimits,
     /// Bounds of sessions, messages and events (R-SEC-6).
@@ -146,6 +150,7 @@ impl RuntimeConfig {
             web_search: None,
             web_fetch: None,
             loops: LoopSettings::default(),
+            cluster: ClusterSettings::default(),
             sub_agents: SubAgentLimits::default(),
             limits: SessionLimits::default(),
             data_dir: None,
@@ -216,7 +221,7 @@ impl Runtime {
         let realtime = realtime::Bridges::new(config.limits.realtime_connects_per_minute);
         let runtime = Self {
             inner: Arc::new(Inner {
-                journal: journal::Journal::start(store.clone(), Some(&config.loops.instance)),
+                journal: journal::Journal::start(store.clone(), Some(&config.cluster.instance)),
                 store,
                 config,
                 mcp_pool: McpPool::default(),
@@ -323,10 +328,10 @@ impl Runtime {
         inner.journal.flush().await;
         // What is left (inbox items, goals) is adopted by the other
         // instances at once rather than after a lease.
-        if inner.store.is_shared()
+        if inner.store.allows_several_instances()
             && let Err(e) = inner
                 .store
-                .remove_instance(&inner.config.loops.instance)
+                .remove_instance(&inner.config.cluster.instance)
                 .await
         {
             tracing::warn!(error = %e, "removing this instance's heartbeat failed");

@@ -26,8 +26,9 @@ use rtc_store::{
 };
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::millis;
 use crate::history::RuntimeInput;
-use crate::loops::{EXPIRED, millis};
+use crate::loops::EXPIRED;
 use crate::session::{RunningTurn, SessionCtx};
 use crate::{Inner, RuntimeError};
 
@@ -365,9 +366,9 @@ impl Inner {
             goal.completed_turns + 1,
             goal.max_turns
         );
-        let until = now_millis() + crate::goals::lease_millis(&self.config.loops);
+        let until = now_millis() + self.config.cluster.lease_millis();
         self.store
-            .set_goal_lease(&goal.id, &self.config.loops.instance, until)
+            .set_goal_lease(&goal.id, &self.config.cluster.instance, until)
             .await?;
         self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
             .await?;
@@ -379,9 +380,9 @@ impl Inner {
     /// goals whose instance died (their lease ran out): each continues
     /// here if its session can go on (R-ST-2).
     pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
-        let me = &self.config.loops.instance;
+        let me = &self.config.cluster.instance;
         let now = now_millis();
-        let until = now + crate::goals::lease_millis(&self.config.loops);
+        let until = now + self.config.cluster.lease_millis();
         self.store.renew_goal_leases(me, until).await?;
         for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
             tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");
@@ -500,7 +501,7 @@ impl Inner {
         loop_id: &str,
         turn: u64,
     ) {
-        let lease = self.config.loops.lease;
+        let lease = self.config.cluster.lease;
         let ended = ctx.wait_turn_ended(turn);
         tokio::pin!(ended);
         loop {
@@ -508,7 +509,7 @@ impl Inner {
                 () = &mut ended => return,
                 () = tokio::time::sleep(lease / 3) => {
                     let until = now_millis() + millis(lease);
-                    if !self.store.heartbeat_tick(loop_id, &self.config.loops.instance, until).await.unwrap_or(false) {
+                    if !self.store.heartbeat_tick(loop_id, &self.config.cluster.instance, until).await.unwrap_or(false) {
                         tracing::warn!(loop_id, "lost the lease of a running loop tick");
                     }
                 }
@@ -528,7 +529,7 @@ impl Inner {
     /// store only the work of this instance's earlier run and of dead
     /// instances is touched (see `ownership.rs`).
     async fn recover_now(self: &Arc<Self>) -> Result<usize, RuntimeError> {
-        if self.store.is_shared() {
+        if self.store.allows_several_instances() {
             self.forget_stale_clients().await?;
             return self.adopt_orphans(true).await;
         }

@@ -14,6 +14,8 @@ use crate::builtins::loops::{Create, LoopOp};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis};
+
+use crate::cluster::millis;
 use serde_json::{Value, json};
 
 use crate::session::SessionCtx;
@@ -33,12 +35,8 @@ const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
 /// How the scheduler runs.
 #[derive(Debug, Clone)]
 pub struct LoopSettings {
-    /// This process's name in leases.
-    pub instance: String,
     /// How often due ticks are looked for.
     pub poll: Duration,
-    /// How long a claimed tick is held without a heartbeat.
-    pub lease: Duration,
     /// How long a loop lives at most (R-LP-4).
     pub max_lifetime: Duration,
 }
@@ -46,16 +44,10 @@ pub struct LoopSettings {
 impl Default for LoopSettings {
     fn default() -> Self {
         Self {
-            instance: new_id("inst"),
             poll: Duration::from_millis(100),
-            lease: Duration::from_secs(30),
             max_lifetime: Duration::from_secs(24 * 3600),
         }
     }
-}
-
-pub(crate) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 pub(crate) fn view(l: &LoopRecord) -> Loop {
@@ -235,7 +227,7 @@ impl Inner {
     /// Run one claimed tick to its end and record it.
     async fn run_tick(self: Arc<Self>, tick: ClaimedTick) {
         let settings = &self.config.loops;
-        let instance = settings.instance.clone();
+        let instance = self.config.cluster.instance.clone();
         let outcome = match self.tick_turn(&tick).await {
             Ok(o) => o,
             Err(e) => {
@@ -300,10 +292,10 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
                 tracing::warn!(error = %e, "recovering after a restart failed");
                 continue;
             }
-            if goals_swept.elapsed() >= inner.config.loops.lease / 3 {
+            if goals_swept.elapsed() >= inner.config.cluster.lease / 3 {
                 goals_swept = tokio::time::Instant::now();
                 // The heartbeat, and the work of instances that stopped.
-                if inner.store.is_shared()
+                if inner.store.allows_several_instances()
                     && let Err(e) = inner.adopt_orphans(false).await
                 {
                     tracing::warn!(error = %e, "adopting the work of stopped instances failed");
@@ -318,13 +310,13 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
                     tracing::warn!(error = %e, "expiring loops failed");
                 }
             }
-            let settings = &inner.config.loops;
+            let cluster = &inner.config.cluster;
             match inner
                 .store
                 .claim_due_ticks(
-                    &settings.instance,
+                    &cluster.instance,
                     now_millis(),
-                    millis(settings.lease),
+                    cluster.lease_millis(),
                     CLAIM_BATCH,
                 )
                 .await

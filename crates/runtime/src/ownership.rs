@@ -19,7 +19,6 @@ use std::time::Duration;
 use rtc_protocol::{MessageRole, TurnCompleted};
 use rtc_store::{ControlOp, SessionUpdate, TurnClaim, now_millis};
 
-use crate::loops::millis;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
 
@@ -34,16 +33,16 @@ const ADOPT_BATCH: i64 = 200;
 
 impl Inner {
     fn shared(&self) -> bool {
-        self.store.is_shared()
+        self.store.allows_several_instances()
     }
 
     fn me(&self) -> &str {
-        &self.config.loops.instance
+        &self.config.cluster.instance
     }
 
     /// Instances seen since then are alive.
     pub(crate) fn live_since(&self) -> i64 {
-        now_millis() - millis(self.config.loops.lease)
+        now_millis() - self.config.cluster.lease_millis()
     }
 
     /// Write this instance's heartbeat (before its first claim, then every
@@ -147,7 +146,7 @@ impl Inner {
         if !self.shared() {
             return Ok(());
         }
-        let deadline = tokio::time::Instant::now() + self.config.loops.lease;
+        let deadline = tokio::time::Instant::now() + self.config.cluster.lease;
         // Asked again now and then: the owner may have started another
         // turn (a goal's continuation) after the first cancel.
         let mut asked_at = None::<tokio::time::Instant>;
@@ -190,7 +189,7 @@ impl Inner {
         ctx: &Arc<SessionCtx>,
         cancel: bool,
     ) -> Result<(), RuntimeError> {
-        let deadline = tokio::time::Instant::now() + self.config.loops.lease;
+        let deadline = tokio::time::Instant::now() + self.config.cluster.lease;
         loop {
             self.await_remote_turn(ctx, cancel).await?;
             if ctx.state.lock().await.status != rtc_protocol::SessionStatus::Active
@@ -427,11 +426,11 @@ fn busy() -> RuntimeError {
 /// On a shared store: this instance's heartbeat, every lease/3 on a task
 /// of its own (a busy scheduler must not make a live instance look dead).
 pub(crate) fn spawn_heartbeat(inner: &Arc<Inner>) {
-    if !inner.store.is_shared() {
+    if !inner.store.allows_several_instances() {
         return;
     }
     let weak = Arc::downgrade(inner);
-    let period = (inner.config.loops.lease / 3).max(Duration::from_millis(100));
+    let period = (inner.config.cluster.lease / 3).max(Duration::from_millis(100));
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::broker::{ClientCall, ClientOutcome, REMOTE};
-use crate::loops::millis;
+use crate::cluster::millis;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
 
@@ -103,10 +103,10 @@ impl Inner {
         ctx: &SessionCtx,
         call: ClientCall<'_>,
     ) -> ClientOutcome {
-        if !self.store.is_shared() || ctx.broker.supports(call.function) {
+        if !self.store.allows_several_instances() || ctx.broker.supports(call.function) {
             return ctx.broker.call(&ctx.events, call).await;
         }
-        let me = self.config.loops.instance.as_str();
+        let me = self.config.cluster.instance.as_str();
         let rows = match self.store.client_connections(&ctx.id, fresh_since()).await {
             Ok(rows) => rows,
             Err(e) => {
@@ -161,7 +161,7 @@ impl Inner {
         call_id: &str,
         reply: Result<Value, String>,
     ) -> Result<bool, RuntimeError> {
-        if !self.store.is_shared() {
+        if !self.store.allows_several_instances() {
             return Ok(false);
         }
         let stored = match reply {
@@ -242,7 +242,7 @@ impl Inner {
     pub(crate) async fn forget_stale_clients(&self) -> Result<(), RuntimeError> {
         self.store
             .remove_stale_client_connections(
-                &self.config.loops.instance,
+                &self.config.cluster.instance,
                 now_millis() - millis(FRESH) * 10,
             )
             .await?;
@@ -254,7 +254,7 @@ impl Inner {
 /// the order connections declare and close) and their heartbeat, which
 /// also fails calls waiting on a connection whose instance stopped.
 pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
-    if !inner.store.is_shared() {
+    if !inner.store.allows_several_instances() {
         return;
     }
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -283,7 +283,7 @@ pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
         loop {
             tick.tick().await;
             let Some(inner) = weak.upgrade() else { return };
-            let me = &inner.config.loops.instance;
+            let me = &inner.config.cluster.instance;
             if let Err(e) = inner
                 .store
                 .heartbeat_client_connections(me, now_millis())

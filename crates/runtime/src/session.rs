@@ -434,7 +434,7 @@ impl Inner {
     /// (status, pending question, variables…, one row) even when nothing
     /// says it changed.
     pub(crate) async fn refresh(&self, ctx: &SessionCtx, state: bool) -> Result<(), RuntimeError> {
-        if !self.store.is_shared() {
+        if !self.store.allows_several_instances() {
             return Ok(());
         }
         // Under the history lock, so no local append falls between the
@@ -456,7 +456,7 @@ impl Inner {
                 .store
                 .turn_owner(&ctx.id)
                 .await?
-                .is_some_and(|o| o != self.config.loops.instance);
+                .is_some_and(|o| o != self.config.cluster.instance);
         if !moved && !foreign {
             return Ok(());
         }
@@ -517,7 +517,7 @@ pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
 pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let store = inner.store.clone();
-    let me = inner.config.loops.instance.clone();
+    let me = inner.config.cluster.instance.clone();
     tokio::spawn(async move {
         use futures::StreamExt;
         loop {
@@ -570,7 +570,7 @@ impl ClientConnection {
         self.inner.remote_clients.declared(
             &self.key,
             &self.ctx.id,
-            &self.inner.config.loops.instance,
+            &self.inner.config.cluster.instance,
             functions.iter().cloned().collect(),
         );
         self.ctx.broker.declare(self.id, functions);

@@ -301,7 +301,7 @@ impl Runtime {
                     config: &config_json,
                     client_token: &client_token,
                     workflow_id,
-                    owner: Some(&inner.config.loops.instance),
+                    owner: Some(&inner.config.cluster.instance),
                 },
                 max,
             )

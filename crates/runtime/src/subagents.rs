@@ -182,7 +182,7 @@ impl Inner {
                     config: &config,
                     client_token: &new_token("rtc_ct"),
                     workflow_id: None,
-                    owner: Some(&self.config.loops.instance),
+                    owner: Some(&self.config.cluster.instance),
                 },
                 &record,
                 &first,

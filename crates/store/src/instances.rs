@@ -42,8 +42,10 @@ pub struct OrphanedSession {
 }
 
 impl Store {
-    /// Whether several instances may share this database (PostgreSQL).
-    pub fn is_shared(&self) -> bool {
+    /// Whether several server processes may use this database at once: a
+    /// capability of the engine (PostgreSQL, with its notifications and
+    /// row locks, yes; an SQLite file is one process's).
+    pub fn allows_several_instances(&self) -> bool {
         self.dialect == crate::Dialect::Postgres
     }
 

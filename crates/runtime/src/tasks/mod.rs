@@ -34,7 +34,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::loops::millis;
 use crate::{Inner, RuntimeError};
 
 /// Longest result or error a report carries, in characters.
@@ -199,7 +198,7 @@ impl Inner {
         task: &TaskRecord,
         ending: Ending,
     ) -> Result<(), RuntimeError> {
-        let me = self.config.loops.instance.clone();
+        let me = self.config.cluster.instance.clone();
         self.end_task_reported(task, ending, Some(&me))
             .await
             .map(|_| ())
@@ -321,7 +320,7 @@ impl Inner {
             .store
             .save_task_progress(
                 &task.id,
-                &self.config.loops.instance,
+                &self.config.cluster.instance,
                 transcript,
                 i64::from(steps),
                 Some(&detail),
@@ -364,8 +363,8 @@ impl Inner {
     /// tasks (`first`: also those this instance's name held before a
     /// restart).
     async fn keep_tasks(self: &Arc<Self>, first: bool) -> Result<(), RuntimeError> {
-        let me = &self.config.loops.instance;
-        let lease = millis(self.config.loops.lease);
+        let me = &self.config.cluster.instance;
+        let lease = self.config.cluster.lease_millis();
         let now = now_millis();
         let mine = self.task_drivers.ids();
         self.store.renew_task_leases(me, &mine, now + lease).await?;
@@ -465,7 +464,7 @@ impl Inner {
 /// Start the keeper: after recovery, every third of a lease.
 pub(crate) fn spawn_keeper(inner: &Arc<Inner>) {
     let weak = Arc::downgrade(inner);
-    let every = (inner.config.loops.lease / 3).max(Duration::from_millis(200));
+    let every = (inner.config.cluster.lease / 3).max(Duration::from_millis(200));
     tokio::spawn(async move {
         let mut first = true;
         loop {

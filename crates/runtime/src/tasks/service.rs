@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 
 use super::{Ending, TaskConfig, task_view};
 use crate::builtins::tasks::delegate::Delegate;
-use crate::loops::millis;
 use crate::session::SessionCtx;
 use crate::tool::CallOutcome;
 use crate::{Inner, Runtime, RuntimeError};
@@ -80,7 +79,7 @@ impl Inner {
             test_mode: ctx.config.test.is_some(),
         };
         let now = now_millis();
-        let lease = millis(self.config.loops.lease);
+        let lease = self.config.cluster.lease_millis();
         let timeout = i64::from(backend.timeout_seconds) * 1000;
         let task = TaskRecord {
             id: new_id("task"),
@@ -99,7 +98,7 @@ impl Inner {
             external_id: None,
             transcript: "[]".to_owned(),
             steps: 0,
-            lease_owner: Some(self.config.loops.instance.clone()),
+            lease_owner: Some(self.config.cluster.instance.clone()),
             lease_until: Some(now + lease),
             deadline_at: now + timeout,
             created_at: now,
@@ -150,7 +149,7 @@ impl Inner {
                 .await;
             match started {
                 Ok(external) => {
-                    let me = &self.config.loops.instance;
+                    let me = &self.config.cluster.instance;
                     still_running = self
                         .store
                         .set_task_external_id(&task.id, me, &external)

@@ -27,7 +27,7 @@ crate::builtins::built_in!(CancelGoal, goals, |cx| async move {
     let op = GoalOp::Cancel(parsed!(parse(&cx.call.arguments)).goal_id);
     let goals = crate::goals::GoalCx {
         store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
+        cluster: &cx.rt.config.cluster,
         session: cx.session,
     };
     goals.run(op).await

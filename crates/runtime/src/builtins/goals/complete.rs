@@ -26,7 +26,7 @@ crate::builtins::built_in!(CompleteGoal, goals, |cx| async move {
     let op = GoalOp::Complete(parsed!(parse(&cx.call.arguments)).goal_id);
     let goals = crate::goals::GoalCx {
         store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
+        cluster: &cx.rt.config.cluster,
         session: cx.session,
     };
     goals.run(op).await

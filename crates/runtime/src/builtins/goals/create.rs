@@ -54,7 +54,7 @@ crate::builtins::built_in!(CreateGoal, goals, |cx| async move {
     let op = GoalOp::Create(parsed!(parse(&cx.call.arguments)));
     let goals = crate::goals::GoalCx {
         store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
+        cluster: &cx.rt.config.cluster,
         session: cx.session,
     };
     goals.run(op).await
