@@ -124,8 +124,6 @@ pub(crate) async fn save_goal(
         .await
 }
 
-/// How long a goal's lease lasts.
-
 impl Inner {
     /// After a turn: count it in every active goal, judge the conditions,
     /// apply the limits. Returns the goal to continue with, if any.
