@@ -20,7 +20,7 @@ pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let store = inner.store.clone();
     let me = inner.config.cluster.instance.clone();
-    tokio::spawn(async move {
+    inner.background.spawn(async move {
         loop {
             match store.controls().await {
                 Ok(None) => return,
@@ -32,29 +32,24 @@ pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
                         }
                         let Some(inner) = weak.upgrade() else { return };
                         let argument = control.argument;
+                        let rt = Arc::clone(&inner);
                         match control.op {
-                            ControlOp::Cancel => {
-                                tokio::spawn(
-                                    async move { inner.cancel_for_other(&argument).await },
-                                );
-                            }
-                            ControlOp::Kick => {
-                                tokio::spawn(async move {
-                                    let kicked = async {
-                                        let ctx = inner.session(&argument).await?;
-                                        inner.refresh_if_stale(&ctx).await?;
-                                        inner.kick(&ctx).await
-                                    };
-                                    if let Err(e) = kicked.await {
-                                        tracing::warn!(session = %argument, error = %e, "delivering inbox items another instance posted failed");
-                                    }
-                                });
-                            }
-                            ControlOp::ClientReply => {
-                                tokio::spawn(
-                                    async move { inner.client_reply_arrived(&argument).await },
-                                );
-                            }
+                            ControlOp::Cancel => inner.background.spawn(async move {
+                                rt.cancel_for_other(&argument).await;
+                            }),
+                            ControlOp::Kick => inner.background.spawn(async move {
+                                let kicked = async {
+                                    let ctx = rt.session(&argument).await?;
+                                    rt.refresh_if_stale(&ctx).await?;
+                                    rt.kick(&ctx).await
+                                };
+                                if let Err(e) = kicked.await {
+                                    tracing::warn!(session = %argument, error = %e, "delivering inbox items another instance posted failed");
+                                }
+                            }),
+                            ControlOp::ClientReply => inner.background.spawn(async move {
+                                rt.client_reply_arrived(&argument).await;
+                            }),
                             ControlOp::ClientGone => inner.client_gone(&argument),
                         }
                     }

@@ -7,6 +7,7 @@
 //! runs as one task per session, cancelled cooperatively when a new user
 //! message interrupts it (R-RN-2).
 
+mod background;
 mod broker;
 mod builtins;
 mod cluster;
@@ -185,6 +186,8 @@ pub(crate) struct Inner {
     pub tick_finisher: tick_finisher::TickFinisher,
     /// Slots of conversation test runs (`RuntimeConfig::tests`).
     pub test_slots: Arc<fair_gate::FairGate>,
+    /// Periodic loops and listeners, stopped at shutdown.
+    pub background: background::Background,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -236,6 +239,7 @@ impl Runtime {
                 remote_clients: remote_clients::RemoteClients::default(),
                 tick_finisher: tick_finisher::TickFinisher::default(),
                 test_slots,
+                background: background::Background::default(),
             }),
         };
         session::spawn_sweeper(&runtime.inner);
@@ -326,6 +330,7 @@ impl Runtime {
         inner.task_drivers.abort_all();
         inner.opencode.shutdown().await;
         inner.journal.flush().await;
+        inner.background.stop(Duration::from_secs(5)).await;
         // What is left (inbox items, goals) is adopted by the other
         // instances at once rather than after a lease.
         if inner.store.allows_several_instances()

@@ -7,7 +7,7 @@
 //! heartbeats the lease while the turn runs; if it dies, the lease expires
 //! and another instance takes the next tick.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::builtins::loops::{Create, LoopOp};
@@ -15,6 +15,7 @@ use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis};
 
+use crate::background::spawn_every;
 use crate::cluster::millis;
 use serde_json::{Value, json};
 
@@ -273,63 +274,65 @@ impl Inner {
 /// Poll for due ticks and run them, and every third of a lease renew and
 /// take over goals, until the runtime is dropped or shut down.
 pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    let poll = inner.config.loops.poll;
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(poll);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut goals_swept = tokio::time::Instant::now();
-        let mut expiry_swept = tokio::time::Instant::now();
-        loop {
-            tick.tick().await;
-            let Some(inner) = weak.upgrade() else { return };
-            if inner.tasks.is_closed() {
-                return;
-            }
-            // Nothing starts a turn by itself before recovery has closed
-            // the turns a crash cut off (see `Runtime::recover`).
-            if let Err(e) = inner.recover().await {
-                tracing::warn!(error = %e, "recovering after a restart failed");
-                continue;
-            }
-            if goals_swept.elapsed() >= inner.config.cluster.lease / 3 {
-                goals_swept = tokio::time::Instant::now();
-                // The heartbeat, and the work of instances that stopped.
-                if inner.store.allows_several_instances()
-                    && let Err(e) = inner.adopt_orphans(false).await
-                {
-                    tracing::warn!(error = %e, "adopting the work of stopped instances failed");
-                }
-                if let Err(e) = inner.sweep_goals().await {
-                    tracing::warn!(error = %e, "renewing or taking over goals failed");
-                }
-            }
-            if expiry_swept.elapsed() >= EXPIRY_SWEEP {
-                expiry_swept = tokio::time::Instant::now();
-                if let Err(e) = inner.expire_loops().await {
-                    tracing::warn!(error = %e, "expiring loops failed");
-                }
-            }
-            let cluster = &inner.config.cluster;
-            match inner
-                .store
-                .claim_due_ticks(
-                    &cluster.instance,
-                    now_millis(),
-                    cluster.lease_millis(),
-                    CLAIM_BATCH,
-                )
-                .await
+    let every_third = inner.config.cluster.lease / 3;
+    let mut goals_swept = tokio::time::Instant::now();
+    let mut expiry_swept = tokio::time::Instant::now();
+    spawn_every(inner, inner.config.loops.poll, move |inner| {
+        let sweep_goals = goals_swept.elapsed() >= every_third;
+        if sweep_goals {
+            goals_swept = tokio::time::Instant::now();
+        }
+        let expire = expiry_swept.elapsed() >= EXPIRY_SWEEP;
+        if expire {
+            expiry_swept = tokio::time::Instant::now();
+        }
+        async move { inner.schedule(sweep_goals, expire).await }
+    });
+}
+
+impl Inner {
+    /// One round of the scheduler: recovery first, then (when due) the
+    /// adoption of stopped instances' work, goals, expiry, and the due ticks.
+    async fn schedule(self: Arc<Self>, sweep_goals: bool, expire: bool) {
+        // Nothing starts a turn by itself before recovery has closed
+        // the turns a crash cut off (see `Runtime::recover`).
+        if let Err(e) = self.recover().await {
+            tracing::warn!(error = %e, "recovering after a restart failed");
+            return;
+        }
+        if sweep_goals {
+            // The heartbeat, and the work of instances that stopped.
+            if self.store.allows_several_instances()
+                && let Err(e) = self.adopt_orphans(false).await
             {
-                Ok(claimed) => {
-                    for t in claimed {
-                        inner.tasks.spawn(inner.clone().run_tick(t));
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "claiming loop ticks failed"),
+                tracing::warn!(error = %e, "adopting the work of stopped instances failed");
+            }
+            if let Err(e) = self.sweep_goals().await {
+                tracing::warn!(error = %e, "renewing or taking over goals failed");
             }
         }
-    });
+        if expire && let Err(e) = self.expire_loops().await {
+            tracing::warn!(error = %e, "expiring loops failed");
+        }
+        let cluster = &self.config.cluster;
+        match self
+            .store
+            .claim_due_ticks(
+                &cluster.instance,
+                now_millis(),
+                cluster.lease_millis(),
+                CLAIM_BATCH,
+            )
+            .await
+        {
+            Ok(claimed) => {
+                for t in claimed {
+                    self.tasks.spawn(self.clone().run_tick(t));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "claiming loop ticks failed"),
+        }
+    }
 }
 
 impl Runtime {

@@ -429,20 +429,10 @@ pub(crate) fn spawn_heartbeat(inner: &Arc<Inner>) {
     if !inner.store.allows_several_instances() {
         return;
     }
-    let weak = Arc::downgrade(inner);
     let period = (inner.config.cluster.lease / 3).max(Duration::from_millis(100));
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(inner) = weak.upgrade() else { return };
-            if inner.tasks.is_closed() {
-                return;
-            }
-            if let Err(e) = inner.heartbeat().await {
-                tracing::warn!(error = %e, "writing this instance's heartbeat failed");
-            }
+    crate::background::spawn_every(inner, period, |inner| async move {
+        if let Err(e) = inner.heartbeat().await {
+            tracing::warn!(error = %e, "writing this instance's heartbeat failed");
         }
     });
 }

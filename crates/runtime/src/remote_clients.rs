@@ -18,7 +18,7 @@
 //!   does a connection whose instance stopped heartbeating.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rtc_store::{ClientConnectionRow, ControlOp, DeclaredFunctions, now_millis};
@@ -262,7 +262,7 @@ pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
         return;
     }
     let store = inner.store.clone();
-    tokio::spawn(async move {
+    inner.background.spawn(async move {
         while let Some(op) = rx.recv().await {
             let done = match &op {
                 RowOp::Put(row) => store.put_client_connection(row).await,
@@ -276,36 +276,29 @@ pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
             }
         }
     });
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(HEARTBEAT);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(inner) = weak.upgrade() else { return };
-            let me = &inner.config.cluster.instance;
-            if let Err(e) = inner
-                .store
-                .heartbeat_client_connections(me, now_millis())
-                .await
-            {
-                tracing::warn!(error = %e, "heartbeating client connections failed");
+    crate::background::spawn_every(inner, HEARTBEAT, |inner| async move {
+        let me = &inner.config.cluster.instance;
+        if let Err(e) = inner
+            .store
+            .heartbeat_client_connections(me, now_millis())
+            .await
+        {
+            tracing::warn!(error = %e, "heartbeating client connections failed");
+        }
+        let waiting = inner.remote_clients.waiting(None);
+        let mut connections: Vec<&String> = waiting.iter().map(|(_, c)| c).collect();
+        connections.sort_unstable();
+        connections.dedup();
+        for key in connections {
+            if let Ok(false) = inner.store.client_connection_open(key, fresh_since()).await {
+                inner.client_gone(key);
             }
-            let waiting = inner.remote_clients.waiting(None);
-            let mut connections: Vec<&String> = waiting.iter().map(|(_, c)| c).collect();
-            connections.sort_unstable();
-            connections.dedup();
-            for key in connections {
-                if let Ok(false) = inner.store.client_connection_open(key, fresh_since()).await {
-                    inner.client_gone(key);
-                }
-            }
-            // A reply whose notification was lost is found here.
-            for ((session, call_id), _) in &waiting {
-                inner
-                    .client_reply_arrived(&format!("{session} {call_id}"))
-                    .await;
-            }
+        }
+        // A reply whose notification was lost is found here.
+        for ((session, call_id), _) in &waiting {
+            inner
+                .client_reply_arrived(&format!("{session} {call_id}"))
+                .await;
         }
     });
 }

@@ -496,17 +496,10 @@ impl Inner {
 pub(crate) fn spawn_sweeper(inner: &Arc<Inner>) {
     let period =
         (inner.config.idle_session_ttl / 2).clamp(Duration::from_secs(1), Duration::from_secs(60));
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(period);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let Some(inner) = weak.upgrade() else { return };
-            let dropped = inner.evict_idle(now_millis());
-            if dropped > 0 {
-                tracing::debug!(dropped, "evicted idle session contexts");
-            }
+    crate::background::spawn_every(inner, period, |inner| async move {
+        let dropped = inner.evict_idle(now_millis());
+        if dropped > 0 {
+            tracing::debug!(dropped, "evicted idle session contexts");
         }
     });
 }
@@ -518,7 +511,7 @@ pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let store = inner.store.clone();
     let me = inner.config.cluster.instance.clone();
-    tokio::spawn(async move {
+    inner.background.spawn(async move {
         use futures::StreamExt;
         loop {
             match store.session_writes().await {

@@ -463,26 +463,21 @@ impl Inner {
 
 /// Start the keeper: after recovery, every third of a lease.
 pub(crate) fn spawn_keeper(inner: &Arc<Inner>) {
-    let weak = Arc::downgrade(inner);
     let every = (inner.config.cluster.lease / 3).max(Duration::from_millis(200));
-    tokio::spawn(async move {
-        let mut first = true;
-        loop {
-            let Some(inner) = weak.upgrade() else { return };
-            if inner.tasks.is_closed() {
-                inner.task_drivers.abort_all();
+    // Its own earlier tasks are taken back in the first round that works
+    // (later ones find them past lease).
+    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    crate::background::spawn_every(inner, every, move |inner| {
+        let first = Arc::clone(&first);
+        async move {
+            if inner.recover().await.is_err() {
                 return;
             }
-            if inner.recover().await.is_ok() {
-                match inner.keep_tasks(first).await {
-                    // Its own earlier tasks are taken back in the first
-                    // round that works (later ones find them past lease).
-                    Ok(()) => first = false,
-                    Err(e) => tracing::warn!(error = %e, "keeping tasks failed"),
-                }
+            let taking_back = first.load(std::sync::atomic::Ordering::SeqCst);
+            match inner.keep_tasks(taking_back).await {
+                Ok(()) => first.store(false, std::sync::atomic::Ordering::SeqCst),
+                Err(e) => tracing::warn!(error = %e, "keeping tasks failed"),
             }
-            drop(inner);
-            tokio::time::sleep(every).await;
         }
     });
 }

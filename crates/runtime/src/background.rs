@@ -1,0 +1,74 @@
+//! The runtime's long-lived background work: periodic loops (the idle
+//! sweeper, the loop scheduler, the task keeper, heartbeats) and the
+//! listeners of other instances' writes and control messages. They run as
+//! tasks of one supervised set under one cancellation token, which
+//! shutdown cancels and awaits (`Runtime::shutdown`). [`spawn_every`] is
+//! the one helper for periodic work: it holds the runtime weakly, so a
+//! dropped runtime stops its loops too, and it stops when shutdown begins.
+//!
+//! What is not here has an owner of its own: turns run in `Inner::tasks`
+//! (shutdown waits for them), task drivers in `TaskDrivers` (aborted at
+//! shutdown), the journal's writer with its handle.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::Inner;
+
+/// The supervised set of background tasks.
+#[derive(Default)]
+pub(crate) struct Background {
+    token: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Background {
+    /// Run `work` until it ends or shutdown cancels it.
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let token = self.token.child_token();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                () = token.cancelled() => {}
+                () = work => {}
+            }
+        });
+    }
+
+    /// Cancel every task and wait, at most `within`, for them to stop.
+    pub(crate) async fn stop(&self, within: Duration) {
+        self.token.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(within, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("background tasks did not stop in time");
+        }
+    }
+}
+
+/// Run `work` every `period` (a late round delays the next), from now
+/// until the runtime is dropped or its shutdown begins.
+pub(crate) fn spawn_every<F, Fut>(inner: &Arc<Inner>, period: Duration, mut work: F)
+where
+    F: FnMut(Arc<Inner>) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let weak = Arc::downgrade(inner);
+    inner.background.spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(inner) = weak.upgrade() else { return };
+            if inner.tasks.is_closed() {
+                return;
+            }
+            work(inner).await;
+        }
+    });
+}
