@@ -81,6 +81,19 @@ impl ToolHandler for BoundTool {
     }
 }
 
+/// One call of a bound tool: what [`Inner::execute_bound`] runs.
+pub(crate) struct BoundCall<'a> {
+    pub workspace: &'a str,
+    pub tool: &'a Tool,
+    pub binding: &'a ToolBinding,
+    /// The arguments as the model wrote them (JSON text).
+    pub model_args: &'a str,
+    /// The session's variables, for the binding's sources.
+    pub vars: &'a Map<String, Value>,
+    /// The session and call id whose host runs a client tool.
+    pub client: Option<(&'a SessionCtx, &'a str)>,
+}
+
 impl Inner {
     /// Run a bound tool; the outer error is a fault of the platform, the
     /// inner one is told to the model.
@@ -100,18 +113,15 @@ impl Inner {
         };
         let vars = ctx.state.lock().await.variables.clone();
         let client = Some((ctx, call_id));
-        let value = match self
-            .execute_bound(
-                &ctx.workspace,
-                tool,
-                binding,
-                model_args,
-                &vars,
-                client,
-                mode,
-            )
-            .await?
-        {
+        let call = BoundCall {
+            workspace: &ctx.workspace,
+            tool,
+            binding,
+            model_args,
+            vars: &vars,
+            client,
+        };
+        let value = match self.execute_bound(call, mode).await? {
             Ok(value) => value,
             Err(message) => return Ok(Err(message)),
         };
@@ -143,17 +153,19 @@ impl Inner {
     /// of the secrets revealed for it. Conversations and the reasoner's
     /// tasks both call tools through here. In test mode nothing goes out:
     /// the completed arguments pick the mock's answer.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn execute_bound(
         &self,
-        workspace: &str,
-        tool: &Tool,
-        binding: &ToolBinding,
-        model_args: &str,
-        vars: &Map<String, Value>,
-        client: Option<(&SessionCtx, &str)>,
+        call: BoundCall<'_>,
         mode: CallMode,
     ) -> Result<Result<Value, String>, RuntimeError> {
+        let BoundCall {
+            workspace,
+            tool,
+            binding,
+            model_args,
+            vars,
+            client,
+        } = call;
         let args = match complete_arguments(tool, binding, model_args, vars) {
             Ok(a) => a,
             Err(e) => return Ok(Err(e.to_string())),

@@ -442,13 +442,15 @@ impl Inner {
         let end = self
             .opencode
             .follow_task(
-                &self.store,
-                &task.workspace_id,
-                backend,
-                external,
-                deadline,
+                opencode::Followed {
+                    store: &self.store,
+                    workspace: &task.workspace_id,
+                    backend,
+                    external_id: external,
+                    deadline,
+                    progress: &progress,
+                },
                 cancel,
-                &progress,
             )
             .await;
         drop(progress);

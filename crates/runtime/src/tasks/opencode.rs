@@ -82,6 +82,18 @@ pub(crate) struct OpencodeServers {
     retired: Mutex<std::collections::HashSet<String>>,
 }
 
+/// A started OpenCode task, as [`OpencodeServers::follow_task`] follows it.
+pub(crate) struct Followed<'a> {
+    pub store: &'a Store,
+    pub workspace: &'a str,
+    pub backend: &'a TaskBackend,
+    /// Its OpenCode session.
+    pub external_id: &'a str,
+    pub deadline: Instant,
+    /// Told each progress line.
+    pub progress: &'a (dyn Fn(String) + Send + Sync),
+}
+
 impl OpencodeServers {
     pub fn new(policy: AddressPolicy, limits: UpstreamLimits, data_dir: Option<PathBuf>) -> Self {
         Self {
@@ -132,17 +144,15 @@ impl OpencodeServers {
 
     /// Follow a started task (also after a restart: only its OpenCode
     /// session id is known) until it ends.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn follow_task(
-        &self,
-        store: &Store,
-        workspace: &str,
-        backend: &TaskBackend,
-        external_id: &str,
-        deadline: Instant,
-        cancel: CancellationToken,
-        progress: &(dyn Fn(String) + Send + Sync),
-    ) -> TaskEnd {
+    pub async fn follow_task(&self, task: Followed<'_>, cancel: CancellationToken) -> TaskEnd {
+        let Followed {
+            store,
+            workspace,
+            backend,
+            external_id,
+            deadline,
+            progress,
+        } = task;
         let mut follower = Follower {
             servers: self,
             store,

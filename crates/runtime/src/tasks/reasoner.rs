@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Ending, TaskConfig};
-use crate::registry::bound::CallMode;
+use crate::registry::bound::{BoundCall, CallMode};
 use crate::{Inner, RuntimeError};
 
 /// The system prompt of a reasoner whose backend sets none.
@@ -315,21 +315,20 @@ impl Inner {
                 binding.tool_id
             ));
         };
-        let outcome = self
-            .execute_bound(
-                &task.workspace_id,
-                tool,
-                binding,
-                &call.arguments,
-                &config.variables,
-                None,
-                if config.test_mode {
-                    CallMode::Test(None)
-                } else {
-                    CallMode::Live
-                },
-            )
-            .await?;
+        let bound = BoundCall {
+            workspace: &task.workspace_id,
+            tool,
+            binding,
+            model_args: &call.arguments,
+            vars: &config.variables,
+            client: None,
+        };
+        let mode = if config.test_mode {
+            CallMode::Test(None)
+        } else {
+            CallMode::Live
+        };
+        let outcome = self.execute_bound(bound, mode).await?;
         Ok(match outcome {
             Ok(value) => match model_view(binding, &value) {
                 serde_json::Value::String(s) => s,
