@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::conversation::{events_until, open, turn_done};
 use crate::harness::{Api, Server, both, start};
 use crate::realtime::{interface, seed_key};
-use crate::realtime_support::{Host, MOCK_KEY};
+use crate::realtime_support::{Host, MOCK_KEY, stage_with, utterance};
 
 /// The server's data-segment limit (`prlimit --data`): the review's
 /// variable bomb took 1.16 GB and aborted on an 8 GB allocation.
@@ -524,6 +524,64 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
 }
 
 both!(campaign);
+
+/// Finding 6 on a realtime session: speech stops being stored when the
+/// history is full; the bridge stops with `history_full`.
+async fn realtime_history(engine: Engine) -> anyhow::Result<()> {
+    let script = json!({"userTranscripts": ["where is my order", "and the other one"],
+        "responses": [{"steps": [{"transcript": {"text": "Let me look."}}, "done"]},
+                      {"steps": [{"transcript": {"text": "Never said."}}, "done"]}]});
+    let Some(st) = stage_with(
+        engine,
+        RealtimeFlavor::Qwen,
+        script,
+        &[("RTC_MAX_HISTORY_BYTES", "300")],
+    )
+    .await?
+    else {
+        return Ok(());
+    };
+    let id = st.assistant(json!({})).await?;
+    let (sid, mut host) = st.open(&id, json!({}), json!([])).await?;
+    host.until_type("session.realtime_ready").await?;
+    host.speak(&utterance(1000)).await?;
+    host.until(Duration::from_secs(20), |v| {
+        v["type"] == "message.completed" && v["role"] == "assistant"
+    })
+    .await?;
+    host.speak(&utterance(1000)).await?;
+    let full = host
+        .until(Duration::from_secs(20), |v| {
+            v["type"] == "error" && v["code"] == "history_full"
+        })
+        .await;
+    let full = match full {
+        Ok(f) => f,
+        Err(e) => {
+            let seen: Vec<_> = host
+                .seen
+                .iter()
+                .filter(|v| v["type"] != "audio.delta")
+                .collect();
+            panic!("{e}: {seen:#?}");
+        }
+    };
+    assert!(full["message"].as_str().unwrap().contains("300"), "{full}");
+    let contents: Vec<String> = st
+        .messages(&sid)
+        .await?
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        contents,
+        ["where is my order", "Let me look."],
+        "nothing past the bound"
+    );
+    Ok(())
+}
+
+both!(realtime_history);
 
 /// Finding 9: backups are signed with the master key and written 0600;
 /// an edited one, another server's, or an unsigned one (without the

@@ -31,7 +31,20 @@ pub async fn stage(
     flavor: RealtimeFlavor,
     script: Value,
 ) -> anyhow::Result<Option<Stage>> {
-    let env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
+    stage_with(engine, flavor, script, &[]).await
+}
+
+/// [`stage`] with more settings for the server.
+pub async fn stage_with(
+    engine: Engine,
+    flavor: RealtimeFlavor,
+    script: Value,
+    settings: &[(&str, &str)],
+) -> anyhow::Result<Option<Stage>> {
+    let mut env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
+    for (k, v) in settings {
+        env.insert((*k).to_owned(), (*v).to_owned());
+    }
     let Some(srv) = start(engine, env).await? else {
         return Ok(None);
     };

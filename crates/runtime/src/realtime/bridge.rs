@@ -521,7 +521,19 @@ impl Bridge {
             RtEvent::UserTranscript { text, is_final, .. } => {
                 if is_final && !text.trim().is_empty() {
                     let max = self.rt.config.limits.max_message_bytes;
-                    let mut m = message(MessageRole::User, within(text.trim(), max));
+                    let text = within(text.trim(), max);
+                    // A history past its bound takes no more speech: the
+                    // bridge stops (R-SEC-7, `history_full`).
+                    if let Err(RuntimeError::Conflict { code, message }) =
+                        self.rt.check_history_room(&self.ctx, Some(text)).await
+                    {
+                        self.ctx
+                            .events
+                            .emit(EventBody::error(code, message))
+                            .await?;
+                        return Ok(Flow::Stop);
+                    }
+                    let mut m = message(MessageRole::User, text);
                     m.source = Some("audio".to_owned());
                     let event = MessageCompleted::of(&m).into();
                     self.rt
@@ -718,7 +730,7 @@ enum Flow {
     Go,
     /// The provider connection is gone (the bridge stays).
     Lost,
-    /// The session ended.
+    /// The session ended, or its history is full.
     Stop,
 }
 
