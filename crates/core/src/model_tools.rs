@@ -4,7 +4,9 @@
 //! (R-TB-1, R-SEC-5) and its result mapped back (R-TB-4, R-BX-6).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
 
 use rtc_protocol::{ArgumentSource, Assistant, BuiltInToolName, EndMessageType, Tool, ToolBinding};
 use serde_json::{Map, Value, json};
@@ -136,11 +138,11 @@ fn compiled(schema: &Value) -> Option<Arc<jsonschema::Validator>> {
     static CACHE: LazyLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> =
         LazyLock::new(Mutex::default);
     let key = schema.to_string();
-    if let Some(v) = CACHE.lock().ok()?.get(&key) {
+    if let Some(v) = CACHE.lock().get(&key) {
         return Some(v.clone());
     }
     let validator = Arc::new(jsonschema::validator_for(schema).ok()?);
-    let mut cache = CACHE.lock().ok()?;
+    let mut cache = CACHE.lock();
     if cache.len() >= MAX_COMPILED {
         cache.clear();
     }

@@ -9,8 +9,10 @@
 //! the `Authorization` header, marked sensitive, and no error names it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use futures::stream::{SplitSink, SplitStream};
@@ -46,7 +48,7 @@ struct PendingUpdate {
 type PendingSlot = Arc<Mutex<Option<PendingUpdate>>>;
 
 fn take_pending(slot: &PendingSlot) -> Option<PendingUpdate> {
-    slot.lock().unwrap_or_else(PoisonError::into_inner).take()
+    slot.lock().take()
 }
 
 /// Connect to the provider, wait for `session.created`, and return the
@@ -315,7 +317,7 @@ impl Reader {
                 message,
                 event_id,
             }) => {
-                let mut slot = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut slot = self.pending.lock();
                 let about_update = slot
                     .as_ref()
                     .is_some_and(|p| event_id.as_deref().is_none_or(|id| id == p.event_id));
@@ -397,8 +399,7 @@ impl RealtimeAdapter for SocketAdapter {
         let event_id = format!("evt_rtc_{}", self.next_event);
         let frame = codec::session_update(&self.caps, self.dialect, spec, &event_id);
         let (reply, answer) = oneshot::channel();
-        *self.pending.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(PendingUpdate { event_id, reply });
+        *self.pending.lock() = Some(PendingUpdate { event_id, reply });
         if let Err(e) = self.send(frame).await {
             take_pending(&self.pending);
             return Err(e);
@@ -538,10 +539,7 @@ mod tests {
     async fn an_error_about_the_pending_update_rejects_it_and_others_are_events() {
         let (mut reader, mut receiver) = reader(8);
         let (reply, answer) = oneshot::channel();
-        *reader
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(PendingUpdate {
+        *reader.pending.lock() = Some(PendingUpdate {
             event_id: "evt_rtc_1".into(),
             reply,
         });

@@ -1,8 +1,8 @@
 //! The client-tool broker (R-CT-1..4): which connected clients support
 //! which functions, and the calls waiting for their results.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -75,35 +75,29 @@ impl Broker {
     /// A new connection with no declared functions yet.
     pub fn connect(&self) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Ok(mut c) = self.clients.lock() {
-            c.insert(id, HashMap::new());
-        }
+        self.clients.lock().insert(id, HashMap::new());
         id
     }
 
     /// The functions a connection supports, each with an optional schema
     /// hash (replaces earlier declarations).
     pub fn declare(&self, connection: u64, functions: Vec<(String, Option<String>)>) {
-        if let Ok(mut c) = self.clients.lock() {
-            c.insert(connection, functions.into_iter().collect());
-        }
+        self.clients
+            .lock()
+            .insert(connection, functions.into_iter().collect());
     }
 
     /// The connection is gone: its waiting calls fail at once (R-CT-4).
     pub fn disconnect(&self, connection: u64) {
-        if let Ok(mut c) = self.clients.lock() {
-            c.remove(&connection);
-        }
-        let failed: Vec<Pending> = match self.pending.lock() {
-            Ok(mut p) => {
-                let ids: Vec<String> = p
-                    .iter()
-                    .filter(|(_, v)| v.connection == connection)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                ids.into_iter().filter_map(|id| p.remove(&id)).collect()
-            }
-            Err(_) => Vec::new(),
+        self.clients.lock().remove(&connection);
+        let failed: Vec<Pending> = {
+            let mut p = self.pending.lock();
+            let ids: Vec<String> = p
+                .iter()
+                .filter(|(_, v)| v.connection == connection)
+                .map(|(k, _)| k.clone())
+                .collect();
+            ids.into_iter().filter_map(|id| p.remove(&id)).collect()
         };
         for f in failed {
             let _ = f
@@ -114,7 +108,7 @@ impl Broker {
 
     /// A result from the client; `false` if no call waits under that id.
     pub fn resolve(&self, call_id: &str, reply: Reply) -> bool {
-        let pending = self.pending.lock().ok().and_then(|mut p| p.remove(call_id));
+        let pending = self.pending.lock().remove(call_id);
         match pending {
             Some(p) => p.reply.send(reply).is_ok(),
             None => false,
@@ -131,12 +125,13 @@ impl Broker {
     pub fn waits_remotely(&self, call_id: &str) -> bool {
         self.pending
             .lock()
-            .is_ok_and(|p| p.get(call_id).is_some_and(|c| c.connection == REMOTE))
+            .get(call_id)
+            .is_some_and(|c| c.connection == REMOTE)
     }
 
     /// The first connection declaring `function`, with the hash it declared.
     fn connection_for(&self, function: &str) -> Option<(u64, Option<String>)> {
-        let clients = self.clients.lock().ok()?;
+        let clients = self.clients.lock();
         clients
             .iter()
             .filter_map(|(id, f)| f.get(function).map(|h| (*id, h.clone())))
@@ -180,7 +175,8 @@ impl Broker {
         }
         let rx = if wait {
             let (tx, rx) = oneshot::channel();
-            if let Ok(mut p) = self.pending.lock() {
+            {
+                let mut p = self.pending.lock();
                 p.insert(
                     call_id.to_owned(),
                     Pending {
@@ -213,9 +209,7 @@ impl Broker {
             Ok(Ok(Err(e))) => ClientOutcome::Error(e),
             Ok(Err(_)) => ClientOutcome::Error("the call was abandoned".to_owned()),
             Err(_) => {
-                if let Ok(mut p) = self.pending.lock() {
-                    p.remove(call_id);
-                }
+                self.pending.lock().remove(call_id);
                 ClientOutcome::Error(format!(
                     "the client did not answer within {} ms",
                     timeout.as_millis()

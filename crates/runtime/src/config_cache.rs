@@ -9,7 +9,9 @@
 //! so two sessions share only what is identical.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use crate::session::{SessionConfig, TurnAssistants};
 
@@ -49,9 +51,7 @@ impl ConfigCache {
         }
         let config = Arc::new(parse(&text)?);
         let assistants = Arc::new(config.turn_assistants());
-        let Ok(mut entries) = self.entries.lock() else {
-            return Ok(SharedConfig { config, assistants });
-        };
+        let mut entries = self.entries.lock();
         // Another caller may have parsed the same text meanwhile: keep one.
         if let Some(shared) = entries.by_text.get(&text).and_then(upgrade) {
             return Ok(shared);
@@ -67,18 +67,13 @@ impl ConfigCache {
     }
 
     fn lookup(&self, text: &str) -> Option<SharedConfig> {
-        self.entries
-            .lock()
-            .ok()?
-            .by_text
-            .get(text)
-            .and_then(upgrade)
+        self.entries.lock().by_text.get(text).and_then(upgrade)
     }
 
     /// Entries in the map, dead ones included (for tests).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |e| e.by_text.len())
+        self.entries.lock().by_text.len()
     }
 }
 

@@ -10,7 +10,9 @@
 //! ticket or a slot gives its place back.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
@@ -89,9 +91,7 @@ impl FairGate {
     fn state(&self) -> MutexGuard<'_, State> {
         // Every change under the lock is a few counter updates that leave
         // the state consistent, so a panic elsewhere cannot break it.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state.lock()
     }
 
     /// Admit `n` units of `workspace`'s work, all or none.

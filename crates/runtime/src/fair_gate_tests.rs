@@ -51,7 +51,7 @@ async fn queued_runs_are_served_in_turn() {
             let order = order.clone();
             tasks.push(tokio::spawn(async move {
                 let slot = t.wait().await;
-                order.lock().unwrap().push(name);
+                order.lock().push(name);
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 drop(slot);
             }));
@@ -62,7 +62,7 @@ async fn queued_runs_are_served_in_turn() {
     for t in tasks {
         t.await.unwrap();
     }
-    let order = order.lock().unwrap().clone();
+    let order = order.lock().clone();
     assert_eq!(order, ["a", "b", "a", "b", "a", "b"]);
 }
 

@@ -50,7 +50,9 @@ mod web;
 mod workflow;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use rtc_core::llm::LlmClient;
@@ -260,7 +262,7 @@ impl Runtime {
 
     /// How many session contexts are in memory.
     pub fn live_sessions(&self) -> usize {
-        self.inner.sessions.lock().map(|m| m.len()).unwrap_or(0)
+        self.inner.sessions.lock().len()
     }
 
     /// Which outbound addresses the operator allows (the MCP connector's
@@ -313,11 +315,7 @@ impl Runtime {
             .is_ok();
         let mut checkpointed = 0;
         if !in_time {
-            let ctxs: Vec<_> = inner
-                .sessions
-                .lock()
-                .map(|m| m.values().cloned().collect())
-                .unwrap_or_default();
+            let ctxs: Vec<_> = inner.sessions.lock().values().cloned().collect();
             for ctx in ctxs {
                 if ctx.cancel_turn().await {
                     checkpointed += 1;
@@ -349,12 +347,7 @@ impl Runtime {
 
     /// How many turns are running in this process.
     async fn running_turns(&self) -> usize {
-        let ctxs: Vec<_> = self
-            .inner
-            .sessions
-            .lock()
-            .map(|m| m.values().cloned().collect())
-            .unwrap_or_default();
+        let ctxs: Vec<_> = self.inner.sessions.lock().values().cloned().collect();
         let mut n = 0;
         for ctx in ctxs {
             if ctx

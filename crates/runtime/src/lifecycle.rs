@@ -465,17 +465,13 @@ impl Inner {
         }
         // Set once nothing can fail before the turn runs (it is cleared
         // when the turn is over).
-        if let Ok(mut current) = ctx.current_loop.lock() {
-            *current = Some(l.id.clone());
-        }
+        *ctx.current_loop.lock() = Some(l.id.clone());
         let running = self.spawn_turn(&ctx);
         let turn = running.id;
         *slot = Some(running);
         drop(slot);
         self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
-        if let Ok(mut current) = ctx.current_loop.lock() {
-            current.take();
-        }
+        ctx.current_loop.lock().take();
         let now = now_millis();
         let status = if l.turns_done + 1 >= l.max_turns {
             Some((

@@ -10,7 +10,9 @@
 
 use std::collections::VecDeque;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use rtc_protocol::SessionEvent;
 use tokio::sync::Notify;
@@ -74,9 +76,7 @@ impl Live {
     fn ring(&self) -> MutexGuard<'_, Ring> {
         // A panic while the lock was held leaves a consistent ring: every
         // change is one push or pop.
-        self.ring
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.ring.lock()
     }
 
     /// Tell the subscribers, if any.

@@ -100,7 +100,7 @@ impl LoopCx<'_> {
                 return Ok(CallOutcome::ok(json!({"loops": loops})));
             }
             LoopOp::Complete(args) => {
-                let current = ctx.current_loop.lock().ok().and_then(|l| l.clone());
+                let current = ctx.current_loop.lock().clone();
                 let Some(id) = current else {
                     return Ok(CallOutcome::error(
                         "completeLoop only works inside a loop's own turn; use cancelLoop to stop a loop",

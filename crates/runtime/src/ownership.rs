@@ -258,11 +258,7 @@ impl Inner {
     /// Another instance asked to cancel `session`'s turn (see
     /// [`Self::await_remote_turn`]).
     pub(crate) async fn cancel_for_other(&self, session: &str) {
-        let ctx = self
-            .sessions
-            .lock()
-            .ok()
-            .and_then(|m| m.get(session).cloned());
+        let ctx = self.sessions.lock().get(session).cloned();
         if let Some(ctx) = &ctx {
             ctx.stale.store(true, Ordering::SeqCst);
             ctx.cancel_turn().await;

@@ -52,7 +52,7 @@ enum RowOp {
 pub(crate) struct RemoteClients {
     /// The writer of connection rows (shared stores only).
     rows: std::sync::OnceLock<mpsc::UnboundedSender<RowOp>>,
-    calls: std::sync::Mutex<RemoteCalls>,
+    calls: parking_lot::Mutex<RemoteCalls>,
 }
 
 impl RemoteClients {
@@ -80,14 +80,10 @@ impl RemoteClients {
     fn waiting(&self, connection: Option<&str>) -> Vec<((String, String), String)> {
         self.calls
             .lock()
-            .map(|calls| {
-                calls
-                    .iter()
-                    .filter(|(_, c)| connection.is_none_or(|k| *c == k))
-                    .map(|(key, c)| (key.clone(), c.clone()))
-                    .collect()
-            })
-            .unwrap_or_default()
+            .iter()
+            .filter(|(_, c)| connection.is_none_or(|k| *c == k))
+            .map(|(key, c)| (key.clone(), c.clone()))
+            .collect()
     }
 }
 
@@ -132,9 +128,10 @@ impl Inner {
                 tracing::warn!(session = %ctx.id, error = %e, "recording a client call failed");
                 return ClientOutcome::Error("the call could not be delivered".to_owned());
             }
-            if let Ok(mut calls) = self.remote_clients.calls.lock() {
-                calls.insert((ctx.id.clone(), call_id.clone()), row.id.clone());
-            }
+            self.remote_clients
+                .calls
+                .lock()
+                .insert((ctx.id.clone(), call_id.clone()), row.id.clone());
         }
         let wait = call.wait;
         let outcome = ctx
@@ -142,9 +139,10 @@ impl Inner {
             .call_via(&ctx.events, call, REMOTE, declared)
             .await;
         if wait {
-            if let Ok(mut calls) = self.remote_clients.calls.lock() {
-                calls.remove(&(ctx.id.clone(), call_id.clone()));
-            }
+            self.remote_clients
+                .calls
+                .lock()
+                .remove(&(ctx.id.clone(), call_id.clone()));
             if let Err(e) = self.store.remove_client_call(&ctx.id, &call_id).await {
                 tracing::warn!(call_id, error = %e, "removing a client call failed");
             }
@@ -193,12 +191,7 @@ impl Inner {
             return;
         };
         let key = (session.to_owned(), call_id.to_owned());
-        if !self
-            .remote_clients
-            .calls
-            .lock()
-            .is_ok_and(|calls| calls.contains_key(&key))
-        {
+        if !self.remote_clients.calls.lock().contains_key(&key) {
             return;
         }
         let stored = match self.store.take_client_reply(session, call_id).await {
@@ -225,11 +218,7 @@ impl Inner {
     }
 
     fn resolve_remote(&self, session: &str, call_id: &str, reply: Result<Value, String>) {
-        let ctx = self
-            .sessions
-            .lock()
-            .ok()
-            .and_then(|m| m.get(session).cloned());
+        let ctx = self.sessions.lock().get(session).cloned();
         if let Some(ctx) = ctx
             && ctx.broker.waits_remotely(call_id)
         {

@@ -212,7 +212,7 @@ pub(crate) struct SessionCtx {
     /// Tokens the model used in the running turn (for goal budgets).
     pub turn_tokens: AtomicI64,
     /// The loop whose tick's turn is running (for `completeLoop`).
-    pub current_loop: std::sync::Mutex<Option<String>>,
+    pub current_loop: parking_lot::Mutex<Option<String>>,
     /// The highest id of a turn whose task has ended, after-turn work
     /// included (a loop tick waits for its own turn's). Turns of a session
     /// never overlap and ids only grow, so `>= id` means turn `id` ended.
@@ -296,7 +296,8 @@ impl SessionCtx {
 impl Inner {
     /// The live context of a session, loaded from the store on first use.
     pub async fn session(&self, id: &str) -> Result<Arc<SessionCtx>, RuntimeError> {
-        if let Some(ctx) = self.sessions.lock().ok().and_then(|m| m.get(id).cloned()) {
+        let known = self.sessions.lock().get(id).cloned();
+        if let Some(ctx) = known {
             ctx.last_used.store(now_millis(), Ordering::Relaxed);
             return Ok(ctx);
         }
@@ -384,24 +385,19 @@ impl Inner {
             }),
             last_used: AtomicI64::new(now_millis()),
             turn_tokens: AtomicI64::new(0),
-            current_loop: std::sync::Mutex::new(None),
+            current_loop: parking_lot::Mutex::new(None),
             turns_finished: tokio::sync::watch::Sender::new(0),
             user_turns_pending: std::sync::atomic::AtomicUsize::new(0),
             stale: AtomicBool::new(false),
         });
-        let mut map = self
-            .sessions
-            .lock()
-            .map_err(|_| RuntimeError::Internal("session map poisoned".into()))?;
+        let mut map = self.sessions.lock();
         Ok(map.entry(id.to_owned()).or_insert(ctx).clone())
     }
 
     /// Drop the in-memory context of an ended session; it is loaded again
     /// from the store if needed.
     pub fn forget(&self, id: &str) {
-        if let Ok(mut m) = self.sessions.lock() {
-            m.remove(id);
-        }
+        self.sessions.lock().remove(id);
     }
 
     /// Drop contexts unused since `now - ttl` that nothing holds: no
@@ -410,9 +406,7 @@ impl Inner {
     /// subscriber (it would miss the events of a reloaded context).
     pub fn evict_idle(&self, now: i64) -> usize {
         let ttl = i64::try_from(self.config.idle_session_ttl.as_millis()).unwrap_or(i64::MAX);
-        let Ok(mut map) = self.sessions.lock() else {
-            return 0;
-        };
+        let mut map = self.sessions.lock();
         let before = map.len();
         map.retain(|_, ctx| {
             let idle = now.saturating_sub(ctx.last_used.load(Ordering::Relaxed)) >= ttl;
@@ -523,11 +517,7 @@ pub(crate) fn spawn_listener(inner: &Arc<Inner>) {
                             continue;
                         }
                         let Some(inner) = weak.upgrade() else { return };
-                        let ctx = inner
-                            .sessions
-                            .lock()
-                            .ok()
-                            .and_then(|m| m.get(&write.session).cloned());
+                        let ctx = inner.sessions.lock().get(&write.session).cloned();
                         if let Some(ctx) = ctx {
                             ctx.stale.store(true, Ordering::SeqCst);
                             ctx.events.poke();

@@ -8,7 +8,7 @@
 //! queued so far and answers each waiter; a waiter whose tick a previous
 //! commit took finds its answer ready once it holds the writer.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, now_millis};
 use tokio::sync::oneshot;
@@ -39,14 +39,14 @@ impl TickFinisher {
         outcome: TickOutcome,
     ) -> Result<Option<LoopRecord>, String> {
         let (done, answer) = oneshot::channel();
-        lock(&self.queue).push(Pending {
+        self.queue.lock().push(Pending {
             tick,
             outcome,
             done,
         });
         {
             let _writer = self.writing.lock().await;
-            let batch = std::mem::take(&mut *lock(&self.queue));
+            let batch = std::mem::take(&mut *self.queue.lock());
             if !batch.is_empty() {
                 commit(store, instance, batch).await;
             }
@@ -74,8 +74,4 @@ async fn commit(store: &Store, instance: &str, batch: Vec<Pending>) {
             }
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -4,8 +4,8 @@
 //! instance's rotation is seen once the entry expires (PostgreSQL keeps
 //! entries for a second only).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::workspaces::WorkspaceRecord;
@@ -29,13 +29,14 @@ impl KeyCache {
 
     /// The workspace of a key hash, if looked up less than the TTL ago.
     pub(crate) fn get(&self, hash: &str) -> Option<WorkspaceRecord> {
-        let entries = self.entries.lock().ok()?;
+        let entries = self.entries.lock();
         let (record, at) = entries.get(hash)?;
         (at.elapsed() < self.ttl).then(|| record.clone())
     }
 
     pub(crate) fn put(&self, hash: String, record: WorkspaceRecord) {
-        if let Ok(mut entries) = self.entries.lock() {
+        {
+            let mut entries = self.entries.lock();
             if entries.len() >= MAX_KEYS {
                 entries.clear();
             }
@@ -45,9 +46,7 @@ impl KeyCache {
 
     /// Forget every key (a key changed, or the data was replaced).
     pub(crate) fn clear(&self) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.clear();
-        }
+        self.entries.lock().clear();
     }
 }
 

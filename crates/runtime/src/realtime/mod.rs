@@ -14,8 +14,8 @@ mod budget;
 mod calls;
 mod setup;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
@@ -65,16 +65,16 @@ impl Bridges {
 
     /// Stop the bridge of `session`, if this process runs one.
     pub(crate) fn detach(&self, session: &str) {
-        if let Ok(mut map) = self.attached.lock()
-            && let Some(a) = map.remove(session)
-        {
+        let removed = self.attached.lock().remove(session);
+        if let Some(a) = removed {
             a.cancel.cancel();
         }
     }
 
     /// Stop every bridge (shutdown): their sockets are going too.
     pub(crate) fn detach_all(&self) {
-        if let Ok(mut map) = self.attached.lock() {
+        {
+            let mut map = self.attached.lock();
             for (_, a) in map.drain() {
                 a.cancel.cancel();
             }
@@ -82,8 +82,10 @@ impl Bridges {
     }
 
     fn input_of(&self, session: &str) -> Option<mpsc::Sender<HostInput>> {
-        let map = self.attached.lock().ok()?;
-        map.get(session).and_then(|a| a.input.upgrade())
+        self.attached
+            .lock()
+            .get(session)
+            .and_then(|a| a.input.upgrade())
     }
 }
 
@@ -209,7 +211,8 @@ impl Runtime {
         let (frames_tx, frames) = mpsc::channel(FRAME_BUFFER);
         let cancel = CancellationToken::new();
         let bridge_id = inner.realtime.next.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut map) = inner.realtime.attached.lock() {
+        {
+            let mut map = inner.realtime.attached.lock();
             let attached = Attached {
                 id: bridge_id,
                 cancel: cancel.clone(),
@@ -228,9 +231,8 @@ impl Runtime {
         let session = ctx.id.clone();
         inner.tasks.spawn(async move {
             bridge.run(inputs).await;
-            if let Ok(mut map) = rt.realtime.attached.lock()
-                && map.get(&session).is_some_and(|a| a.id == bridge_id)
-            {
+            let mut map = rt.realtime.attached.lock();
+            if map.get(&session).is_some_and(|a| a.id == bridge_id) {
                 map.remove(&session);
             }
         });

@@ -3,8 +3,8 @@
 //! that cancels the backend's work and the handle that drops the driver.
 //! Only these tasks' leases are renewed.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use rtc_store::now_millis;
 use tokio_util::sync::CancellationToken;
@@ -47,38 +47,31 @@ pub(super) struct DriverEntry<'a> {
 
 impl Drop for DriverEntry<'_> {
     fn drop(&mut self) {
-        if let Ok(mut m) = self.drivers.map.lock() {
-            m.remove(&self.id);
-        }
+        self.drivers.map.lock().remove(&self.id);
     }
 }
 
 impl TaskDrivers {
     pub(super) fn ids(&self) -> Vec<String> {
-        self.map
-            .lock()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default()
+        self.map.lock().keys().cloned().collect()
     }
 
     /// The tasks whose driver runs (not those reserved while starting).
     pub(super) fn driven_ids(&self) -> Vec<String> {
         self.map
             .lock()
-            .map(|m| {
-                m.iter()
-                    .filter(|(_, d)| d.handle.is_some())
-                    .map(|(id, _)| id.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+            .iter()
+            .filter(|(_, d)| d.handle.is_some())
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Hold `id` for a task being delegated: its lease is renewed and a
     /// cancellation meanwhile reaches its driver once it starts.
     pub(crate) fn reserve(&self, id: &str) -> CancellationToken {
         let cancel = CancellationToken::new();
-        if let Ok(mut m) = self.map.lock() {
+        {
+            let mut m = self.map.lock();
             m.insert(
                 id.to_owned(),
                 Driver {
@@ -92,19 +85,14 @@ impl TaskDrivers {
 
     /// Give up a reservation whose task never started.
     pub(crate) fn release(&self, id: &str) {
-        if let Ok(mut m) = self.map.lock()
-            && m.get(id).is_some_and(|d| d.handle.is_none())
-        {
+        let mut m = self.map.lock();
+        if m.get(id).is_some_and(|d| d.handle.is_none()) {
             m.remove(id);
         }
     }
 
     pub(super) fn cancel(&self, id: &str) -> bool {
-        let driver = self
-            .map
-            .lock()
-            .ok()
-            .and_then(|m| m.get(id).map(|d| d.cancel.clone()));
+        let driver = self.map.lock().get(id).map(|d| d.cancel.clone());
         driver.is_some_and(|c| {
             c.cancel();
             true
@@ -112,7 +100,8 @@ impl TaskDrivers {
     }
 
     pub(super) fn drop_driver(&self, id: &str) {
-        if let Some(d) = self.map.lock().ok().and_then(|mut m| m.remove(id))
+        let removed = self.map.lock().remove(id);
+        if let Some(d) = removed
             && let Some(h) = d.handle
         {
             h.abort();
@@ -122,11 +111,7 @@ impl TaskDrivers {
     /// Drop every driver (shutdown): the tasks stay running in the store
     /// and are resumed by the next start (or another instance).
     pub(crate) fn abort_all(&self) {
-        let drained: Vec<Driver> = self
-            .map
-            .lock()
-            .map(|mut m| m.drain().map(|(_, d)| d).collect())
-            .unwrap_or_default();
+        let drained: Vec<Driver> = self.map.lock().drain().map(|(_, d)| d).collect();
         for h in drained.into_iter().filter_map(|d| d.handle) {
             h.abort();
         }

@@ -131,9 +131,7 @@ impl Inner {
     /// reservation made at delegation keeps its cancellation token.
     pub(crate) fn spawn_driver(self: &Arc<Self>, task: TaskRecord) {
         let id = task.id.clone();
-        let Ok(mut map) = self.task_drivers.map.lock() else {
-            return;
-        };
+        let mut map = self.task_drivers.map.lock();
         let cancel = match map.get(&id) {
             Some(d) if d.handle.is_some() => return,
             Some(d) => d.cancel.clone(),

@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use rtc_core::placeholders;
@@ -171,25 +173,19 @@ impl OpencodeServers {
     /// started here (a task still following it fails as unreachable).
     pub async fn forget(&self, workspace: &str, backend_id: &str) {
         let key = (workspace.to_owned(), backend_id.to_owned());
-        let slot = self.slots.lock().ok().and_then(|mut s| s.remove(&key));
+        let slot = self.slots.lock().remove(&key);
         if let Some(slot) = slot
             && let Some(server) = slot.server.get()
             && let Endpoint::Supervised(process) = &server.endpoint
         {
-            if let Ok(mut retired) = self.retired.lock() {
-                retired.insert(slot.version.clone());
-            }
+            self.retired.lock().insert(slot.version.clone());
             process.stop().await;
         }
     }
 
     /// Stop the servers started here (SIGTERM, then SIGKILL after 5 s).
     pub async fn shutdown(&self) {
-        let slots: Vec<Arc<Slot>> = self
-            .slots
-            .lock()
-            .map(|mut s| s.drain().map(|(_, v)| v).collect())
-            .unwrap_or_default();
+        let slots: Vec<Arc<Slot>> = self.slots.lock().drain().map(|(_, v)| v).collect();
         for slot in slots {
             if let Some(server) = slot.server.get()
                 && let Endpoint::Supervised(process) = &server.endpoint
@@ -243,19 +239,11 @@ impl OpencodeServers {
     ) -> Result<Arc<Server>, String> {
         let key = (workspace.to_owned(), backend.id.clone().unwrap_or_default());
         let version = slot_version(backend, password);
-        if self
-            .retired
-            .lock()
-            .map_err(|_| "the OpenCode servers' table is poisoned".to_owned())?
-            .contains(&version)
-        {
+        if self.retired.lock().contains(&version) {
             return Err("the task backend was deleted".to_owned());
         }
         let (slot, replaced) = {
-            let mut slots = self
-                .slots
-                .lock()
-                .map_err(|_| "the OpenCode servers' table is poisoned".to_owned())?;
+            let mut slots = self.slots.lock();
             match slots.get(&key) {
                 Some(slot) if slot.version == version => (Arc::clone(slot), None),
                 _ => {

@@ -21,7 +21,9 @@
 //! may have reached the server is never re-sent, whatever happened after.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use rtc_protocol::{McpToolInfo, McpTransport};
@@ -71,17 +73,11 @@ struct Slot {
 
 impl Slot {
     fn touch(&self) {
-        *self
-            .last_used
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        *self.last_used.lock() = Instant::now();
     }
 
     fn idle_for(&self) -> Duration {
-        self.last_used
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .elapsed()
+        self.last_used.lock().elapsed()
     }
 
     /// Drop `conn` if it is still this slot's connection (the next call
@@ -147,8 +143,8 @@ impl McpPool {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Slots> {
+        self.slots.lock()
     }
 
     /// The slot of `key`, created if missing; drops idle slots now and then.

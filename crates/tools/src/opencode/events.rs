@@ -6,7 +6,9 @@
 //! missed events are not replayed. The reader runs only while someone
 //! listens.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -67,10 +69,7 @@ impl EventHub {
     /// Listen to the server's events (starting the reader if it is not
     /// running).
     pub fn subscribe(&self) -> broadcast::Receiver<HubEvent> {
-        let mut reader = self
-            .reader
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut reader = self.reader.lock();
         let receiver = self.sender.subscribe();
         if reader.as_ref().is_none_or(JoinHandle::is_finished) {
             *reader = Some(tokio::spawn(read_events(
@@ -85,9 +84,7 @@ impl EventHub {
 
 impl Drop for EventHub {
     fn drop(&mut self) {
-        if let Ok(mut reader) = self.reader.lock()
-            && let Some(task) = reader.take()
-        {
+        if let Some(task) = self.reader.lock().take() {
             task.abort();
         }
     }
@@ -99,9 +96,7 @@ fn nobody_listens(
     sender: &broadcast::Sender<HubEvent>,
     reader: &Mutex<Option<JoinHandle<()>>>,
 ) -> bool {
-    let mut slot = reader
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut slot = reader.lock();
     if sender.receiver_count() == 0 {
         *slot = None;
         return true;

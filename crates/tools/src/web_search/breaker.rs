@@ -3,7 +3,7 @@
 //! then one request may try it again (half-open), and its outcome closes or
 //! reopens the circuit.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 const FAILURES_TO_OPEN: u32 = 3;
@@ -23,18 +23,17 @@ impl Breaker {
     pub fn allows(&self) -> bool {
         self.0
             .lock()
-            .map(|s| s.open_until.is_none_or(|until| Instant::now() >= until))
-            .unwrap_or(true)
+            .open_until
+            .is_none_or(|until| Instant::now() >= until)
     }
 
     pub fn succeeded(&self) {
-        if let Ok(mut s) = self.0.lock() {
-            *s = State::default();
-        }
+        *self.0.lock() = State::default();
     }
 
     pub fn failed(&self) {
-        if let Ok(mut s) = self.0.lock() {
+        {
+            let mut s = self.0.lock();
             s.failures += 1;
             // A failed trial after a cool-down reopens at once.
             if s.failures >= FAILURES_TO_OPEN || s.open_until.is_some() {
@@ -45,7 +44,8 @@ impl Breaker {
 
     /// Open at once (rate limited).
     pub fn trip(&self) {
-        if let Ok(mut s) = self.0.lock() {
+        {
+            let mut s = self.0.lock();
             s.failures = FAILURES_TO_OPEN;
             s.open_until = Some(Instant::now() + COOL_DOWN);
         }
@@ -74,7 +74,7 @@ mod tests {
         b.trip();
         assert!(!b.allows());
         // Pretend the cool-down passed.
-        b.0.lock().unwrap().open_until = Some(Instant::now() - Duration::from_millis(1));
+        b.0.lock().open_until = Some(Instant::now() - Duration::from_millis(1));
         assert!(b.allows(), "half-open: one trial");
         b.failed();
         assert!(!b.allows(), "the trial failed: open again");
