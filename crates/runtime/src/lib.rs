@@ -16,7 +16,10 @@ mod control;
 mod conversation_tests;
 mod error;
 mod events;
+mod extensions;
 mod fair_gate;
+mod feature;
+mod features;
 mod goals;
 mod history;
 mod inbox;
@@ -190,6 +193,8 @@ pub(crate) struct Inner {
     pub test_slots: Arc<fair_gate::FairGate>,
     /// Periodic loops and listeners, stopped at shutdown.
     pub background: background::Background,
+    /// The features of the lifecycle, in the order of their hooks.
+    pub features: Vec<Arc<dyn feature::Feature>>,
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -242,6 +247,7 @@ impl Runtime {
                 tick_finisher: tick_finisher::TickFinisher::default(),
                 test_slots,
                 background: background::Background::default(),
+                features: features::registered(),
             }),
         };
         session::spawn_sweeper(&runtime.inner);

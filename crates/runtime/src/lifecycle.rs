@@ -8,10 +8,10 @@
 //! - end: the task records `turn.completed` and, for an ended session,
 //!   forgets its context and stops its sub-agents ([`Inner::end_session`]
 //!   ends a session from outside);
-//! - next: [`Inner::after_turn`] decides, under the slot's lock and only
-//!   while the slot is still its own, what comes after a turn that ended
-//!   by itself: inbox items first, then an active goal's continuation,
-//!   else idle (and a sub-agent reports);
+//! - next: [`Inner::after_turn`] asks the registered features
+//!   (`crate::feature`, `crate::features`), under the slot's lock and
+//!   only while the slot is still its own, what comes after a turn that
+//!   ended by itself;
 //! - triggers from outside a turn: [`Inner::kick`] (an inbox item
 //!   arrived), [`Inner::tick_turn`] (a loop tick), [`Inner::sweep_goals`]
 //!   (goals of a dead instance), [`Inner::recover`] and
@@ -27,6 +27,7 @@ use rtc_store::{
 use tokio_util::sync::CancellationToken;
 
 use crate::cluster::millis;
+use crate::feature::{AfterTurn, TurnEnd};
 use crate::history::RuntimeInput;
 use crate::loops::EXPIRED;
 use crate::session::{RunningTurn, SessionCtx};
@@ -170,9 +171,9 @@ impl Inner {
     }
 
     /// At the end of turn `turn` (not interrupted; `answered`: it came to
-    /// its end): settle the goals, walk a workflow's edges, then start the
-    /// next turn by itself if there is input for one; otherwise the
-    /// session is idle (and a sub-agent reports).
+    /// its end): the features observe it, then decide under the turn
+    /// slot what follows (see `crate::feature` for the order): a walk, a
+    /// next turn's input, else idle.
     pub(crate) async fn after_turn(
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
@@ -180,25 +181,21 @@ impl Inner {
         turn: u64,
         answered: bool,
     ) {
-        let goal = if ctx.turn_assistant().await.features.goals {
-            self.settle_goals(ctx).await.unwrap_or_else(|e| {
-                tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
-                None
-            })
-        } else {
-            None
-        };
+        let end = TurnEnd { answered };
+        for feature in &self.features {
+            feature.turn_ended(self, ctx, end).await;
+        }
         let mut slot = ctx.turn.lock().await;
         // Cancelled, or someone took the slot: they decide what comes next.
         if cancel.is_cancelled() || slot.as_ref().map(|t| t.id) != Some(turn) {
             return;
         }
-        // A turn whose model failed is not walked: the stage answers again.
-        if answered && ctx.config.workflow.is_some() {
-            // The walk runs under the slot's lock: a user message waits
-            // for the deterministic nodes it leads through.
-            match self.workflow_after_turn(ctx).await {
-                Ok(super::workflow::Next::Turn) if !self.tasks.is_closed() => {
+        // The walk runs under the slot's lock: a user message waits for
+        // the deterministic steps it leads through.
+        for feature in &self.features {
+            match feature.walk(self, ctx, end).await {
+                AfterTurn::Pass => continue,
+                AfterTurn::Turn if !self.tasks.is_closed() => {
                     if self.claim(ctx).await.unwrap_or_else(|e| {
                         tracing::error!(session = %ctx.id, error = %e, "claiming the turn failed");
                         false
@@ -209,7 +206,7 @@ impl Inner {
                     }
                     return;
                 }
-                Ok(super::workflow::Next::Ended) => {
+                AfterTurn::Ended => {
                     *slot = None;
                     drop(slot);
                     self.forget(&ctx.id);
@@ -218,19 +215,9 @@ impl Inner {
                     }
                     return;
                 }
-                // Idle, or a turn not started while shutting down (the
-                // stage answers the next message).
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::error!(session = %ctx.id, error = %e, "walking the workflow failed");
-                    let _ = ctx
-                        .events
-                        .emit(EventBody::error(
-                            "workflow_failed",
-                            "walking the workflow failed; see the server log",
-                        ))
-                        .await;
-                }
+                // A turn not started while shutting down: the session
+                // answers its next message.
+                AfterTurn::Turn => break,
             }
         }
         // Shutting down: what would come next stays in the store (inbox,
@@ -245,10 +232,15 @@ impl Inner {
                 // that instance goes on from here.
                 return Ok(None);
             }
-            if self.deliver_inbox(ctx).await? {
-                *slot = Some(self.spawn_turn(ctx));
-            } else if let Some(goal) = &goal {
-                self.continue_goal(ctx, goal, &mut slot).await?;
+            for feature in &self.features {
+                match feature.next_input(self, ctx).await? {
+                    AfterTurn::Pass => continue,
+                    AfterTurn::Turn => {
+                        *slot = Some(self.spawn_turn(ctx));
+                        break;
+                    }
+                    AfterTurn::Ended => break,
+                }
             }
             let started = slot.as_ref().is_some_and(|t| t.id != turn);
             if !started {
@@ -270,8 +262,10 @@ impl Inner {
                 }
             }
         }
-        if let Err(e) = self.report_if_done(ctx).await {
-            tracing::error!(session = %ctx.id, error = %e, "reporting to the parent failed");
+        for feature in &self.features {
+            if let Err(e) = feature.idle(self, ctx).await {
+                tracing::error!(session = %ctx.id, feature = feature.name(), error = %e, "the idle work of a feature failed");
+            }
         }
         *slot = None;
     }
@@ -356,8 +350,21 @@ impl Inner {
         goal: &GoalRecord,
         slot: &mut Option<RunningTurn>,
     ) -> Result<(), RuntimeError> {
+        if self.goal_input(ctx, goal).await? {
+            *slot = Some(self.spawn_turn(ctx));
+        }
+        Ok(())
+    }
+
+    /// Record a goal's continuation input (taking its lease); `false` when
+    /// the session cannot go on by itself.
+    pub(crate) async fn goal_input(
+        &self,
+        ctx: &SessionCtx,
+        goal: &GoalRecord,
+    ) -> Result<bool, RuntimeError> {
         if !ctx.state.lock().await.can_continue() {
-            return Ok(());
+            return Ok(false);
         }
         let text = format!(
             "[Goal {}] Continue working toward your goal: {}. This is turn {} of at most {}. If the condition now holds, call completeGoal.",
@@ -372,8 +379,7 @@ impl Inner {
             .await?;
         self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
             .await?;
-        *slot = Some(self.spawn_turn(ctx));
-        Ok(())
+        Ok(true)
     }
 
     /// Renew the leases of the goals this instance drives, and take over

@@ -224,6 +224,8 @@ pub(crate) struct SessionCtx {
     /// Another instance wrote the session since its state was read (on
     /// PostgreSQL): the next use reloads it (`Inner::refresh_if_stale`).
     pub stale: AtomicBool,
+    /// The state features keep per session (`crate::extensions`).
+    pub extensions: parking_lot::Mutex<crate::extensions::Extensions>,
 }
 
 impl SessionCtx {
@@ -389,6 +391,7 @@ impl Inner {
             turns_finished: tokio::sync::watch::Sender::new(0),
             user_turns_pending: std::sync::atomic::AtomicUsize::new(0),
             stale: AtomicBool::new(false),
+            extensions: parking_lot::Mutex::default(),
         });
         let mut map = self.sessions.lock();
         Ok(map.entry(id.to_owned()).or_insert(ctx).clone())

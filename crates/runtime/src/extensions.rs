@@ -1,0 +1,59 @@
+//! Per-session state a feature owns, kept on the session context by type
+//! (the `Extensions` type map of `http` and axum): the kernel holds the
+//! map, never knows what is in it, and only the feature that defines a
+//! type can read or write its value.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+
+/// Values by their type, at most one of each.
+#[derive(Default)]
+pub(crate) struct Extensions {
+    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+}
+
+impl Extensions {
+    /// Put `value` in, giving back the one it replaces.
+    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+        self.map
+            .insert(TypeId::of::<T>(), Box::new(value))
+            .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+
+    /// Take the value of type `T` out.
+    pub(crate) fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
+        self.map
+            .remove(&TypeId::of::<T>())
+            .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+
+    /// The value of type `T`, if any.
+    #[cfg_attr(not(test), allow(dead_code, reason = "no feature reads in place yet"))]
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.map
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.downcast_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Goal(u32);
+    #[derive(Debug, PartialEq)]
+    struct Other(&'static str);
+
+    #[test]
+    fn one_value_per_type() {
+        let mut e = Extensions::default();
+        assert_eq!(e.insert(Goal(1)), None);
+        assert_eq!(e.insert(Other("x")), None);
+        assert_eq!(e.insert(Goal(2)), Some(Goal(1)));
+        assert_eq!(e.get::<Goal>(), Some(&Goal(2)));
+        assert_eq!(e.remove::<Goal>(), Some(Goal(2)));
+        assert_eq!(e.remove::<Goal>(), None);
+        assert_eq!(e.get::<Other>(), Some(&Other("x")));
+    }
+}

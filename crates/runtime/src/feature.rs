@@ -1,0 +1,91 @@
+//! The hooks a feature plugs into a session's lifecycle (ARCHITECTURE-GUIDE
+//! §5). The lifecycle (`lifecycle.rs`) calls every registered feature at
+//! each point, in registration order, and never names one; a feature keeps
+//! its per-session state in the session's [`crate::extensions::Extensions`].
+//! The features and their order are set once, in
+//! [`crate::features::registered`].
+//!
+//! After a turn that ended by itself, in this order:
+//! 1. [`Feature::turn_ended`] on every feature (outside the turn slot):
+//!    observe the turn (goals count it and judge their conditions);
+//! 2. under the turn slot, [`Feature::walk`] until one answers other than
+//!    [`AfterTurn::Pass`] (a workflow walks its edges);
+//! 3. with the session claimed, [`Feature::next_input`] until one records
+//!    the next turn's input (inbox items, then a goal's continuation);
+//! 4. when nothing follows, [`Feature::idle`] on every feature (a
+//!    sub-agent reports to its parent).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError};
+
+/// What a feature decides after a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AfterTurn {
+    /// Nothing from this feature: ask the next one.
+    Pass,
+    /// Start a turn now (its input, if any, is recorded).
+    Turn,
+    /// The feature ended the session.
+    Ended,
+}
+
+/// How the turn that just ended went.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TurnEnd {
+    /// It came to its end (a final answer or a tool that ends the turn),
+    /// not cut off by a failed model call or the step limit.
+    pub answered: bool,
+}
+
+/// One feature's part in the lifecycle. Every hook has a default that does
+/// nothing, so a feature implements only what it needs.
+pub(crate) trait Feature: Send + Sync {
+    /// The feature's name, for logs.
+    fn name(&self) -> &'static str;
+
+    /// A turn ended by itself: observe it. Errors are the feature's own to
+    /// report; the lifecycle goes on.
+    fn turn_ended<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+        _end: TurnEnd,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// Under the turn slot, before the session is claimed for a next
+    /// turn: move the session along its own structure.
+    fn walk<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+        _end: TurnEnd,
+    ) -> BoxFuture<'a, AfterTurn> {
+        Box::pin(async { AfterTurn::Pass })
+    }
+
+    /// Under the turn slot, with the session claimed by this instance:
+    /// record the input of a next turn, if this feature has one
+    /// ([`AfterTurn::Turn`]).
+    fn next_input<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
+        Box::pin(async { Ok(AfterTurn::Pass) })
+    }
+
+    /// Nothing follows the turn: the session is idle.
+    fn idle<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+}

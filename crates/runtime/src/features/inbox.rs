@@ -1,0 +1,32 @@
+//! The inbox in the lifecycle: items that arrived during a turn (sub-agent
+//! reports, a parent's messages, task reports) are the next turn's input.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use crate::feature::{AfterTurn, Feature};
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError};
+
+pub(crate) struct Inbox;
+
+impl Feature for Inbox {
+    fn name(&self) -> &'static str {
+        "inbox"
+    }
+
+    fn next_input<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
+        Box::pin(async move {
+            Ok(if rt.deliver_inbox(ctx).await? {
+                AfterTurn::Turn
+            } else {
+                AfterTurn::Pass
+            })
+        })
+    }
+}

@@ -1,0 +1,51 @@
+//! Workflows in the lifecycle: after an agent stage's turn that came to
+//! its end, the walk follows the stage's edges (`crate::workflow`).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rtc_protocol::EventBody;
+
+use crate::Inner;
+use crate::feature::{AfterTurn, Feature, TurnEnd};
+use crate::session::SessionCtx;
+use crate::workflow::Next;
+
+pub(crate) struct Workflows;
+
+impl Feature for Workflows {
+    fn name(&self) -> &'static str {
+        "workflow"
+    }
+
+    fn walk<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+        end: TurnEnd,
+    ) -> BoxFuture<'a, AfterTurn> {
+        Box::pin(async move {
+            // A turn whose model failed is not walked: the stage answers
+            // again.
+            if !end.answered || ctx.config.workflow.is_none() {
+                return AfterTurn::Pass;
+            }
+            match rt.workflow_after_turn(ctx).await {
+                Ok(Next::Turn) => AfterTurn::Turn,
+                Ok(Next::Ended) => AfterTurn::Ended,
+                Ok(Next::Idle) => AfterTurn::Pass,
+                Err(e) => {
+                    tracing::error!(session = %ctx.id, error = %e, "walking the workflow failed");
+                    let _ = ctx
+                        .events
+                        .emit(EventBody::error(
+                            "workflow_failed",
+                            "walking the workflow failed; see the server log",
+                        ))
+                        .await;
+                    AfterTurn::Pass
+                }
+            }
+        })
+    }
+}
