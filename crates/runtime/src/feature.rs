@@ -14,6 +14,11 @@
 //!    the next turn's input (inbox items, then a goal's continuation);
 //! 4. when nothing follows, [`Feature::idle`] on every feature (a
 //!    sub-agent reports to its parent).
+//!
+//! When a session ends: [`Feature::session_ending`] once its end is
+//! stored (its tasks are cancelled, its realtime bridge stops), then
+//! [`Feature::session_ended`] once it is announced (its sub-agents stop,
+//! a sub-agent reports).
 
 use std::sync::Arc;
 
@@ -78,6 +83,26 @@ pub(crate) trait Feature: Send + Sync {
         _ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
         Box::pin(async { Ok(AfterTurn::Pass) })
+    }
+
+    /// The session is ending (by its host, its model, a parent, a
+    /// workflow): its end is stored and not yet announced. Stop what runs
+    /// for it; errors are the feature's own to report.
+    fn session_ending<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a SessionCtx,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
+    /// The session ended and its end was announced.
+    fn session_ended<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a SessionCtx,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
     }
 
     /// Nothing follows the turn: the session is idle.

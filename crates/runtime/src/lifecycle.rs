@@ -140,7 +140,10 @@ impl Inner {
     }
 
     /// End the session if `endConversation` asked for it.
-    pub(crate) async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub(crate) async fn finish_ending(
+        self: &Arc<Self>,
+        ctx: &SessionCtx,
+    ) -> Result<(), RuntimeError> {
         let ending = {
             let mut state = ctx.state.lock().await;
             let Some((reason, _)) = state.ending.take() else {
@@ -157,7 +160,7 @@ impl Inner {
                 Some("model"),
             )
             .await?;
-        self.cancel_session_tasks_logged(&ctx.id).await;
+        self.session_ending(ctx).await;
         ctx.events
             .emit(
                 SessionEnded {
@@ -313,18 +316,17 @@ impl Inner {
     /// End a session (host, model, or a stopping parent): its turn stops,
     /// the end is recorded and announced, its sub-agents stop with it.
     pub(crate) async fn end_session(
-        &self,
+        self: &Arc<Self>,
         ctx: &SessionCtx,
         reason: Option<&str>,
         by: &str,
     ) -> Result<(), RuntimeError> {
         ctx.cancel_turn().await;
         ctx.state.lock().await.status = SessionStatus::Ended;
-        self.realtime.detach(&ctx.id);
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
-        self.cancel_session_tasks_logged(&ctx.id).await;
+        self.session_ending(ctx).await;
         self.cancel_remote_turn(ctx).await;
         let ended = SessionEnded {
             reason: reason.map(str::to_owned),
@@ -335,11 +337,21 @@ impl Inner {
         Ok(())
     }
 
-    /// After a session ended by itself (`endConversation`): its sub-agents
-    /// stop, and a sub-agent reports its end to its parent.
+    /// After a session's end was announced: every feature's
+    /// [`crate::feature::Feature::session_ended`] (its sub-agents stop, a sub-agent
+    /// reports its end to its parent).
     pub(crate) async fn after_end(self: &Arc<Self>, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        self.stop_descendants(&ctx.id, &ctx.root_id).await?;
-        self.report_if_done(ctx).await
+        for feature in &self.features {
+            feature.session_ended(self, ctx).await?;
+        }
+        Ok(())
+    }
+
+    /// Every feature's [`crate::feature::Feature::session_ending`] for `ctx`.
+    async fn session_ending(self: &Arc<Self>, ctx: &SessionCtx) {
+        for feature in &self.features {
+            feature.session_ending(self, ctx).await;
+        }
     }
 
     /// Record the continuation input and start the turn in `slot`, unless

@@ -6,7 +6,9 @@
 
 mod goals;
 mod inbox;
+mod realtime;
 mod sub_agents;
+mod tasks;
 mod workflow;
 
 use std::sync::Arc;
@@ -20,5 +22,7 @@ pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
         Arc::new(inbox::Inbox),
         Arc::new(goals::Goals),
         Arc::new(sub_agents::SubAgents),
+        Arc::new(tasks::Tasks),
+        Arc::new(realtime::Realtime),
     ]
 }

@@ -1,5 +1,6 @@
 //! Sub-agents in the lifecycle: a sub-agent with nothing left to do
-//! reports its last words to its parent.
+//! reports its last words to its parent; a session that ended stops its
+//! sub-agents, and a sub-agent that ended reports its end.
 
 use std::sync::Arc;
 
@@ -14,6 +15,17 @@ pub(crate) struct SubAgents;
 impl Feature for SubAgents {
     fn name(&self) -> &'static str {
         "sub-agents"
+    }
+
+    fn session_ended<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a SessionCtx,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            rt.stop_descendants(&ctx.id, &ctx.root_id).await?;
+            rt.report_if_done(ctx).await
+        })
     }
 
     fn idle<'a>(
