@@ -25,6 +25,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use crate::session::SessionCtx;
+use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeError};
 
 /// What a feature decides after a turn.
@@ -51,6 +52,12 @@ pub(crate) struct TurnEnd {
 pub(crate) trait Feature: Send + Sync {
     /// The feature's name, for logs.
     fn name(&self) -> &'static str;
+
+    /// The built-in tools it offers the model, in the order the model
+    /// sees them (after the tools of the features registered before it).
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+        Vec::new()
+    }
 
     /// A turn ended by itself: observe it. Errors are the feature's own to
     /// report; the lifecycle goes on.

@@ -2,10 +2,11 @@
 //! description and schema written for the model, the checking of the
 //! model's arguments, and its [`ToolHandler`](crate::tool::ToolHandler)
 //! (declared with [`built_in!`], running the call through the service of
-//! its family: `crate::loops`, `crate::goals`, …). [`all`] registers them.
+//! its family: `crate::loops`, `crate::goals`, …). Each feature offers
+//! its own through `Feature::tools` (`crate::features`).
 //!
 //! Adding a built-in: write its file here (spec, arguments, `built_in!`)
-//! and add one line to [`all`].
+//! and add one line to its feature's `tools`.
 
 pub mod ask_user;
 pub mod goals;
@@ -16,8 +17,6 @@ pub mod tasks;
 pub mod todo_write;
 pub mod web_fetch;
 pub mod web_search;
-
-use std::sync::Arc;
 
 use rtc_core::model_tools::schema_problems;
 use serde::de::DeserializeOwned;
@@ -61,38 +60,6 @@ macro_rules! built_in {
     };
 }
 pub(crate) use built_in;
-
-/// Every LLM built-in, in the order the model sees them.
-pub(crate) fn all() -> Vec<Arc<dyn crate::tool::ToolHandler>> {
-    vec![
-        Arc::new(subagents::sub_agent::StartSubAgent),
-        Arc::new(subagents::list::ListSubAgent),
-        Arc::new(subagents::get_message::GetSubAgentMessage),
-        Arc::new(subagents::stop::StopSubAgent),
-        Arc::new(subagents::send_message::SendMessageToSubAgent),
-        Arc::new(ask_user::AskUser),
-        Arc::new(todo_write::TodoWrite),
-        Arc::new(web_search::WebSearch),
-        Arc::new(web_fetch::WebFetch),
-        Arc::new(goals::create::CreateGoal),
-        Arc::new(goals::complete::CompleteGoal),
-        Arc::new(goals::cancel::CancelGoal),
-        Arc::new(loops::create::CreateLoop),
-        Arc::new(loops::cancel::CancelLoop),
-        Arc::new(loops::complete::CompleteLoop),
-        Arc::new(loops::list::ListLoops),
-        Arc::new(loops::pause::PauseLoop),
-        Arc::new(loops::resume::ResumeLoop),
-        Arc::new(memory::save::SaveMemory),
-        Arc::new(memory::update::UpdateMemory),
-        Arc::new(memory::delete::DeleteMemory),
-        Arc::new(memory::list::ListMemories),
-        Arc::new(memory::search::SearchMemory),
-        Arc::new(tasks::delegate::DelegateTask),
-        Arc::new(tasks::status::GetTaskStatus),
-        Arc::new(tasks::cancel::CancelTask),
-    ]
-}
 
 /// The model's arguments, validated against `schema`, then typed. The
 /// message names what is wrong so the model can correct its call.

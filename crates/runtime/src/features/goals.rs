@@ -7,8 +7,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rtc_store::GoalRecord;
 
+use crate::builtins;
 use crate::feature::{AfterTurn, Feature, TurnEnd};
 use crate::session::SessionCtx;
+use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeError};
 
 pub(crate) struct Goals;
@@ -20,6 +22,14 @@ struct ToContinue(GoalRecord);
 impl Feature for Goals {
     fn name(&self) -> &'static str {
         "goals"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+        vec![
+            Arc::new(builtins::goals::create::CreateGoal),
+            Arc::new(builtins::goals::complete::CompleteGoal),
+            Arc::new(builtins::goals::cancel::CancelGoal),
+        ]
     }
 
     fn turn_ended<'a>(

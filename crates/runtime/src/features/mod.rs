@@ -2,26 +2,37 @@
 //! states the product's rule for what follows a turn once: a workflow's
 //! walk, then inbox items (sub-agent reports, parent messages, task
 //! reports), then an active goal's continuation, else idle (and a
-//! sub-agent reports to its parent). See `crate::feature` for the hooks.
+//! sub-agent reports to its parent). It is also the order of the
+//! built-in tools in a request. See `crate::feature` for the hooks.
 
 mod goals;
 mod inbox;
+mod interaction;
+mod loops;
+mod memory;
 mod realtime;
 mod sub_agents;
 mod tasks;
+mod web;
 mod workflow;
 
 use std::sync::Arc;
 
 use crate::feature::Feature;
 
-/// Every feature, in the order of their hooks.
+/// Every feature, in the order of their hooks (and of their tools in a
+/// request): the workflow walks first; the inbox gives the next turn its
+/// input before a goal does.
 pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
     vec![
         Arc::new(workflow::Workflows),
         Arc::new(inbox::Inbox),
-        Arc::new(goals::Goals),
         Arc::new(sub_agents::SubAgents),
+        Arc::new(interaction::Interaction),
+        Arc::new(web::Web),
+        Arc::new(goals::Goals),
+        Arc::new(loops::Loops),
+        Arc::new(memory::Memory),
         Arc::new(tasks::Tasks),
         Arc::new(realtime::Realtime),
     ]

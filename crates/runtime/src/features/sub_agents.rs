@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use crate::builtins;
 use crate::feature::Feature;
 use crate::session::SessionCtx;
+use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeError};
 
 pub(crate) struct SubAgents;
@@ -15,6 +17,16 @@ pub(crate) struct SubAgents;
 impl Feature for SubAgents {
     fn name(&self) -> &'static str {
         "sub-agents"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+        vec![
+            Arc::new(builtins::subagents::sub_agent::StartSubAgent),
+            Arc::new(builtins::subagents::list::ListSubAgent),
+            Arc::new(builtins::subagents::get_message::GetSubAgentMessage),
+            Arc::new(builtins::subagents::stop::StopSubAgent),
+            Arc::new(builtins::subagents::send_message::SendMessageToSubAgent),
+        ]
     }
 
     fn session_ended<'a>(

@@ -26,8 +26,9 @@ type BuiltIn = (Arc<ToolSpec>, Arc<dyn ToolHandler>);
 
 /// The LLM's built-ins with their specs, built once.
 static BUILT_INS: LazyLock<Vec<BuiltIn>> = LazyLock::new(|| {
-    crate::builtins::all()
-        .into_iter()
+    crate::features::registered()
+        .iter()
+        .flat_map(|f| f.tools())
         .map(|h| (Arc::new(h.spec()), h))
         .collect()
 });

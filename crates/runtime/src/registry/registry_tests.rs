@@ -48,3 +48,41 @@ fn a_binding_cannot_shadow_a_built_in() {
     );
     assert!(tools.find("askUser").is_some());
 }
+
+/// The features give the model their built-ins in the order it always
+/// saw them: the registration order of `crate::features` is also this.
+#[test]
+fn the_built_ins_keep_their_order() {
+    let names: Vec<&str> = BUILT_INS.iter().map(|(s, _)| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "subAgent",
+            "listSubAgent",
+            "getSubAgentMessage",
+            "stopSubAgent",
+            "sendMessageToSubAgent",
+            "askUser",
+            "todoWrite",
+            "webSearch",
+            "webFetch",
+            "createGoal",
+            "completeGoal",
+            "cancelGoal",
+            "createLoop",
+            "cancelLoop",
+            "completeLoop",
+            "listLoops",
+            "pauseLoop",
+            "resumeLoop",
+            "saveMemory",
+            "updateMemory",
+            "deleteMemory",
+            "listMemories",
+            "searchMemory",
+            "delegate_task",
+            "get_task_status",
+            "cancel_task",
+        ]
+    );
+}
