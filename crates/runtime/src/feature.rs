@@ -15,6 +15,8 @@
 //! 4. when nothing follows, [`Feature::idle`] on every feature (a
 //!    sub-agent reports to its parent).
 //!
+//! After a restart, [`Feature::recover`] on every feature in order.
+//!
 //! When a session ends: [`Feature::session_ending`] once its end is
 //! stored (its tasks are cancelled, its realtime bridge stops), then
 //! [`Feature::session_ended`] once it is announced (its sub-agents stop,
@@ -109,6 +111,12 @@ pub(crate) trait Feature: Send + Sync {
         _rt: &'a Arc<Inner>,
         _ctx: &'a SessionCtx,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// After a restart on a store of one instance (SQLite), once the turns
+    /// a crash cut off are closed: resume the feature's cut-off work.
+    fn recover<'a>(&'a self, _rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async { Ok(()) })
     }
 

@@ -14,8 +14,8 @@
 //!   ended by itself;
 //! - triggers from outside a turn: [`Inner::kick`] (an inbox item
 //!   arrived), [`Inner::tick_turn`] (a loop tick), [`Inner::sweep_goals`]
-//!   (goals of a dead instance), [`Inner::recover`] and
-//!   [`Inner::resume_trees`] (after a restart; the scheduler waits for them).
+//!   (goals of a dead instance), [`Inner::recover`] (after a restart,
+//!   with every feature's `recover`; the scheduler waits for it).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -562,25 +562,11 @@ impl Inner {
             };
             ctx.events.emit_with(vec![event.into()], update).await?;
         }
-        self.resume_trees().await?;
-        self.recover_actions().await?;
+        for feature in &self.features {
+            feature.recover(self).await?;
+        }
         // What recovery recorded is durable before the server serves.
         self.journal.flush().await;
         Ok(ids.len())
-    }
-
-    /// After a restart on SQLite: sub-agents whose run was cut off (their last
-    /// input has no answer yet) go on working, and every inbox item not yet
-    /// consumed is delivered (R-BX-3).
-    pub(crate) async fn resume_trees(self: &Arc<Self>) -> Result<(), RuntimeError> {
-        for id in self.store.working_sub_agents().await? {
-            let ctx = self.session(&id).await?;
-            self.resume_sub_agent(&ctx).await?;
-        }
-        for id in self.store.sessions_with_pending_inbox().await? {
-            let ctx = self.session(&id).await?;
-            self.kick(&ctx).await?;
-        }
-        Ok(())
     }
 }

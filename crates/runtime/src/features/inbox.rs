@@ -16,6 +16,17 @@ impl Feature for Inbox {
         "inbox"
     }
 
+    fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            // Every item not yet consumed is delivered (R-BX-3).
+            for id in rt.store.sessions_with_pending_inbox().await? {
+                let ctx = rt.session(&id).await?;
+                rt.kick(&ctx).await?;
+            }
+            Ok(())
+        })
+    }
+
     fn next_input<'a>(
         &'a self,
         rt: &'a Arc<Inner>,

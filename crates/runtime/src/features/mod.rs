@@ -21,19 +21,21 @@ use std::sync::Arc;
 use crate::feature::Feature;
 
 /// Every feature, in the order of their hooks (and of their tools in a
-/// request): the workflow walks first; the inbox gives the next turn its
-/// input before a goal does.
+/// request): the inbox gives the next turn its input before a goal does
+/// (the workflow's walk is a phase of its own, before both); after a
+/// restart cut-off sub-agents resume, then inboxes are delivered, then
+/// cut-off workflow actions are settled.
 pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
     vec![
-        Arc::new(workflow::Workflows),
-        Arc::new(inbox::Inbox),
         Arc::new(sub_agents::SubAgents),
+        Arc::new(inbox::Inbox),
         Arc::new(interaction::Interaction),
         Arc::new(web::Web),
         Arc::new(goals::Goals),
         Arc::new(loops::Loops),
         Arc::new(memory::Memory),
         Arc::new(tasks::Tasks),
+        Arc::new(workflow::Workflows),
         Arc::new(realtime::Realtime),
     ]
 }

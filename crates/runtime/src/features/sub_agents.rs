@@ -40,6 +40,18 @@ impl Feature for SubAgents {
         })
     }
 
+    fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            // Sub-agents whose run was cut off (their last input has no
+            // answer yet) go on working.
+            for id in rt.store.working_sub_agents().await? {
+                let ctx = rt.session(&id).await?;
+                rt.resume_sub_agent(&ctx).await?;
+            }
+            Ok(())
+        })
+    }
+
     fn idle<'a>(
         &'a self,
         rt: &'a Arc<Inner>,

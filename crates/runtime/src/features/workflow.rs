@@ -6,16 +6,21 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rtc_protocol::EventBody;
 
-use crate::Inner;
 use crate::feature::{AfterTurn, Feature, TurnEnd};
 use crate::session::SessionCtx;
 use crate::workflow::Next;
+use crate::{Inner, RuntimeError};
 
 pub(crate) struct Workflows;
 
 impl Feature for Workflows {
     fn name(&self) -> &'static str {
         "workflow"
+    }
+
+    fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // An action the server stopped during counts as failed.
+        Box::pin(async move { rt.recover_actions().await.map(drop) })
     }
 
     fn walk<'a>(
