@@ -15,7 +15,8 @@
 //! 4. when nothing follows, [`Feature::idle`] on every feature (a
 //!    sub-agent reports to its parent).
 //!
-//! After a restart, [`Feature::recover`] on every feature in order.
+//! After a restart, [`Feature::recover`] on every feature in order; then
+//! the scheduler runs every feature's [`Feature::periodic`] work.
 //!
 //! When a session ends: [`Feature::session_ending`] once its end is
 //! stored (its tasks are cancelled, its realtime bridge stops), then
@@ -23,12 +24,13 @@
 //! a sub-agent reports).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
-use crate::{Inner, RuntimeError};
+use crate::{Inner, RuntimeConfig, RuntimeError};
 
 /// What a feature decides after a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,17 @@ pub(crate) enum AfterTurn {
     Turn,
     /// The feature ended the session.
     Ended,
+}
+
+/// Work a feature does every so often, in the scheduler's rounds
+/// (`scheduler.rs`), after recovery, in registration order.
+pub(crate) struct Periodic {
+    /// What it is, for logs.
+    pub what: &'static str,
+    /// How often it runs (it first runs one period after the start, or at
+    /// once when the period is not longer than a round).
+    pub every: Duration,
+    pub work: fn(Arc<Inner>) -> BoxFuture<'static, Result<(), RuntimeError>>,
 }
 
 /// How the turn that just ended went.
@@ -58,6 +71,11 @@ pub(crate) trait Feature: Send + Sync {
     /// The built-in tools it offers the model, in the order the model
     /// sees them (after the tools of the features registered before it).
     fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+        Vec::new()
+    }
+
+    /// The work it does every so often (see [`Periodic`]).
+    fn periodic(&self, _config: &RuntimeConfig) -> Vec<Periodic> {
         Vec::new()
     }
 

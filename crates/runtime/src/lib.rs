@@ -35,6 +35,7 @@ mod providers;
 mod realtime;
 mod registry;
 mod remote_clients;
+mod scheduler;
 mod session;
 mod small_model;
 mod start;
@@ -251,7 +252,7 @@ impl Runtime {
             }),
         };
         session::spawn_sweeper(&runtime.inner);
-        loops::spawn_scheduler(&runtime.inner);
+        scheduler::spawn_scheduler(&runtime.inner);
         session::spawn_listener(&runtime.inner);
         tasks::spawn_keeper(&runtime.inner);
         control::spawn_control_listener(&runtime.inner);

@@ -15,7 +15,6 @@ use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis};
 
-use crate::background::spawn_every;
 use crate::cluster::millis;
 use serde_json::{Value, json};
 
@@ -31,7 +30,7 @@ const CLAIM_BATCH: i64 = 500;
 pub(crate) const EXPIRED: &str = "the loop expired";
 /// How often loops past their expiry that no tick settles (paused ones)
 /// are looked for.
-const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
+pub(crate) const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
 
 /// How the scheduler runs.
 #[derive(Debug, Clone)]
@@ -202,7 +201,7 @@ async fn loop_event(store: &Store, ctx: &SessionCtx, id: &str) -> Result<(), Run
 impl Inner {
     /// Loops past their expiry that no tick settles (paused, or between
     /// ticks) become exhausted (R-LP-4); one instance wins each.
-    async fn expire_loops(&self) -> Result<(), RuntimeError> {
+    pub(crate) async fn expire_loops(&self) -> Result<(), RuntimeError> {
         let now = now_millis();
         for l in self.store.expired_loops(now, CLAIM_BATCH).await? {
             let from = [LoopStatus::Active, LoopStatus::Paused];
@@ -271,51 +270,11 @@ impl Inner {
     }
 }
 
-/// Poll for due ticks and run them, and every third of a lease renew and
-/// take over goals, until the runtime is dropped or shut down.
-pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
-    let every_third = inner.config.cluster.lease / 3;
-    let mut goals_swept = tokio::time::Instant::now();
-    let mut expiry_swept = tokio::time::Instant::now();
-    spawn_every(inner, inner.config.loops.poll, move |inner| {
-        let sweep_goals = goals_swept.elapsed() >= every_third;
-        if sweep_goals {
-            goals_swept = tokio::time::Instant::now();
-        }
-        let expire = expiry_swept.elapsed() >= EXPIRY_SWEEP;
-        if expire {
-            expiry_swept = tokio::time::Instant::now();
-        }
-        async move { inner.schedule(sweep_goals, expire).await }
-    });
-}
-
 impl Inner {
-    /// One round of the scheduler: recovery first, then (when due) the
-    /// adoption of stopped instances' work, goals, expiry, and the due ticks.
-    async fn schedule(self: Arc<Self>, sweep_goals: bool, expire: bool) {
-        // Nothing starts a turn by itself before recovery has closed
-        // the turns a crash cut off (see `Runtime::recover`).
-        if let Err(e) = self.recover().await {
-            tracing::warn!(error = %e, "recovering after a restart failed");
-            return;
-        }
-        if sweep_goals {
-            // The heartbeat, and the work of instances that stopped.
-            if self.store.allows_several_instances()
-                && let Err(e) = self.adopt_orphans(false).await
-            {
-                tracing::warn!(error = %e, "adopting the work of stopped instances failed");
-            }
-            if let Err(e) = self.sweep_goals().await {
-                tracing::warn!(error = %e, "renewing or taking over goals failed");
-            }
-        }
-        if expire && let Err(e) = self.expire_loops().await {
-            tracing::warn!(error = %e, "expiring loops failed");
-        }
+    /// Claim the loop ticks that are due and run each in a task.
+    pub(crate) async fn claim_ticks(self: Arc<Self>) -> Result<(), RuntimeError> {
         let cluster = &self.config.cluster;
-        match self
+        let claimed = self
             .store
             .claim_due_ticks(
                 &cluster.instance,
@@ -323,15 +282,11 @@ impl Inner {
                 cluster.lease_millis(),
                 CLAIM_BATCH,
             )
-            .await
-        {
-            Ok(claimed) => {
-                for t in claimed {
-                    self.tasks.spawn(self.clone().run_tick(t));
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "claiming loop ticks failed"),
+            .await?;
+        for t in claimed {
+            self.tasks.spawn(self.clone().run_tick(t));
         }
+        Ok(())
     }
 }
 

@@ -8,10 +8,10 @@ use futures::future::BoxFuture;
 use rtc_store::GoalRecord;
 
 use crate::builtins;
-use crate::feature::{AfterTurn, Feature, TurnEnd};
+use crate::feature::{AfterTurn, Feature, Periodic, TurnEnd};
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
-use crate::{Inner, RuntimeError};
+use crate::{Inner, RuntimeConfig, RuntimeError};
 
 pub(crate) struct Goals;
 
@@ -30,6 +30,14 @@ impl Feature for Goals {
             Arc::new(builtins::goals::complete::CompleteGoal),
             Arc::new(builtins::goals::cancel::CancelGoal),
         ]
+    }
+
+    fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
+        vec![Periodic {
+            what: "renewing or taking over goals",
+            every: config.cluster.lease / 3,
+            work: |rt| Box::pin(async move { rt.sweep_goals().await }),
+        }]
     }
 
     fn turn_ended<'a>(

@@ -1,10 +1,12 @@
 //! Loops: the model's tools to schedule, list, pause, resume, complete
-//! and cancel recurring turns (the scheduler runs their ticks).
+//! and cancel recurring turns, and their periodic work: expiring loops
+//! and running their due ticks.
 
 use std::sync::Arc;
 
+use crate::RuntimeConfig;
 use crate::builtins;
-use crate::feature::Feature;
+use crate::feature::{Feature, Periodic};
 use crate::tool::ToolHandler;
 
 pub(crate) struct Loops;
@@ -12,6 +14,21 @@ pub(crate) struct Loops;
 impl Feature for Loops {
     fn name(&self) -> &'static str {
         "loops"
+    }
+
+    fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
+        vec![
+            Periodic {
+                what: "expiring loops",
+                every: crate::loops::EXPIRY_SWEEP,
+                work: |rt| Box::pin(async move { rt.expire_loops().await }),
+            },
+            Periodic {
+                what: "claiming loop ticks",
+                every: config.loops.poll,
+                work: |rt| Box::pin(rt.claim_ticks()),
+            },
+        ]
     }
 
     fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {

@@ -1,0 +1,76 @@
+//! The scheduler: every round (`LoopSettings::poll`), once recovery after
+//! a restart is done, the adoption of stopped instances' work (on a
+//! shared store, every third of a lease), then each feature's periodic
+//! work that is due (`Feature::periodic`: goals renew and take over their
+//! leases, loops expire and run their due ticks), in registration order.
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::Inner;
+use crate::background::spawn_every;
+use crate::feature::Periodic;
+
+/// A periodic job and when it last ran.
+struct Job {
+    periodic: Periodic,
+    last: Option<Instant>,
+}
+
+impl Job {
+    fn due(&self) -> bool {
+        self.last.is_none_or(|t| t.elapsed() >= self.periodic.every)
+    }
+}
+
+/// Start the scheduler; it runs until the runtime is dropped or shut down.
+pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
+    let round = inner.config.loops.poll;
+    let started = Instant::now();
+    let mut jobs: Vec<Job> = inner
+        .features
+        .iter()
+        .flat_map(|f| f.periodic(&inner.config))
+        .map(|periodic| Job {
+            last: (periodic.every > round).then_some(started),
+            periodic,
+        })
+        .collect();
+    let adopt_every = inner.config.cluster.lease / 3;
+    let mut adopted = started;
+    spawn_every(inner, round, move |inner| {
+        let adopt = adopted.elapsed() >= adopt_every;
+        if adopt {
+            adopted = Instant::now();
+        }
+        let due: Vec<(&'static str, _)> = jobs
+            .iter_mut()
+            .filter(|j| j.due())
+            .map(|j| {
+                j.last = Some(Instant::now());
+                (j.periodic.what, j.periodic.work)
+            })
+            .collect();
+        async move {
+            // Nothing starts a turn by itself before recovery has closed
+            // the turns a crash cut off (see `Runtime::recover`).
+            if let Err(e) = inner.recover().await {
+                tracing::warn!(error = %e, "recovering after a restart failed");
+                return;
+            }
+            // The heartbeat, and the work of instances that stopped.
+            if adopt
+                && inner.store.allows_several_instances()
+                && let Err(e) = inner.adopt_orphans(false).await
+            {
+                tracing::warn!(error = %e, "adopting the work of stopped instances failed");
+            }
+            for (what, work) in due {
+                if let Err(e) = work(inner.clone()).await {
+                    tracing::warn!(error = %e, "{what} failed");
+                }
+            }
+        }
+    });
+}
