@@ -90,6 +90,7 @@ async function route() {
 function signIn(notice) {
   document.getElementById("nav").hidden = true;
   document.getElementById("signout").hidden = true;
+  document.getElementById("scope").hidden = true;
   const input = h("input", { type: "password", autocomplete: "off", required: true, placeholder: "rtc_ws_…" });
   const form = h("form", { class: "card", "aria-label": "Sign in" },
     notice ? h("div", { class: "banner warn" }, notice) : null,
@@ -120,8 +121,11 @@ function signIn(notice) {
 
 document.getElementById("signout").addEventListener("click", () => {
   setKey(null);
-  location.hash = "#/assistants";
-  route();
+  // A changed hash routes by itself (hashchange): routing here too would
+  // draw the sign-in form twice, the second one emptying what the user
+  // began to type.
+  if (location.hash !== "#/assistants") location.hash = "#/assistants";
+  else route();
 });
 window.addEventListener("hashchange", route);
 route();
