@@ -48,8 +48,7 @@ pub(crate) enum AfterTurn {
 pub(crate) struct Periodic {
     /// What it is, for logs.
     pub what: &'static str,
-    /// How often it runs (it first runs one period after the start, or at
-    /// once when the period is not longer than a round).
+    /// How often it runs (first in the scheduler's first round).
     pub every: Duration,
     pub work: fn(Arc<Inner>) -> BoxFuture<'static, Result<(), RuntimeError>>,
 }

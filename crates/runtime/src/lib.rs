@@ -254,7 +254,6 @@ impl Runtime {
         session::spawn_sweeper(&runtime.inner);
         scheduler::spawn_scheduler(&runtime.inner);
         session::spawn_listener(&runtime.inner);
-        tasks::spawn_keeper(&runtime.inner);
         control::spawn_control_listener(&runtime.inner);
         ownership::spawn_heartbeat(&runtime.inner);
         remote_clients::spawn_client_rows(&runtime.inner);

@@ -2,7 +2,9 @@
 //! a restart is done, the adoption of stopped instances' work (on a
 //! shared store, every third of a lease), then each feature's periodic
 //! work that is due (`Feature::periodic`: goals renew and take over their
-//! leases, loops expire and run their due ticks), in registration order.
+//! leases, loops expire and run their due ticks, the task keeper renews
+//! and takes over tasks), in registration order, each first in the first
+//! round.
 
 use std::sync::Arc;
 
@@ -33,7 +35,7 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
         .iter()
         .flat_map(|f| f.periodic(&inner.config))
         .map(|periodic| Job {
-            last: (periodic.every > round).then_some(started),
+            last: None,
             periodic,
         })
         .collect();

@@ -1,13 +1,15 @@
 //! Delegated tasks in the lifecycle: a session that ends cancels its
-//! running tasks (without a report).
+//! running tasks (without a report), and the keeper's periodic round
+//! keeps leases and takes over the tasks of stopped instances.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
 use crate::Inner;
+use crate::RuntimeConfig;
 use crate::builtins;
-use crate::feature::Feature;
+use crate::feature::{Feature, Periodic};
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
 
@@ -24,6 +26,14 @@ impl Feature for Tasks {
             Arc::new(builtins::tasks::status::GetTaskStatus),
             Arc::new(builtins::tasks::cancel::CancelTask),
         ]
+    }
+
+    fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
+        vec![Periodic {
+            what: "keeping tasks",
+            every: (config.cluster.lease / 3).max(std::time::Duration::from_millis(200)),
+            work: |rt| Box::pin(async move { rt.keep_tasks().await }),
+        }]
     }
 
     fn session_ending<'a>(&'a self, rt: &'a Arc<Inner>, ctx: &'a SessionCtx) -> BoxFuture<'a, ()> {

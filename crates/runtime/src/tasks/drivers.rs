@@ -27,6 +27,9 @@ pub(crate) struct TaskDrivers {
     /// When this process started: its own tasks created earlier belong to
     /// an earlier life (a restart under the same instance name).
     pub(super) since: i64,
+    /// Whether this process's own earlier tasks are still to be taken
+    /// back (the first round of the keeper that works does it).
+    pub(super) taking_back: std::sync::atomic::AtomicBool,
 }
 
 impl Default for TaskDrivers {
@@ -34,6 +37,7 @@ impl Default for TaskDrivers {
         Self {
             map: Mutex::default(),
             since: now_millis(),
+            taking_back: std::sync::atomic::AtomicBool::new(true),
         }
     }
 }

@@ -360,7 +360,15 @@ impl Inner {
     /// that ended elsewhere or were taken over, and take over orphaned
     /// tasks (`first`: also those this instance's name held before a
     /// restart).
-    async fn keep_tasks(self: &Arc<Self>, first: bool) -> Result<(), RuntimeError> {
+    /// The keeper's round (every third of a lease): renew this instance's
+    /// task leases, stop following tasks it lost, and take over tasks
+    /// whose instance stopped (its own earlier tasks too, in its first
+    /// round that works).
+    pub(crate) async fn keep_tasks(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        let first = self
+            .task_drivers
+            .taking_back
+            .load(std::sync::atomic::Ordering::SeqCst);
         let me = &self.config.cluster.instance;
         let lease = self.config.cluster.lease_millis();
         let now = now_millis();
@@ -390,6 +398,9 @@ impl Inner {
             tracing::info!(task = %task.id, "resuming a task");
             self.spawn_driver(task);
         }
+        self.task_drivers
+            .taking_back
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         Ok(())
     }
 }
@@ -459,25 +470,4 @@ impl Inner {
             opencode::TaskEnd::Cancelled => Ending::Cancelled("cancelled".into()),
         }
     }
-}
-
-/// Start the keeper: after recovery, every third of a lease.
-pub(crate) fn spawn_keeper(inner: &Arc<Inner>) {
-    let every = (inner.config.cluster.lease / 3).max(Duration::from_millis(200));
-    // Its own earlier tasks are taken back in the first round that works
-    // (later ones find them past lease).
-    let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
-    crate::background::spawn_every(inner, every, move |inner| {
-        let first = Arc::clone(&first);
-        async move {
-            if inner.recover().await.is_err() {
-                return;
-            }
-            let taking_back = first.load(std::sync::atomic::Ordering::SeqCst);
-            match inner.keep_tasks(taking_back).await {
-                Ok(()) => first.store(false, std::sync::atomic::Ordering::SeqCst),
-                Err(e) => tracing::warn!(error = %e, "keeping tasks failed"),
-            }
-        }
-    });
 }
