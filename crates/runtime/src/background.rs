@@ -1,5 +1,5 @@
 //! The runtime's long-lived background work: periodic loops (the idle
-//! sweeper, the loop scheduler, the task keeper, heartbeats) and the
+//! sweeper, the scheduler of the features' periodic work, heartbeats) and the
 //! listeners of other instances' writes and control messages. They run as
 //! tasks of one supervised set under one cancellation token, which
 //! shutdown cancels and awaits (`Runtime::shutdown`). [`spawn_every`] is
