@@ -7,6 +7,7 @@
 //! round.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -21,8 +22,12 @@ struct Job {
 }
 
 impl Job {
-    fn due(&self) -> bool {
-        self.last.is_none_or(|t| t.elapsed() >= self.periodic.every)
+    /// Whether it is due in a round starting now. Rounds come a little
+    /// late or early, so a job is due half a round before its time (a job
+    /// of one round's period runs every round, not every other one).
+    fn due(&self, round: Duration) -> bool {
+        self.last
+            .is_none_or(|t| t.elapsed() + round / 2 >= self.periodic.every)
     }
 }
 
@@ -48,7 +53,7 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
         }
         let due: Vec<(&'static str, _)> = jobs
             .iter_mut()
-            .filter(|j| j.due())
+            .filter(|j| j.due(round))
             .map(|j| {
                 j.last = Some(Instant::now());
                 (j.periodic.what, j.periodic.work)
@@ -75,4 +80,32 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(every: Duration, ran_ago: Option<Duration>) -> Job {
+        Job {
+            periodic: Periodic {
+                what: "test",
+                every,
+                work: |_| Box::pin(async { Ok(()) }),
+            },
+            last: ran_ago.map(|d| Instant::now() - d),
+        }
+    }
+
+    #[test]
+    fn a_job_is_due_half_a_round_early_and_at_first() {
+        let round = Duration::from_millis(100);
+        assert!(job(round, None).due(round), "first in the first round");
+        // A round that comes a little early still runs a job of its period.
+        assert!(job(round, Some(Duration::from_millis(97))).due(round));
+        assert!(!job(round, Some(Duration::from_millis(40))).due(round));
+        let ten = Duration::from_secs(10);
+        assert!(!job(ten, Some(Duration::from_secs(9))).due(round));
+        assert!(job(ten, Some(Duration::from_millis(9_960))).due(round));
+    }
 }
