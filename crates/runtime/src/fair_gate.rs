@@ -89,8 +89,6 @@ impl FairGate {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        // Every change under the lock is a few counter updates that leave
-        // the state consistent, so a panic elsewhere cannot break it.
         self.state.lock()
     }
 
