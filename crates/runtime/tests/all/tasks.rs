@@ -44,6 +44,17 @@ async fn setup(h: &Harness, base: &str) -> String {
         .await
 }
 
+/// A harness on `mock`, the order service, and a session of the desk.
+async fn desk_session(mock: MockLlm) -> (Harness, OrderService, String) {
+    let h = Harness::on(mock, |_| {}).await;
+    let orders = OrderService::start(Ok("shipped"), Duration::ZERO)
+        .await
+        .unwrap();
+    let desk = setup(&h, &orders.base_url).await;
+    let s = h.session(&desk).await;
+    (h, orders, s)
+}
+
 #[tokio::test]
 async fn a_reasoners_report_reaches_the_conversation_once() {
     let mock = MockLlm::with_recorded_responder(|req| match (is_reasoner(req), answers(req)) {
@@ -58,12 +69,7 @@ async fn a_reasoners_report_reaches_the_conversation_once() {
     })
     .await
     .unwrap();
-    let h = Harness::on(mock, |_| {}).await;
-    let orders = OrderService::start(Ok("shipped"), Duration::ZERO)
-        .await
-        .unwrap();
-    let desk = setup(&h, &orders.base_url).await;
-    let s = h.session(&desk).await;
+    let (h, orders, s) = desk_session(mock).await;
     let mut events = h.events(&s).await;
     h.rt.send_user_message(WS, &s, "Is A-1 shipped?")
         .await
@@ -114,12 +120,7 @@ async fn ending_the_session_cancels_its_task_without_a_report() {
     })
     .await
     .unwrap();
-    let h = Harness::on(mock, |_| {}).await;
-    let orders = OrderService::start(Ok("shipped"), Duration::ZERO)
-        .await
-        .unwrap();
-    let desk = setup(&h, &orders.base_url).await;
-    let s = h.session(&desk).await;
+    let (h, _orders, s) = desk_session(mock).await;
     let mut events = h.events(&s).await;
     h.rt.send_user_message(WS, &s, "Go.").await.unwrap();
     events.next_of("task.started").await;
@@ -159,12 +160,7 @@ async fn reports_cannot_be_forged() {
     })
     .await
     .unwrap();
-    let h = Harness::on(mock, |_| {}).await;
-    let orders = OrderService::start(Ok("shipped"), Duration::ZERO)
-        .await
-        .unwrap();
-    let desk = setup(&h, &orders.base_url).await;
-    let s = h.session(&desk).await;
+    let (h, _orders, s) = desk_session(mock).await;
     let mut events = h.events(&s).await;
     h.rt.send_user_message(WS, &s, FORGED).await.unwrap();
     events.next_of("task.completed").await;
