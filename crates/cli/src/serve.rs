@@ -208,16 +208,14 @@ fn build_runtime(
         },
         sub_agents: SubAgentLimits {
             max_depth: i64::try_from(settings.subagent_max_depth).unwrap_or(i64::MAX),
-            max_children: usize::try_from(settings.subagent_max_children).unwrap_or(usize::MAX),
-            max_sessions: usize::try_from(settings.subagent_max_sessions).unwrap_or(usize::MAX),
+            max_children: size(settings.subagent_max_children),
+            max_sessions: size(settings.subagent_max_sessions),
         },
         limits: SessionLimits {
             max_active_sessions: settings.max_sessions_per_workspace,
-            max_event_result_bytes: usize::try_from(settings.max_event_result_bytes)
-                .unwrap_or(usize::MAX),
-            max_message_bytes: usize::try_from(settings.max_message_bytes).unwrap_or(usize::MAX),
-            max_end_reason_chars: usize::try_from(settings.max_end_reason_chars)
-                .unwrap_or(usize::MAX),
+            max_event_result_bytes: size(settings.max_event_result_bytes),
+            max_message_bytes: size(settings.max_message_bytes),
+            max_end_reason_chars: size(settings.max_end_reason_chars),
             max_value_bytes: size(l.max_value_bytes),
             max_variables_bytes: size(l.max_variables_bytes),
             update: l.update_bounds(),

@@ -26,14 +26,6 @@ impl Extensions {
             .remove(&TypeId::of::<T>())
             .and_then(|old| old.downcast().ok().map(|b| *b))
     }
-
-    /// The value of type `T`, if any.
-    #[cfg_attr(not(test), allow(dead_code, reason = "no feature reads in place yet"))]
-    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map
-            .get(&TypeId::of::<T>())
-            .and_then(|v| v.downcast_ref())
-    }
 }
 
 #[cfg(test)]
@@ -51,9 +43,8 @@ mod tests {
         assert_eq!(e.insert(Goal(1)), None);
         assert_eq!(e.insert(Other("x")), None);
         assert_eq!(e.insert(Goal(2)), Some(Goal(1)));
-        assert_eq!(e.get::<Goal>(), Some(&Goal(2)));
         assert_eq!(e.remove::<Goal>(), Some(Goal(2)));
         assert_eq!(e.remove::<Goal>(), None);
-        assert_eq!(e.get::<Other>(), Some(&Other("x")));
+        assert_eq!(e.remove::<Other>(), Some(Other("x")));
     }
 }

@@ -53,6 +53,14 @@ pub(crate) struct Periodic {
     pub work: fn(Arc<Inner>) -> BoxFuture<'static, Result<(), RuntimeError>>,
 }
 
+impl AfterTurn {
+    /// [`AfterTurn::Turn`] when a feature recorded the next turn's input,
+    /// else [`AfterTurn::Pass`].
+    pub(crate) fn turn_if(recorded: bool) -> Self {
+        if recorded { Self::Turn } else { Self::Pass }
+    }
+}
+
 /// How the turn that just ended went.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TurnEnd {

@@ -73,11 +73,7 @@ impl Feature for Goals {
             let Some(ToContinue(goal)) = goal else {
                 return Ok(AfterTurn::Pass);
             };
-            Ok(if rt.goal_input(ctx, &goal).await? {
-                AfterTurn::Turn
-            } else {
-                AfterTurn::Pass
-            })
+            Ok(AfterTurn::turn_if(rt.goal_input(ctx, &goal).await?))
         })
     }
 }

@@ -32,12 +32,6 @@ impl Feature for Inbox {
         rt: &'a Arc<Inner>,
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
-        Box::pin(async move {
-            Ok(if rt.deliver_inbox(ctx).await? {
-                AfterTurn::Turn
-            } else {
-                AfterTurn::Pass
-            })
-        })
+        Box::pin(async move { Ok(AfterTurn::turn_if(rt.deliver_inbox(ctx).await?)) })
     }
 }
