@@ -448,9 +448,16 @@ impl Runtime {
         let m = message(MessageRole::User, text);
         let event = MessageCompleted::of(&m).into();
         let _pending = UserTurnPending::new(&ctx);
-        inner
-            .append(&ctx, m.clone(), vec![event], Durability::Committed)
-            .await?;
+        {
+            // A loop tick or goal continuation records its input under the
+            // turn slot's lock after seeing no user turn pending; taking the
+            // lock here puts this message after such an input, never
+            // before it, so the turn that follows answers this message.
+            let _slot = ctx.turn.lock().await;
+            inner
+                .append(&ctx, m.clone(), vec![event], Durability::Committed)
+                .await?;
+        }
         if status == SessionStatus::Handoff {
             return Ok(m);
         }
