@@ -20,6 +20,15 @@ impl Extensions {
             .and_then(|old| old.downcast().ok().map(|b| *b))
     }
 
+    /// The value of type `T`, put in as its default if there is none yet.
+    pub(crate) fn get_or_default<T: Default + Send + Sync + 'static>(&mut self) -> &mut T {
+        self.map
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()))
+            .downcast_mut::<T>()
+            .unwrap_or_else(|| unreachable!("the map holds a `T` under `T`'s id"))
+    }
+
     /// Take the value of type `T` out.
     pub(crate) fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
         self.map
@@ -46,5 +55,16 @@ mod tests {
         assert_eq!(e.remove::<Goal>(), Some(Goal(2)));
         assert_eq!(e.remove::<Goal>(), None);
         assert_eq!(e.remove::<Other>(), Some(Other("x")));
+    }
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Count(u32);
+
+    #[test]
+    fn a_missing_value_starts_at_its_default() {
+        let mut e = Extensions::default();
+        e.get_or_default::<Count>().0 += 2;
+        e.get_or_default::<Count>().0 += 1;
+        assert_eq!(e.remove::<Count>(), Some(Count(3)));
     }
 }

@@ -15,6 +15,14 @@
 //! 4. when nothing follows, [`Feature::idle`] on every feature (a
 //!    sub-agent reports to its parent).
 //!
+//! When a session's context is built from its stored row, [`Feature::load`]
+//! on every feature puts its per-session state in the context's
+//! extensions; when another instance wrote the session, [`Feature::reload`]
+//! takes it again. A turn the runtime would start by itself (a loop tick, a
+//! goal's continuation, an inbox delivery, a sub-agent's report) waits
+//! while any feature [`Feature::holds_turns`] (askUser's question, awaited
+//! sub-agents).
+//!
 //! After a restart, [`Feature::recover`] on every feature in order; then
 //! the scheduler runs every feature's [`Feature::periodic`] work.
 //!
@@ -28,6 +36,9 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+use rtc_store::SessionRecord;
+
+use crate::extensions::Extensions;
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeConfig, RuntimeError};
@@ -79,6 +90,29 @@ pub(crate) trait Feature: Send + Sync {
     /// sees them (after the tools of the features registered before it).
     fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
         Vec::new()
+    }
+
+    /// A session's context is being built from its stored `record`
+    /// (`fresh`: the session was just created, nothing but its row is
+    /// stored): put the feature's per-session state in `ext`.
+    fn load<'a>(
+        &'a self,
+        _rt: &'a Inner,
+        _record: &'a SessionRecord,
+        _fresh: bool,
+        _ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Another instance wrote the session: take the feature's stored state
+    /// from `record` again.
+    fn reload(&self, _record: &SessionRecord, _ext: &mut Extensions) {}
+
+    /// Whether the session waits on someone for this feature, so the
+    /// runtime starts no turn by itself.
+    fn holds_turns(&self, _ctx: &SessionCtx) -> bool {
+        false
     }
 
     /// The work it does every so often (see [`Periodic`]).

@@ -7,6 +7,7 @@
 //! goal over once the lease ran out. Only the host raises limits and
 //! resumes an exhausted goal.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::builtins::goals::{GoalOp, MAX_TURNS_LIMIT};
@@ -16,7 +17,8 @@ use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, Store, new_id, now_millis};
 use serde_json::{Value, json};
 
-use crate::session::SessionCtx;
+use crate::history::RuntimeInput;
+use crate::session::{RunningTurn, SessionCtx};
 use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
 use crate::{ClusterSettings, Inner, Runtime, RuntimeError};
@@ -298,4 +300,71 @@ fn raise_limits(
         ));
     }
     Ok(())
+}
+
+impl Inner {
+    /// Record the continuation input and start the turn in `slot`, unless
+    /// the session cannot go on by itself.
+    pub(crate) async fn continue_goal(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+        goal: &GoalRecord,
+        slot: &mut Option<RunningTurn>,
+    ) -> Result<(), RuntimeError> {
+        if self.goal_input(ctx, goal).await? {
+            *slot = Some(self.spawn_turn(ctx));
+        }
+        Ok(())
+    }
+
+    /// Record a goal's continuation input (taking its lease); `false` when
+    /// the session cannot go on by itself.
+    pub(crate) async fn goal_input(
+        &self,
+        ctx: &SessionCtx,
+        goal: &GoalRecord,
+    ) -> Result<bool, RuntimeError> {
+        if !self.may_continue(ctx).await {
+            return Ok(false);
+        }
+        let text = format!(
+            "[Goal {}] Continue working toward your goal: {}. This is turn {} of at most {}. If the condition now holds, call completeGoal.",
+            goal.id,
+            goal.condition,
+            goal.completed_turns + 1,
+            goal.max_turns
+        );
+        let until = now_millis() + self.config.cluster.lease_millis();
+        self.store
+            .set_goal_lease(&goal.id, &self.config.cluster.instance, until)
+            .await?;
+        self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
+            .await?;
+        Ok(true)
+    }
+
+    /// Renew the leases of the goals this instance drives, and take over
+    /// goals whose instance died (their lease ran out): each continues
+    /// here if its session can go on (R-ST-2).
+    pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        let me = &self.config.cluster.instance;
+        let now = now_millis();
+        let until = now + self.config.cluster.lease_millis();
+        self.store.renew_goal_leases(me, until).await?;
+        for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
+            tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");
+            let ctx = self.session(&goal.session_id).await?;
+            self.refresh_if_stale(&ctx).await?;
+            let mut slot = ctx.turn.lock().await;
+            // A turn running here or elsewhere settles the goal when it ends.
+            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) && self.claim(&ctx).await? {
+                let continued = self.continue_goal(&ctx, &goal, &mut slot).await;
+                if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
+                    self.release(&ctx).await;
+                }
+                continued?;
+            }
+        }
+        Ok(())
+    }
 }

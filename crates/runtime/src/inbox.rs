@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::events::Durability;
 use crate::history::message;
 use crate::session::SessionCtx;
-use crate::subagents::report_item;
+use crate::subagents::{Awaited, report_item};
 use crate::{Inner, RuntimeError};
 
 impl Inner {
@@ -35,18 +35,24 @@ impl Inner {
             return Ok(false);
         }
         {
-            let mut state = ctx.state.lock().await;
-            let ready = state.asks_nobody()
-                && state.awaited.iter().all(|call| {
-                    items.iter().any(|i| {
-                        i.kind == InboxKind::CallResult && i.call_id.as_ref() == Some(call)
-                    })
+            let state = ctx.state.lock().await;
+            let ready = state.is_open()
+                && crate::interaction::pending_question(ctx).is_none()
+                && ctx.ext(|awaited: &mut Awaited| {
+                    let all_reported = awaited.0.iter().all(|call| {
+                        items.iter().any(|i| {
+                            i.kind == InboxKind::CallResult && i.call_id.as_ref() == Some(call)
+                        })
+                    });
+                    if all_reported {
+                        awaited.0.clear();
+                    }
+                    all_reported
                 });
             if !ready {
                 ctx.inbox_hint.store(true, Ordering::SeqCst);
                 return Ok(false);
             }
-            state.awaited.clear();
         }
         let answered: std::collections::HashSet<String> = self
             .with_history(ctx, |h| {
@@ -114,7 +120,7 @@ impl Inner {
         };
         let status = {
             let state = ctx.state.lock().await;
-            if state.status == SessionStatus::Active && !state.can_continue() {
+            if state.status == SessionStatus::Active && !self.can_continue(ctx, &state) {
                 return Ok(()); // it waits on the user or its own sub-agents
             }
             if state.status == SessionStatus::Ended {

@@ -22,10 +22,35 @@ use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, parsed};
 use crate::{Inner, Runtime, RuntimeError};
 
+/// The session's askUser question and todo list (both also stored on the
+/// session's row), kept in its extensions.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct InteractionState {
+    /// The question the session waits on (R-AU-2).
+    pub question: Option<PendingQuestion>,
+    /// The model's todo list (R-TD).
+    pub todos: Vec<TodoItem>,
+}
+
+impl InteractionState {
+    /// The state stored on a session's row.
+    pub(crate) fn stored(record: &rtc_store::SessionRecord) -> Self {
+        Self {
+            question: record.pending_question.clone(),
+            todos: record.todos.clone(),
+        }
+    }
+}
+
+/// The question `ctx` waits on, if any.
+pub(crate) fn pending_question(ctx: &SessionCtx) -> Option<PendingQuestion> {
+    ctx.ext(|s: &mut InteractionState| s.question.clone())
+}
+
 /// `todoWrite` (R-TD): the whole list replaced, stored with the session
 /// and announced; it needs nothing but the session.
 pub(crate) async fn todo_write(ctx: &SessionCtx, todos: Vec<TodoItem>) -> Result<(), RuntimeError> {
-    ctx.state.lock().await.todos = todos.clone();
+    ctx.ext(|s: &mut InteractionState| s.todos = todos.clone());
     let update = SessionUpdate {
         todos: Some(todos.clone()),
         ..SessionUpdate::default()
@@ -53,14 +78,16 @@ impl Inner {
             sub_session_id: ctx.sub_agent.as_ref().map(|_| ctx.id.clone()),
             sub_session_title: ctx.sub_agent.as_ref().map(|s| s.title.clone()),
         };
-        {
-            let mut state = ctx.state.lock().await;
-            if state.pending_question.is_some() {
-                return Ok(CallOutcome::error(
-                    "a question is already waiting for the user; ask one set of questions at a time",
-                ));
+        let asked = ctx.ext(|s: &mut InteractionState| {
+            s.question.is_none() && {
+                s.question = Some(pending.clone());
+                true
             }
-            state.pending_question = Some(pending.clone());
+        });
+        if !asked {
+            return Ok(CallOutcome::error(
+                "a question is already waiting for the user; ask one set of questions at a time",
+            ));
         }
         let event = AskUserQuestion {
             call_id: pending.call_id.clone(),
@@ -127,7 +154,7 @@ impl Inner {
 
     /// A user message instead of answers: the question is dismissed.
     pub(crate) async fn dismiss_question(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        let Some(pending) = ctx.state.lock().await.pending_question.take() else {
+        let Some(pending) = ctx.ext(|s: &mut InteractionState| s.question.take()) else {
             return Ok(());
         };
         let event = AskUserAnswered {
@@ -145,7 +172,7 @@ impl Runtime {
     /// The session's todo list.
     pub async fn todos(&self, workspace: &str, id: &str) -> Result<Vec<TodoItem>, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        Ok(ctx.state.lock().await.todos.clone())
+        Ok(ctx.ext(|s: &mut InteractionState| s.todos.clone()))
     }
 }
 
@@ -161,46 +188,13 @@ impl Inner {
         let inner = self;
         // The question may have been asked by a turn on another instance.
         inner.reload_shared(ctx).await?;
-        let (pending, answers) = {
-            let mut state = ctx.state.lock().await;
-            if state.status == SessionStatus::Ended {
-                return Err(RuntimeError::Conflict {
-                    code: "session_ended",
-                    message: "the session has ended".into(),
-                });
-            }
-            let Some(pending) = state.pending_question.as_ref() else {
-                return Err(RuntimeError::Conflict {
-                    code: "no_pending_question",
-                    message: "the session is not waiting for answers".into(),
-                });
-            };
-            if params
-                .call_id
-                .as_ref()
-                .is_some_and(|c| *c != pending.call_id)
-            {
-                return Err(RuntimeError::Conflict {
-                    code: "stale_question",
-                    message: format!(
-                        "the session waits on question `{}`, not this one",
-                        pending.call_id
-                    ),
-                });
-            }
-            let answers =
-                ask_user::match_answers(&pending.questions, &params.answers).map_err(|e| {
-                    let field = e
-                        .index
-                        .map_or("answers".to_owned(), |i| format!("answers[{i}]"));
-                    ValidationError::new("invalid_answer", field, e.message)
-                })?;
-            let pending = state
-                .pending_question
-                .take()
-                .ok_or_else(|| RuntimeError::Internal("the pending question vanished".into()))?;
-            (pending, answers)
-        };
+        if ctx.state.lock().await.status == SessionStatus::Ended {
+            return Err(RuntimeError::Conflict {
+                code: "session_ended",
+                message: "the session has ended".into(),
+            });
+        }
+        let (pending, answers) = ctx.ext(|s: &mut InteractionState| take_answered(s, &params))?;
         let result = ask_user::result_text(&pending.questions, &answers);
         let event = AskUserAnswered {
             call_id: pending.call_id.clone(),
@@ -218,4 +212,42 @@ impl Inner {
             answers,
         })
     }
+}
+
+/// The pending question of `state` taken with `params`' answers matched to
+/// its options; nothing is taken when they do not fit.
+fn take_answered(
+    state: &mut InteractionState,
+    params: &AnswerParams,
+) -> Result<(PendingQuestion, Vec<String>), RuntimeError> {
+    let Some(pending) = state.question.as_ref() else {
+        return Err(RuntimeError::Conflict {
+            code: "no_pending_question",
+            message: "the session is not waiting for answers".into(),
+        });
+    };
+    if params
+        .call_id
+        .as_ref()
+        .is_some_and(|c| *c != pending.call_id)
+    {
+        return Err(RuntimeError::Conflict {
+            code: "stale_question",
+            message: format!(
+                "the session waits on question `{}`, not this one",
+                pending.call_id
+            ),
+        });
+    }
+    let answers = ask_user::match_answers(&pending.questions, &params.answers).map_err(|e| {
+        let field = e
+            .index
+            .map_or("answers".to_owned(), |i| format!("answers[{i}]"));
+        ValidationError::new("invalid_answer", field, e.message)
+    })?;
+    let pending = state
+        .question
+        .take()
+        .ok_or_else(|| RuntimeError::Internal("the pending question vanished".into()))?;
+    Ok((pending, answers))
 }

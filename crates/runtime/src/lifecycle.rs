@@ -13,23 +13,21 @@
 //!   only while the slot is still its own, what comes after a turn that
 //!   ended by itself;
 //! - triggers from outside a turn: [`Inner::kick`] (an inbox item
-//!   arrived), [`Inner::tick_turn`] (a loop tick), [`Inner::sweep_goals`]
-//!   (goals of a dead instance), [`Inner::recover`] (after a restart,
-//!   with every feature's `recover`; the scheduler waits for it).
+//!   arrived), [`Inner::recover`] (after a restart, with every feature's
+//!   `recover`; the scheduler waits for it), and the features' own (a loop
+//!   tick, a goal taken over from a dead instance), which start their turn
+//!   in the slot the same way.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rtc_protocol::{EventBody, LoopStatus, SessionEnded, SessionStatus, TurnCompleted};
+use rtc_protocol::{EventBody, SessionEnded, SessionStatus, TurnCompleted};
 use rtc_store::{
-    ClaimedTick, GoalRecord, InboxItem, SessionUpdate, TickOutcome, new_id, now_millis,
+    InboxItem, SessionUpdate, new_id,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::millis;
 use crate::feature::{AfterTurn, TurnEnd};
-use crate::history::RuntimeInput;
-use crate::loops::EXPIRED;
 use crate::session::{RunningTurn, SessionCtx};
 use crate::{Inner, RuntimeError};
 
@@ -351,183 +349,6 @@ impl Inner {
     async fn session_ending(self: &Arc<Self>, ctx: &SessionCtx) {
         for feature in &self.features {
             feature.session_ending(self, ctx).await;
-        }
-    }
-
-    /// Record the continuation input and start the turn in `slot`, unless
-    /// the session cannot go on by itself.
-    pub(crate) async fn continue_goal(
-        self: &Arc<Self>,
-        ctx: &Arc<SessionCtx>,
-        goal: &GoalRecord,
-        slot: &mut Option<RunningTurn>,
-    ) -> Result<(), RuntimeError> {
-        if self.goal_input(ctx, goal).await? {
-            *slot = Some(self.spawn_turn(ctx));
-        }
-        Ok(())
-    }
-
-    /// Record a goal's continuation input (taking its lease); `false` when
-    /// the session cannot go on by itself.
-    pub(crate) async fn goal_input(
-        &self,
-        ctx: &SessionCtx,
-        goal: &GoalRecord,
-    ) -> Result<bool, RuntimeError> {
-        if !ctx.state.lock().await.can_continue() {
-            return Ok(false);
-        }
-        let text = format!(
-            "[Goal {}] Continue working toward your goal: {}. This is turn {} of at most {}. If the condition now holds, call completeGoal.",
-            goal.id,
-            goal.condition,
-            goal.completed_turns + 1,
-            goal.max_turns
-        );
-        let until = now_millis() + self.config.cluster.lease_millis();
-        self.store
-            .set_goal_lease(&goal.id, &self.config.cluster.instance, until)
-            .await?;
-        self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
-            .await?;
-        Ok(true)
-    }
-
-    /// Renew the leases of the goals this instance drives, and take over
-    /// goals whose instance died (their lease ran out): each continues
-    /// here if its session can go on (R-ST-2).
-    pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
-        let me = &self.config.cluster.instance;
-        let now = now_millis();
-        let until = now + self.config.cluster.lease_millis();
-        self.store.renew_goal_leases(me, until).await?;
-        for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
-            tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");
-            let ctx = self.session(&goal.session_id).await?;
-            self.refresh_if_stale(&ctx).await?;
-            let mut slot = ctx.turn.lock().await;
-            // A turn running here or elsewhere settles the goal when it ends.
-            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) && self.claim(&ctx).await? {
-                let continued = self.continue_goal(&ctx, &goal, &mut slot).await;
-                if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
-                    self.release(&ctx).await;
-                }
-                continued?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The tick itself: a turn with the loop's prompt, or a skip.
-    pub(crate) async fn tick_turn(
-        self: &Arc<Self>,
-        tick: &ClaimedTick,
-    ) -> Result<TickOutcome, RuntimeError> {
-        let now = now_millis();
-        let l = &tick.record;
-        let next = |now: i64| now.max(tick.due_at + l.interval_ms);
-        let ctx = match self.session(&tick.session_id).await {
-            Ok(c) => c,
-            Err(RuntimeError::NotFound { .. }) => {
-                return Ok(TickOutcome {
-                    ran: false,
-                    next_tick_at: now,
-                    status: Some((LoopStatus::Cancelled, "the session is gone".into())),
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        // Looking at the slot, recording the input and starting the turn
-        // happen under the slot's lock, so no other turn (a user message's)
-        // starts in between and runs beside the tick's.
-        let mut slot = ctx.turn.lock().await;
-        let (status, waiting) = {
-            let s = ctx.state.lock().await;
-            (s.status, !s.can_continue())
-        };
-        if status == SessionStatus::Ended {
-            return Ok(TickOutcome {
-                ran: false,
-                next_tick_at: now,
-                status: Some((LoopStatus::Cancelled, "the session ended".into())),
-            });
-        }
-        let busy = slot.as_ref().is_some_and(|t| !t.handle.is_finished())
-            || ctx.user_turns_pending.load(Ordering::SeqCst) > 0;
-        // The turn may also run on another instance: then the tick is
-        // skipped as for a turn running here.
-        let busy =
-            busy || (!waiting && status == SessionStatus::Active && !self.claim(&ctx).await?);
-        if busy || waiting || status == SessionStatus::Handoff {
-            // A loop whose ticks are always skipped expires all the same.
-            return Ok(TickOutcome {
-                ran: false,
-                next_tick_at: next(now),
-                status: (now >= l.expires_at).then(|| (LoopStatus::Exhausted, EXPIRED.to_owned())),
-            });
-        }
-        let text = format!(
-            "[Loop {}, turn {} of {}] {}",
-            l.id,
-            l.turns_done + 1,
-            l.max_turns,
-            l.prompt
-        );
-        if let Err(e) = self
-            .runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
-            .await
-        {
-            self.release(&ctx).await;
-            return Err(e);
-        }
-        // Set once nothing can fail before the turn runs (it is cleared
-        // when the turn is over).
-        *ctx.current_loop.lock() = Some(l.id.clone());
-        let running = self.spawn_turn(&ctx);
-        let turn = running.id;
-        *slot = Some(running);
-        drop(slot);
-        self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
-        ctx.current_loop.lock().take();
-        let now = now_millis();
-        let status = if l.turns_done + 1 >= l.max_turns {
-            Some((
-                LoopStatus::Exhausted,
-                format!("max_turns ({}) reached", l.max_turns),
-            ))
-        } else if now >= l.expires_at {
-            Some((LoopStatus::Exhausted, EXPIRED.to_owned()))
-        } else {
-            None
-        };
-        Ok(TickOutcome {
-            ran: true,
-            next_tick_at: next(now),
-            status,
-        })
-    }
-
-    /// Wait for the tick's turn, extending the lease meanwhile.
-    pub(crate) async fn await_turn_with_heartbeat(
-        &self,
-        ctx: &SessionCtx,
-        loop_id: &str,
-        turn: u64,
-    ) {
-        let lease = self.config.cluster.lease;
-        let ended = ctx.wait_turn_ended(turn);
-        tokio::pin!(ended);
-        loop {
-            tokio::select! {
-                () = &mut ended => return,
-                () = tokio::time::sleep(lease / 3) => {
-                    let until = now_millis() + millis(lease);
-                    if !self.store.heartbeat_tick(loop_id, &self.config.cluster.instance, until).await.unwrap_or(false) {
-                        tracing::warn!(loop_id, "lost the lease of a running loop tick");
-                    }
-                }
-            }
         }
     }
 

@@ -8,16 +8,18 @@
 //! and another instance takes the next tick.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::builtins::loops::{Create, LoopOp};
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Loop, LoopStatus, LoopUpdated};
+use rtc_protocol::{Loop, LoopStatus, LoopUpdated, SessionStatus};
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis};
 
 use crate::cluster::millis;
 use serde_json::{Value, json};
 
+use crate::history::RuntimeInput;
 use crate::session::SessionCtx;
 use crate::tool::CallOutcome;
 use crate::{Inner, Runtime, RuntimeError};
@@ -31,6 +33,11 @@ pub(crate) const EXPIRED: &str = "the loop expired";
 /// How often loops past their expiry that no tick settles (paused ones)
 /// are looked for.
 pub(crate) const EXPIRY_SWEEP: Duration = Duration::from_secs(1);
+
+/// The loop whose tick's turn runs in a session (for `completeLoop`),
+/// kept in its extensions.
+#[derive(Debug, Default)]
+pub(crate) struct CurrentLoop(pub Option<String>);
 
 /// How the scheduler runs.
 #[derive(Debug, Clone)]
@@ -99,7 +106,7 @@ impl LoopCx<'_> {
                 return Ok(CallOutcome::ok(json!({"loops": loops})));
             }
             LoopOp::Complete(args) => {
-                let current = ctx.current_loop.lock().clone();
+                let current = ctx.ext(|c: &mut CurrentLoop| c.0.clone());
                 let Some(id) = current else {
                     return Ok(CallOutcome::error(
                         "completeLoop only works inside a loop's own turn; use cancelLoop to stop a loop",
@@ -271,6 +278,119 @@ impl Inner {
 }
 
 impl Inner {
+    /// The tick itself: a turn with the loop's prompt, or a skip.
+    pub(crate) async fn tick_turn(
+        self: &Arc<Self>,
+        tick: &ClaimedTick,
+    ) -> Result<TickOutcome, RuntimeError> {
+        let now = now_millis();
+        let l = &tick.record;
+        let next = |now: i64| now.max(tick.due_at + l.interval_ms);
+        let ctx = match self.session(&tick.session_id).await {
+            Ok(c) => c,
+            Err(RuntimeError::NotFound { .. }) => {
+                return Ok(TickOutcome {
+                    ran: false,
+                    next_tick_at: now,
+                    status: Some((LoopStatus::Cancelled, "the session is gone".into())),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        // Looking at the slot, recording the input and starting the turn
+        // happen under the slot's lock, so no other turn (a user message's)
+        // starts in between and runs beside the tick's.
+        let mut slot = ctx.turn.lock().await;
+        let (status, waiting) = {
+            let s = ctx.state.lock().await;
+            (s.status, !self.can_continue(&ctx, &s))
+        };
+        if status == SessionStatus::Ended {
+            return Ok(TickOutcome {
+                ran: false,
+                next_tick_at: now,
+                status: Some((LoopStatus::Cancelled, "the session ended".into())),
+            });
+        }
+        let busy = slot.as_ref().is_some_and(|t| !t.handle.is_finished())
+            || ctx.user_turns_pending.load(Ordering::SeqCst) > 0;
+        // The turn may also run on another instance: then the tick is
+        // skipped as for a turn running here.
+        let busy =
+            busy || (!waiting && status == SessionStatus::Active && !self.claim(&ctx).await?);
+        if busy || waiting || status == SessionStatus::Handoff {
+            // A loop whose ticks are always skipped expires all the same.
+            return Ok(TickOutcome {
+                ran: false,
+                next_tick_at: next(now),
+                status: (now >= l.expires_at).then(|| (LoopStatus::Exhausted, EXPIRED.to_owned())),
+            });
+        }
+        let text = format!(
+            "[Loop {}, turn {} of {}] {}",
+            l.id,
+            l.turns_done + 1,
+            l.max_turns,
+            l.prompt
+        );
+        if let Err(e) = self
+            .runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
+            .await
+        {
+            self.release(&ctx).await;
+            return Err(e);
+        }
+        // Set once nothing can fail before the turn runs (it is cleared
+        // when the turn is over).
+        ctx.ext(|c: &mut CurrentLoop| c.0 = Some(l.id.clone()));
+        let running = self.spawn_turn(&ctx);
+        let turn = running.id;
+        *slot = Some(running);
+        drop(slot);
+        self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
+        ctx.ext(|c: &mut CurrentLoop| c.0 = None);
+        let now = now_millis();
+        let status = if l.turns_done + 1 >= l.max_turns {
+            Some((
+                LoopStatus::Exhausted,
+                format!("max_turns ({}) reached", l.max_turns),
+            ))
+        } else if now >= l.expires_at {
+            Some((LoopStatus::Exhausted, EXPIRED.to_owned()))
+        } else {
+            None
+        };
+        Ok(TickOutcome {
+            ran: true,
+            next_tick_at: next(now),
+            status,
+        })
+    }
+
+    /// Wait for the tick's turn, extending the lease meanwhile.
+    pub(crate) async fn await_turn_with_heartbeat(
+        &self,
+        ctx: &SessionCtx,
+        loop_id: &str,
+        turn: u64,
+    ) {
+        let lease = self.config.cluster.lease;
+        let ended = ctx.wait_turn_ended(turn);
+        tokio::pin!(ended);
+        loop {
+            tokio::select! {
+                () = &mut ended => return,
+                () = tokio::time::sleep(lease / 3) => {
+                    let until = now_millis() + millis(lease);
+                    if !self.store.heartbeat_tick(loop_id, &self.config.cluster.instance, until).await.unwrap_or(false) {
+                        tracing::warn!(loop_id, "lost the lease of a running loop tick");
+                    }
+                }
+            }
+        }
+    }
+
+
     /// Claim the loop ticks that are due and run each in a task.
     pub(crate) async fn claim_ticks(self: Arc<Self>) -> Result<(), RuntimeError> {
         let cluster = &self.config.cluster;

@@ -393,7 +393,7 @@ impl Inner {
                     .is_some_and(|m| m.role != MessageRole::Assistant || !m.tool_calls.is_empty())
             })
             .await?;
-        if unanswered && ctx.state.lock().await.can_continue() {
+        if unanswered && self.may_continue(ctx).await {
             self.start_turn(ctx).await;
         }
         Ok(())

@@ -1,13 +1,13 @@
 //! The in-memory side of a session: its configuration snapshot, current
 //! variables and status, event log, client broker and running turn.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use rtc_protocol::{
-    Assistant, PendingQuestion, SessionStatus, TodoItem, Tool, Workflow, WorkflowNode,
+    Assistant, SessionStatus, Tool, Workflow, WorkflowNode,
     WorkflowPosition,
 };
 use rtc_store::{SessionRecord, now_millis};
@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::broker::Broker;
 use crate::events::EventLog;
+use crate::extensions::Extensions;
 use crate::{Inner, RuntimeError};
 
 /// What a session runs with, fixed when it starts: later edits of the
@@ -105,12 +106,6 @@ pub(crate) struct SessionState {
     /// Set by `endConversation`: `(reason, allow interruption)`; the
     /// session ends when the turn completes.
     pub ending: Option<(Option<String>, bool)>,
-    /// The model's todo list (R-TD).
-    pub todos: Vec<TodoItem>,
-    /// The askUser question the session waits on (R-AU-2).
-    pub pending_question: Option<PendingQuestion>,
-    /// subAgent calls in `sync` mode waiting for their sub-agent's report.
-    pub awaited: BTreeSet<String>,
     /// A workflow session's position.
     pub workflow: Option<WorkflowPosition>,
     /// Test mode: calls per tool name so far, for scripted results.
@@ -142,18 +137,10 @@ impl Walk {
 }
 
 impl SessionState {
-    /// Whether the runtime may give the model a turn by itself (a goal,
-    /// a loop tick, an inbox delivery): nobody is asked or waited for.
-    pub fn can_continue(&self) -> bool {
-        self.asks_nobody() && self.awaited.is_empty()
-    }
-
-    /// Active, with no question open and not ending (sync sub-agents may
-    /// still be awaited).
-    pub fn asks_nobody(&self) -> bool {
-        self.status == SessionStatus::Active
-            && self.pending_question.is_none()
-            && self.ending.is_none()
+    /// Active and not ending: a turn may follow (see
+    /// [`Inner::can_continue`] for one the runtime starts by itself).
+    pub fn is_open(&self) -> bool {
+        self.status == SessionStatus::Active && self.ending.is_none()
     }
 }
 
@@ -177,8 +164,9 @@ pub(crate) struct RunningTurn {
 /// Lock order: `turn` (the turn slot) before `history` before `state`;
 /// a holder of `history` or `state` never waits for a turn's task (only
 /// [`Self::cancel_turn`] and [`Self::wait_turn`] do, after releasing
-/// `turn`). The std mutexes (`current_loop`, the broker's, the runtime's
-/// session map) are never held across an `.await`.
+/// `turn`). The std mutexes (`extensions`, the broker's, the runtime's
+/// session map) are never held across an `.await`; `extensions` may be
+/// taken while `state` is held, never the other way round.
 pub(crate) struct SessionCtx {
     pub id: String,
     pub workspace: String,
@@ -211,8 +199,6 @@ pub(crate) struct SessionCtx {
     pub last_used: AtomicI64,
     /// Tokens the model used in the running turn (for goal budgets).
     pub turn_tokens: AtomicI64,
-    /// The loop whose tick's turn is running (for `completeLoop`).
-    pub current_loop: parking_lot::Mutex<Option<String>>,
     /// The highest id of a turn whose task has ended, after-turn work
     /// included (a loop tick waits for its own turn's). Turns of a session
     /// never overlap and ids only grow, so `>= id` means turn `id` ended.
@@ -245,6 +231,11 @@ impl SessionCtx {
             .as_ref()
             .and_then(|p| p.history_from)
             .unwrap_or(0)
+    }
+
+    /// The feature state of type `T` (its default until set), for `f`.
+    pub fn ext<T: Default + Send + Sync + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        f(self.extensions.lock().get_or_default::<T>())
     }
 
     /// Cancel the running turn, if any, and wait until it has recorded its
@@ -296,6 +287,19 @@ impl SessionCtx {
 }
 
 impl Inner {
+    /// Whether the runtime may give the model a turn by itself (a goal, a
+    /// loop tick, an inbox delivery): the session is open and no feature
+    /// waits on someone (an askUser question, awaited sub-agents).
+    pub(crate) fn can_continue(&self, ctx: &SessionCtx, state: &SessionState) -> bool {
+        state.is_open() && !self.features.iter().any(|f| f.holds_turns(ctx))
+    }
+
+    /// [`Self::can_continue`], reading the session's state.
+    pub(crate) async fn may_continue(&self, ctx: &SessionCtx) -> bool {
+        let state = ctx.state.lock().await;
+        self.can_continue(ctx, &state)
+    }
+
     /// The live context of a session, loaded from the store on first use.
     pub async fn session(&self, id: &str) -> Result<Arc<SessionCtx>, RuntimeError> {
         let known = self.sessions.lock().get(id).cloned();
@@ -316,23 +320,31 @@ impl Inner {
             }),
             None => None,
         };
-        let awaited = self
-            .store
-            .awaited_sub_agents(id)
-            .await?
-            .into_iter()
-            .filter_map(|a| a.call_id)
-            .collect();
-        self.hold(record, sub_agent, awaited, false)
+        let extensions = self.load_features(&record, false).await?;
+        self.hold(record, sub_agent, extensions, false)
+    }
+
+    /// Every feature's per-session state for a context built from `record`.
+    async fn load_features(
+        &self,
+        record: &SessionRecord,
+        fresh: bool,
+    ) -> Result<Extensions, RuntimeError> {
+        let mut extensions = Extensions::default();
+        for feature in &self.features {
+            feature.load(self, record, fresh, &mut extensions).await?;
+        }
+        Ok(extensions)
     }
 
     /// The context of a top-level session just created from `record`
     /// (nothing to read: it has no parent and awaits nothing yet).
-    pub(crate) fn hold_created(
+    pub(crate) async fn hold_created(
         &self,
         record: SessionRecord,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
-        self.hold(record, None, Default::default(), true)
+        let extensions = self.load_features(&record, true).await?;
+        self.hold(record, None, extensions, true)
     }
 
     /// Build the context of a stored session and keep it in the map (or
@@ -342,7 +354,7 @@ impl Inner {
         &self,
         record: SessionRecord,
         sub_agent: Option<SubAgentInfo>,
-        awaited: BTreeSet<String>,
+        extensions: Extensions,
         created: bool,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
         let id = record.id.as_str();
@@ -367,9 +379,6 @@ impl Inner {
                 variables: record.variables.clone(),
                 status: record.status,
                 ending: None,
-                todos: record.todos.clone(),
-                pending_question: record.pending_question.clone(),
-                awaited,
                 workflow: record.workflow.clone(),
                 scripted_calls: BTreeMap::new(),
                 walk: Walk::default(),
@@ -387,11 +396,10 @@ impl Inner {
             }),
             last_used: AtomicI64::new(now_millis()),
             turn_tokens: AtomicI64::new(0),
-            current_loop: parking_lot::Mutex::new(None),
             turns_finished: tokio::sync::watch::Sender::new(0),
             user_turns_pending: std::sync::atomic::AtomicUsize::new(0),
             stale: AtomicBool::new(false),
-            extensions: parking_lot::Mutex::default(),
+            extensions: parking_lot::Mutex::new(extensions),
         });
         let mut map = self.sessions.lock();
         Ok(map.entry(id.to_owned()).or_insert(ctx).clone())
@@ -464,9 +472,13 @@ impl Inner {
         }
         if let Some(record) = self.store.session_by_id(&ctx.id).await? {
             let mut state = ctx.state.lock().await;
+            {
+                let mut extensions = ctx.extensions.lock();
+                for feature in &self.features {
+                    feature.reload(&record, &mut extensions);
+                }
+            }
             state.variables = record.variables;
-            state.todos = record.todos;
-            state.pending_question = record.pending_question;
             state.status = record.status;
             state.workflow = record.workflow;
         }

@@ -312,7 +312,7 @@ impl Runtime {
                     "the workspace has {max} active sessions, the most it may have; end one first"
                 ),
             })?;
-        let ctx = inner.hold_created(record)?;
+        let ctx = inner.hold_created(record).await?;
         let realtime = config_is_realtime(&ctx.config);
         let started = SessionStarted {
             assistant_id: assistant_id.to_owned(),

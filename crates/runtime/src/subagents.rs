@@ -42,6 +42,25 @@ impl Default for SubAgentLimits {
     }
 }
 
+/// The `subAgent` calls in `sync` mode a session waits on for their
+/// sub-agent's report (by call id), kept in its extensions.
+#[derive(Debug, Default)]
+pub(crate) struct Awaited(pub std::collections::BTreeSet<String>);
+
+impl Inner {
+    /// The sync calls `session` waits on, as the store has them.
+    pub(crate) async fn stored_awaited(&self, session: &str) -> Result<Awaited, RuntimeError> {
+        Ok(Awaited(
+            self.store
+                .awaited_sub_agents(session)
+                .await?
+                .into_iter()
+                .filter_map(|a| a.call_id)
+                .collect(),
+        ))
+    }
+}
+
 /// A sub-agent's report for its parent's inbox: the awaited call's result
 /// when a sync call waits for it, else a notification.
 pub(crate) fn report_item(
@@ -189,7 +208,7 @@ impl Inner {
             )
             .await?;
         if args.mode == Mode::Sync {
-            ctx.state.lock().await.awaited.insert(call_id.to_owned());
+            ctx.ext(|a: &mut Awaited| a.0.insert(call_id.to_owned()));
         }
         let started = SubAgentStarted {
             sub_session_id: id.clone(),
@@ -322,7 +341,7 @@ impl Inner {
     /// A user message while sync sub-agents are awaited: the calls get a
     /// result now and the reports will come as messages.
     pub(crate) async fn stop_awaiting(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        let awaited = std::mem::take(&mut ctx.state.lock().await.awaited);
+        let awaited = ctx.ext(|a: &mut Awaited| std::mem::take(&mut a.0));
         if awaited.is_empty() {
             return Ok(());
         }

@@ -227,7 +227,7 @@ impl Runtime {
         id: &str,
     ) -> Result<Option<PendingQuestion>, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        if let Some(q) = ctx.state.lock().await.pending_question.clone() {
+        if let Some(q) = crate::interaction::pending_question(&ctx) {
             return Ok(Some(q));
         }
         self.inner.asking_descendant(id, &ctx.root_id, None).await
@@ -242,12 +242,7 @@ impl Runtime {
         params: AnswerParams,
     ) -> Result<AnswerResponse, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        let own = ctx
-            .state
-            .lock()
-            .await
-            .pending_question
-            .as_ref()
+        let own = crate::interaction::pending_question(&ctx)
             .is_some_and(|q| params.call_id.as_ref().is_none_or(|c| *c == q.call_id));
         if !own
             && let Some(q) = self

@@ -1,11 +1,20 @@
 //! Talking with the user beyond answers: `askUser` questions and the
-//! `todoWrite` list.
+//! `todoWrite` list. Both live on the session's row and in its
+//! extensions ([`InteractionState`]); an open question holds back the
+//! turns the runtime would start by itself.
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+use rtc_store::SessionRecord;
+
 use crate::builtins;
+use crate::extensions::Extensions;
 use crate::feature::Feature;
+use crate::interaction::InteractionState;
+use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
+use crate::{Inner, RuntimeError};
 
 pub(crate) struct Interaction;
 
@@ -19,5 +28,24 @@ impl Feature for Interaction {
             Arc::new(builtins::ask_user::AskUser),
             Arc::new(builtins::todo_write::TodoWrite),
         ]
+    }
+
+    fn load<'a>(
+        &'a self,
+        _rt: &'a Inner,
+        record: &'a SessionRecord,
+        _fresh: bool,
+        ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        ext.insert(InteractionState::stored(record));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn reload(&self, record: &SessionRecord, ext: &mut Extensions) {
+        ext.insert(InteractionState::stored(record));
+    }
+
+    fn holds_turns(&self, ctx: &SessionCtx) -> bool {
+        ctx.ext(|s: &mut InteractionState| s.question.is_some())
     }
 }

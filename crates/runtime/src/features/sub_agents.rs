@@ -1,4 +1,5 @@
-//! Sub-agents in the lifecycle: a sub-agent with nothing left to do
+//! Sub-agents in the lifecycle: a session awaiting sync sub-agents
+//! ([`Awaited`]) starts no turn by itself; a sub-agent with nothing left to do
 //! reports its last words to its parent; a session that ended stops its
 //! sub-agents, and a sub-agent that ended reports its end.
 
@@ -6,7 +7,11 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use rtc_store::SessionRecord;
+
 use crate::builtins;
+use crate::extensions::Extensions;
+use crate::subagents::Awaited;
 use crate::feature::Feature;
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
@@ -27,6 +32,26 @@ impl Feature for SubAgents {
             Arc::new(builtins::subagents::stop::StopSubAgent),
             Arc::new(builtins::subagents::send_message::SendMessageToSubAgent),
         ]
+    }
+
+    fn load<'a>(
+        &'a self,
+        rt: &'a Inner,
+        record: &'a SessionRecord,
+        fresh: bool,
+        ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            // A session just created awaits nothing yet.
+            if !fresh {
+                ext.insert(rt.stored_awaited(&record.id).await?);
+            }
+            Ok(())
+        })
+    }
+
+    fn holds_turns(&self, ctx: &SessionCtx) -> bool {
+        ctx.ext(|a: &mut Awaited| !a.0.is_empty())
     }
 
     fn session_ended<'a>(
