@@ -27,6 +27,13 @@ impl TaskBackendType {
             Self::Opencode => "opencode",
         }
     }
+
+    /// The type [`Self::as_str`] names.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Reasoner, Self::Opencode]
+            .into_iter()
+            .find(|t| t.as_str() == name)
+    }
 }
 
 /// A task backend resource (`/v1/task-backends`).

@@ -181,8 +181,8 @@ pub(crate) struct Inner {
     pub recovered: tokio::sync::OnceCell<usize>,
     /// The task drivers running in this process (R-TK).
     pub task_drivers: tasks::TaskDrivers,
-    /// OpenCode servers: clients, event streams, supervised processes.
-    pub opencode: tasks::opencode::OpencodeServers,
+    /// The task backend drivers (and what each keeps: OpenCode servers).
+    pub task_backends: tasks::backends::TaskBackends,
     pub realtime: realtime::Bridges,
     /// Whether this instance's heartbeat row is written (shared stores).
     pub registered: std::sync::atomic::AtomicBool,
@@ -223,11 +223,7 @@ impl Runtime {
     /// Must be called inside a Tokio runtime: it starts the journal writer
     /// and the sweeper of idle sessions.
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
-        let opencode = tasks::opencode::OpencodeServers::new(
-            config.mcp.policy,
-            config.upstream,
-            config.data_dir.clone(),
-        );
+        let task_backends = tasks::backends::TaskBackends::new(&config);
         let test_slots = fair_gate::FairGate::new(config.tests);
         let realtime = realtime::Bridges::new(config.limits.realtime_connects_per_minute);
         let runtime = Self {
@@ -241,7 +237,7 @@ impl Runtime {
                 tasks: TaskTracker::new(),
                 recovered: tokio::sync::OnceCell::new(),
                 task_drivers: tasks::TaskDrivers::default(),
-                opencode,
+                task_backends,
                 realtime,
                 registered: std::sync::atomic::AtomicBool::new(false),
                 remote_clients: remote_clients::RemoteClients::default(),
@@ -332,7 +328,7 @@ impl Runtime {
         // Tasks keep running in the store; the next start (or another
         // instance) resumes them.
         inner.task_drivers.abort_all();
-        inner.opencode.shutdown().await;
+        inner.task_backends.shutdown().await;
         inner.journal.flush().await;
         inner.background.stop(Duration::from_secs(5)).await;
         // What is left (inbox items, goals) is adopted by the other

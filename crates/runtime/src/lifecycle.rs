@@ -22,9 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rtc_protocol::{EventBody, SessionEnded, SessionStatus, TurnCompleted};
-use rtc_store::{
-    InboxItem, SessionUpdate, new_id,
-};
+use rtc_store::{InboxItem, SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
 
 use crate::feature::{AfterTurn, TurnEnd};

@@ -390,7 +390,6 @@ impl Inner {
         }
     }
 
-
     /// Claim the loop ticks that are due and run each in a task.
     pub(crate) async fn claim_ticks(self: Arc<Self>) -> Result<(), RuntimeError> {
         let cluster = &self.config.cluster;

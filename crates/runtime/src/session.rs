@@ -6,10 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rtc_protocol::{
-    Assistant, SessionStatus, Tool, Workflow, WorkflowNode,
-    WorkflowPosition,
-};
+use rtc_protocol::{Assistant, SessionStatus, Tool, Workflow, WorkflowNode, WorkflowPosition};
 use rtc_store::{SessionRecord, now_millis};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

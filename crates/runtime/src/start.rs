@@ -176,9 +176,13 @@ impl Runtime {
             .evict(&crate::registry::mcp_pool_key_prefix(workspace, server_id));
     }
 
-    /// A task backend was deleted: an OpenCode server started for it stops.
+    /// A task backend was deleted: what its driver kept for it goes (an
+    /// OpenCode server started for it stops).
     pub async fn task_backend_deleted(&self, workspace: &str, backend_id: &str) {
-        self.inner.opencode.forget(workspace, backend_id).await;
+        self.inner
+            .task_backends
+            .backend_deleted(workspace, backend_id)
+            .await;
     }
 
     /// The assistant a new session runs, checked again against its

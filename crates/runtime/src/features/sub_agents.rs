@@ -11,9 +11,9 @@ use rtc_store::SessionRecord;
 
 use crate::builtins;
 use crate::extensions::Extensions;
-use crate::subagents::Awaited;
 use crate::feature::Feature;
 use crate::session::SessionCtx;
+use crate::subagents::Awaited;
 use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeError};
 

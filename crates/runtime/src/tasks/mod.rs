@@ -4,15 +4,17 @@
 //! instance holding its lease: `service.rs` answers the three task tools
 //! and the API, `reasoner.rs` runs a reasoner task (a background agent over
 //! its stored transcript), `opencode.rs` drives a task on an OpenCode
-//! server, `drivers.rs` holds this process's drivers, `view.rs` shows a
+//! server, `backends.rs` puts both behind the `TaskBackendDriver` trait,
+//! `drivers.rs` holds the tasks running in this process, `view.rs` shows a
 //! task to the API. Here: what a task runs with ([`TaskConfig`], taken at
 //! delegation), the drivers running in this process, how a task ends (once,
 //! with its report in the session's inbox, so the conversation hears of it
 //! exactly once), and the keeper that renews leases, notices tasks ended
 //! elsewhere and takes over the tasks of instances that died.
 
+pub(crate) mod backends;
 mod drivers;
-pub(crate) mod opencode;
+mod opencode;
 mod reasoner;
 mod service;
 mod view;
@@ -24,11 +26,8 @@ pub(crate) use view::task_view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use rtc_protocol::{
-    LlmConfig, TaskBackend, TaskBackendType, TaskCompleted, TaskStatus, TaskUpdated, Tool,
-};
+use rtc_protocol::{LlmConfig, TaskBackend, TaskCompleted, TaskStatus, TaskUpdated, Tool};
 use rtc_store::{InboxItem, InboxKind, TaskEnding, TaskRecord, now_millis};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -102,14 +101,6 @@ fn cut_bytes(text: &str, max: usize) -> String {
     format!("{}…", &text[..at])
 }
 
-/// What an OpenCode task of a test-mode session answers: it is not started.
-fn opencode_mock_result(task: &TaskRecord) -> String {
-    format!(
-        "[test mode] OpenCode was not started for \"{}\"; this mock result stands for its answer.",
-        task.title
-    )
-}
-
 /// The message a finished task becomes in its conversation: the report
 /// mark, then text the backend wrote with any mark in it quoted (a result
 /// cannot forge another report).
@@ -173,13 +164,14 @@ impl Inner {
                 return self.end_task(&task, Ending::Failed(why)).await;
             }
         };
-        let ending = match config.backend.backend_type {
-            TaskBackendType::Reasoner => self.run_reasoner(&task, &config, &cancel).await?,
-            TaskBackendType::Opencode if config.test_mode => {
-                Some(Ending::Completed(opencode_mock_result(&task)))
-            }
-            TaskBackendType::Opencode => Some(self.follow_opencode(&task, &config, cancel).await),
+        let Some(driver) = self.task_backends.driver(config.backend.backend_type) else {
+            let why = format!(
+                "no driver runs `{}` task backends here",
+                config.backend.backend_type.as_str()
+            );
+            return self.end_task(&task, Ending::Failed(why)).await;
         };
+        let ending = driver.run(&self, &task, &config, cancel).await?;
         // `None`: the task is no longer ours (taken over, or ended
         // elsewhere); a task ended elsewhere is not ended twice either.
         match ending {
@@ -402,72 +394,5 @@ impl Inner {
             .taking_back
             .store(false, std::sync::atomic::Ordering::SeqCst);
         Ok(())
-    }
-}
-
-impl Inner {
-    /// Follow an OpenCode task (started by `delegate_task`, or re-attached
-    /// by its OpenCode session id after a restart or takeover).
-    async fn follow_opencode(
-        self: &Arc<Self>,
-        task: &TaskRecord,
-        config: &TaskConfig,
-        cancel: CancellationToken,
-    ) -> Ending {
-        let Some(external) = task.external_id.as_deref() else {
-            return Ending::Failed(
-                "the server restarted before the task reached the OpenCode server".into(),
-            );
-        };
-        let remaining = u64::try_from(task.deadline_at - now_millis()).unwrap_or(0);
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(remaining);
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-        let rt = self.clone();
-        let updated = task.clone();
-        let forward = tokio::spawn(async move {
-            while let Some(detail) = rx.recv().await {
-                if let Err(e) = rt.task_progress(&updated, "[]", 0, &detail).await {
-                    tracing::warn!(task = %updated.id, error = %e, "recording task progress failed");
-                }
-            }
-        });
-        let progress = move |detail: String| {
-            let _ = tx.send(detail);
-        };
-        // Followed with the backend as it is now (an edit moves every task
-        // of it to the new connection settings; a started server is not
-        // kept twice), or as it was when the backend is gone.
-        let current = match &config.backend.id {
-            Some(id) => self
-                .store
-                .get::<rtc_protocol::TaskBackend>(&task.workspace_id, id)
-                .await
-                .ok()
-                .flatten()
-                .filter(|b| b.backend_type == TaskBackendType::Opencode),
-            None => None,
-        };
-        let backend = current.as_ref().unwrap_or(&config.backend);
-        let end = self
-            .opencode
-            .follow_task(
-                opencode::Followed {
-                    store: &self.store,
-                    workspace: &task.workspace_id,
-                    backend,
-                    external_id: external,
-                    deadline,
-                    progress: &progress,
-                },
-                cancel,
-            )
-            .await;
-        drop(progress);
-        let _ = forward.await;
-        match end {
-            opencode::TaskEnd::Completed(result) => Ending::Completed(result),
-            opencode::TaskEnd::Failed(error) => Ending::Failed(error),
-            opencode::TaskEnd::Cancelled => Ending::Cancelled("cancelled".into()),
-        }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Assistant, Task, TaskBackend, TaskBackendType, TaskStarted, TaskStatus, Tool};
+use rtc_protocol::{Assistant, Task, TaskBackend, TaskStarted, TaskStatus, Tool};
 use rtc_store::{TaskRecord, new_id, now_millis};
 use serde_json::{Value, json};
 
@@ -136,19 +136,12 @@ impl Inner {
         backend: &TaskBackend,
     ) -> Result<CallOutcome, RuntimeError> {
         let mut still_running = true;
-        if backend.backend_type == TaskBackendType::Opencode && ctx.config.test.is_none() {
-            let started = self
-                .opencode
-                .start_task(
-                    &self.store,
-                    &ctx.workspace,
-                    backend,
-                    &task.title,
-                    &task.instruction,
-                )
-                .await;
-            match started {
-                Ok(external) => {
+        let driver = self.task_backends.driver(backend.backend_type).cloned();
+        // A test-mode session starts nothing outside (R-BX-10).
+        if let Some(driver) = driver.filter(|_| ctx.config.test.is_none()) {
+            match driver.start(self, &task, backend).await {
+                Ok(None) => {}
+                Ok(Some(external)) => {
                     let me = &self.config.cluster.instance;
                     still_running = self
                         .store

@@ -7,10 +7,10 @@ use rtc_store::TaskRecord;
 
 /// The API view of a task row.
 pub(crate) fn task_view(t: &TaskRecord, with_transcript: bool) -> Task {
-    let backend_type = match t.backend_type.as_str() {
-        "opencode" => TaskBackendType::Opencode,
-        _ => TaskBackendType::Reasoner,
-    };
+    // The row holds what `TaskBackendType::as_str` wrote when the task was
+    // delegated; a type this build does not know (a newer version's row)
+    // shows as the platform's own kind.
+    let backend_type = TaskBackendType::parse(&t.backend_type).unwrap_or(TaskBackendType::Reasoner);
     let transcript = with_transcript.then(|| {
         serde_json::from_str::<Vec<rtc_core::llm::ChatMessage>>(&t.transcript)
             .unwrap_or_default()
