@@ -23,6 +23,18 @@
 //! while any feature [`Feature::holds_turns`] (askUser's question, awaited
 //! sub-agents).
 //!
+//! A session opens: once its start and startup actions are recorded (and
+//! its first message said, unless a feature [`Feature::says_first_message`]
+//! itself), [`Feature::session_opening`] on every feature; once creation is
+//! durable and about to be acknowledged, [`Feature::session_opened`] (a
+//! workflow walks from its start node).
+//!
+//! A user message: [`Feature::take_user_message`] until one takes it (a
+//! realtime bridge); else [`Feature::user_message_arriving`] on every
+//! feature (a question is dismissed, awaited sub-agents are let go, a
+//! workflow's hop count restarts) before it is recorded and answered. A
+//! human agent's release of a handoff: [`Feature::handoff_released`].
+//!
 //! After a restart, [`Feature::recover`] on every feature in order; then
 //! the scheduler runs every feature's [`Feature::periodic`] work.
 //!
@@ -36,6 +48,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+use rtc_protocol::Message;
 use rtc_store::SessionRecord;
 
 use crate::extensions::Extensions;
@@ -113,6 +126,63 @@ pub(crate) trait Feature: Send + Sync {
     /// runtime starts no turn by itself.
     fn holds_turns(&self, _ctx: &SessionCtx) -> bool {
         false
+    }
+
+    /// Whether the feature says the session's first message itself (a
+    /// realtime bridge, once its provider is connected).
+    fn says_first_message(&self, _ctx: &SessionCtx) -> bool {
+        false
+    }
+
+    /// A new session's start is recorded (and its first message said):
+    /// begin the feature's part before creation is acknowledged.
+    fn session_opening<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// The new session's creation is durable: go on from what
+    /// [`Self::session_opening`] began (its response shows the status from
+    /// before).
+    fn session_opened<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// A user message for an open session: `Some` when the feature takes it
+    /// instead of the turn loop (with the message as recorded, or why not).
+    fn take_user_message<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+        _text: &'a str,
+    ) -> BoxFuture<'a, Option<Result<Message, RuntimeError>>> {
+        Box::pin(async { None })
+    }
+
+    /// A user message is about to be recorded (no feature took it): settle
+    /// what waited on the user, so it comes first in the history.
+    fn user_message_arriving<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// A human agent handed a session in handoff back to the model.
+    fn handoff_released<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
     }
 
     /// The work it does every so often (see [`Periodic`]).

@@ -317,7 +317,6 @@ impl Runtime {
                 ),
             })?;
         let ctx = inner.hold_created(record).await?;
-        let realtime = config_is_realtime(&ctx.config);
         let started = SessionStarted {
             assistant_id: assistant_id.to_owned(),
             variables: vars.clone(),
@@ -326,28 +325,25 @@ impl Runtime {
         };
         ctx.events.emit(started.into()).await?;
         inner.run_startup_actions(&ctx).await?;
-        // A realtime assistant speaks its first message once its provider
-        // is connected.
+        let said_elsewhere = inner.features.iter().any(|f| f.says_first_message(&ctx));
         if let Some(first) = ctx
             .config
             .assistant
             .first_message
             .as_deref()
-            .filter(|_| !realtime)
+            .filter(|_| !said_elsewhere)
         {
             let vars = ctx.state.lock().await.variables.clone();
             inner.say(&ctx, &render_variables(first, &vars)).await?;
         }
-        let next = if ctx.config.workflow.is_some() {
-            Some(inner.workflow_begin(&ctx).await?)
-        } else {
-            None
-        };
+        for feature in &inner.features {
+            feature.session_opening(inner, &ctx).await?;
+        }
         // What creation did is durable before it is acknowledged.
         inner.journal.flush().await;
         let status = ctx.state.lock().await.status;
-        if let Some(next) = next {
-            inner.follow(&ctx, next).await?;
+        for feature in &inner.features {
+            feature.session_opened(inner, &ctx).await?;
         }
         Ok(CreateSessionResponse {
             id: id.clone(),
@@ -423,11 +419,6 @@ impl Runtime {
                 // goodbye calls the end off; the new message is answered.
                 s.ending = None;
             }
-            if let Some(position) = s.workflow.as_mut() {
-                // maxHopsPerTurn counts the hops between user messages.
-                position.hops = 0;
-            }
-            s.walk = crate::session::Walk::start(ctx.events.emitted());
             (s.status, keep)
         };
         if status == SessionStatus::Ended {
@@ -436,19 +427,14 @@ impl Runtime {
                 message: "the session has ended".into(),
             });
         }
-        if ctx.config.workflow.is_none() && ctx.config.assistant.run_mode == RunMode::Realtime {
-            // The provider holds the conversation: the bridge takes it.
-            return inner.realtime_text(&ctx.id, text).await.unwrap_or_else(|| {
-                Err(RuntimeError::Conflict {
-                    code: "realtime_not_connected",
-                    message: "a realtime session takes messages while its WebSocket is connected: open `/v1/sessions/{id}/ws` first".into(),
-                })
-            });
+        for feature in &inner.features {
+            if let Some(taken) = feature.take_user_message(inner, &ctx, text).await {
+                return taken;
+            }
         }
-        // Unanswered questions and awaited sub-agents come first in the
-        // history, then this message.
-        inner.dismiss_question(&ctx).await?;
-        inner.stop_awaiting(&ctx).await?;
+        for feature in &inner.features {
+            feature.user_message_arriving(inner, &ctx).await?;
+        }
         let m = message(MessageRole::User, text);
         let event = MessageCompleted::of(&m).into();
         let _pending = UserTurnPending::new(&ctx);
@@ -543,7 +529,10 @@ impl Runtime {
             .set_session_status(id, SessionStatus::Active, None, None)
             .await?;
         ctx.events.emit(HandoffReleased {}.into()).await?;
-        self.inner.workflow_after_release(&ctx).await
+        for feature in &self.inner.features {
+            feature.handoff_released(&self.inner, &ctx).await?;
+        }
+        Ok(())
     }
 
     /// Events after `after`, then live (R-API-6, R-RN-5).
@@ -600,11 +589,6 @@ fn test_mode(params: &CreateSessionParams) -> Option<crate::test_mode::TestMode>
     params.test_mode.then(|| crate::test_mode::TestMode {
         scripted: params.scripted_results.clone(),
     })
-}
-
-/// Whether a session runs a realtime assistant's bridge.
-fn config_is_realtime(config: &SessionConfig) -> bool {
-    config.workflow.is_none() && config.assistant.run_mode == RunMode::Realtime
 }
 
 impl Runtime {

@@ -45,6 +45,15 @@ impl Feature for Interaction {
         ext.insert(InteractionState::stored(record));
     }
 
+    fn user_message_arriving<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // A user message instead of answers dismisses the question.
+        Box::pin(rt.dismiss_question(ctx))
+    }
+
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {
         ctx.ext(|s: &mut InteractionState| s.question.is_some())
     }

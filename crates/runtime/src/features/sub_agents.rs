@@ -50,6 +50,15 @@ impl Feature for SubAgents {
         })
     }
 
+    fn user_message_arriving<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // The awaited calls get a result; the reports come as messages.
+        Box::pin(rt.stop_awaiting(ctx))
+    }
+
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {
         ctx.ext(|a: &mut Awaited| !a.0.is_empty())
     }

@@ -13,9 +13,65 @@ use crate::{Inner, RuntimeError};
 
 pub(crate) struct Workflows;
 
+/// Where a new workflow session's walk goes once its creation is durable
+/// (kept in its extensions between the two opening hooks).
+#[derive(Default)]
+struct Opening(Option<Next>);
+
 impl Feature for Workflows {
     fn name(&self) -> &'static str {
         "workflow"
+    }
+
+    fn session_opening<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            if ctx.config.workflow.is_some() {
+                let next = rt.workflow_begin(ctx).await?;
+                ctx.ext(|o: &mut Opening| o.0 = Some(next));
+            }
+            Ok(())
+        })
+    }
+
+    fn session_opened<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            match ctx.ext(|o: &mut Opening| o.0.take()) {
+                Some(next) => rt.follow(ctx, next).await,
+                None => Ok(()),
+            }
+        })
+    }
+
+    fn user_message_arriving<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            let mut state = ctx.state.lock().await;
+            if let Some(position) = state.workflow.as_mut() {
+                // maxHopsPerTurn counts the hops between user messages.
+                position.hops = 0;
+                state.walk = crate::session::Walk::start(ctx.events.emitted());
+            }
+            Ok(())
+        })
+    }
+
+    fn handoff_released<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(rt.workflow_after_release(ctx))
     }
 
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
