@@ -48,7 +48,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use rtc_protocol::Message;
+use rtc_protocol::{Assistant, Message};
 use rtc_store::SessionRecord;
 
 use crate::extensions::Extensions;
@@ -121,6 +121,22 @@ pub(crate) trait Feature: Send + Sync {
     /// Another instance wrote the session: take the feature's stored state
     /// from `record` again.
     fn reload(&self, _record: &SessionRecord, _ext: &mut Extensions) {}
+
+    /// The runtime recorded the input of a turn it starts by itself (a
+    /// loop tick's, a goal's continuation).
+    fn input_recorded(&self, _ctx: &SessionCtx) {}
+
+    /// The assistant a turn of `ctx` starting now runs, when the feature
+    /// decides it (a workflow's stage); the first feature to answer wins.
+    fn turn_assistant(&self, _ctx: &SessionCtx) -> Option<Arc<Assistant>> {
+        None
+    }
+
+    /// Where the history the model sees starts, when the feature cuts it
+    /// (a transfer with `history: none`).
+    fn history_from(&self, _ctx: &SessionCtx) -> Option<usize> {
+        None
+    }
 
     /// Whether the session waits on someone for this feature, so the
     /// runtime starts no turn by itself.

@@ -173,8 +173,9 @@ impl Inner {
         source: RuntimeInput,
         id: &str,
     ) -> Result<(), RuntimeError> {
-        // An outside input: a workflow walk counts afresh from here.
-        ctx.state.lock().await.walk = crate::session::Walk::start(ctx.events.emitted());
+        for feature in &self.features {
+            feature.input_recorded(ctx);
+        }
         let mut m = message(MessageRole::User, text);
         m.name = Some(source.as_str().to_owned());
         let mut event = MessageCompleted::of(&m);

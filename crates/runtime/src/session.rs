@@ -77,6 +77,11 @@ pub(crate) struct TurnAssistants {
 }
 
 impl TurnAssistants {
+    /// The session's own assistant (a workflow's globals).
+    pub fn base(&self) -> Arc<Assistant> {
+        self.base.clone()
+    }
+
     /// Who runs a turn at `position` (none: a plain session).
     pub fn at(&self, position: Option<&WorkflowPosition>) -> Arc<Assistant> {
         let Some(p) = position else {
@@ -103,34 +108,8 @@ pub(crate) struct SessionState {
     /// Set by `endConversation`: `(reason, allow interruption)`; the
     /// session ends when the turn completes.
     pub ending: Option<(Option<String>, bool)>,
-    /// A workflow session's position.
-    pub workflow: Option<WorkflowPosition>,
     /// Test mode: calls per tool name so far, for scripted results.
     pub scripted_calls: BTreeMap<String, usize>,
-    /// The workflow walk under way (since the last outside input).
-    pub walk: Walk,
-}
-
-/// What the workflow walk under way has done (R-SEC-7): node entries,
-/// where its events start, whether a failing edge condition was reported.
-/// A walk starts with each outside input (a user message, a release, a
-/// loop tick or goal continuation).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Walk {
-    pub entries: u32,
-    /// [`EventLog::emitted`] when the walk started.
-    pub events_from: u64,
-    pub condition_error_reported: bool,
-}
-
-impl Walk {
-    /// A new walk, starting at `events_now` events.
-    pub fn start(events_now: u64) -> Self {
-        Self {
-            events_from: events_now,
-            ..Self::default()
-        }
-    }
 }
 
 impl SessionState {
@@ -212,24 +191,6 @@ pub(crate) struct SessionCtx {
 }
 
 impl SessionCtx {
-    /// The assistant a turn starting now runs: the session's, or a
-    /// workflow's current stage (or the assistant it was transferred to).
-    pub async fn turn_assistant(&self) -> Arc<Assistant> {
-        let state = self.state.lock().await;
-        self.assistants.at(state.workflow.as_ref())
-    }
-
-    /// Where the history the model sees starts: after a transfer to an
-    /// assistant with `history: none`, at the transfer.
-    pub async fn history_from(&self) -> usize {
-        let state = self.state.lock().await;
-        state
-            .workflow
-            .as_ref()
-            .and_then(|p| p.history_from)
-            .unwrap_or(0)
-    }
-
     /// The feature state of type `T` (its default until set), for `f`.
     pub fn ext<T: Default + Send + Sync + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         f(self.extensions.lock().get_or_default::<T>())
@@ -289,6 +250,25 @@ impl Inner {
     /// waits on someone (an askUser question, awaited sub-agents).
     pub(crate) fn can_continue(&self, ctx: &SessionCtx, state: &SessionState) -> bool {
         state.is_open() && !self.features.iter().any(|f| f.holds_turns(ctx))
+    }
+
+    /// The assistant a turn of `ctx` starting now runs: a feature's (a
+    /// workflow's current stage, or the assistant it transferred to), else
+    /// the session's.
+    pub(crate) fn turn_assistant(&self, ctx: &SessionCtx) -> Arc<Assistant> {
+        self.features
+            .iter()
+            .find_map(|f| f.turn_assistant(ctx))
+            .unwrap_or_else(|| ctx.assistants.base())
+    }
+
+    /// Where the history the model sees starts: a feature may cut it (a
+    /// transfer with `history: none`), else at the beginning.
+    pub(crate) fn history_from(&self, ctx: &SessionCtx) -> usize {
+        self.features
+            .iter()
+            .find_map(|f| f.history_from(ctx))
+            .unwrap_or(0)
     }
 
     /// [`Self::can_continue`], reading the session's state.
@@ -376,9 +356,7 @@ impl Inner {
                 variables: record.variables.clone(),
                 status: record.status,
                 ending: None,
-                workflow: record.workflow.clone(),
                 scripted_calls: BTreeMap::new(),
-                walk: Walk::default(),
             }),
             events: EventLog::new(id, test_mode, self.store.clone(), self.journal.clone()),
             broker: Broker::default(),
@@ -477,7 +455,6 @@ impl Inner {
             }
             state.variables = record.variables;
             state.status = record.status;
-            state.workflow = record.workflow;
         }
         Ok(())
     }

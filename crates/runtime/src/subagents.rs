@@ -160,7 +160,7 @@ impl Inner {
         // workflow's stage runs no sub-agents, but the assistant a
         // workflow transferred to may), never the workflow itself.
         let child_config = crate::session::SessionConfig {
-            assistant: ctx.turn_assistant().await.as_ref().clone(),
+            assistant: self.turn_assistant(ctx).as_ref().clone(),
             tools: ctx.config.tools.clone(),
             workflow: None,
             test: ctx.config.test.clone(),

@@ -101,7 +101,7 @@ impl Inner {
         cancel: &CancellationToken,
         turn_id: &str,
     ) -> Result<bool, RuntimeError> {
-        let assistant = ctx.turn_assistant().await;
+        let assistant = self.turn_assistant(ctx);
         let span = telemetry::turn_span(ctx, &assistant, turn_id);
         let done = Box::pin(self.turn_steps(ctx, cancel, turn_id, &assistant))
             .instrument(span.clone())
@@ -131,7 +131,7 @@ impl Inner {
             }
             Err(e) => return Err(e),
         }
-        let history_from = ctx.history_from().await;
+        let history_from = self.history_from(ctx);
         let provider = self.provider_for(assistant);
         let model = assistant
             .llm

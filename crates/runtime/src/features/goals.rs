@@ -47,7 +47,7 @@ impl Feature for Goals {
         _end: TurnEnd,
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let goal = if ctx.turn_assistant().await.features.goals {
+            let goal = if rt.turn_assistant(ctx).features.goals {
                 rt.settle_goals(ctx).await.unwrap_or_else(|e| {
                     tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
                     None

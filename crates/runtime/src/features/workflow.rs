@@ -8,7 +8,11 @@ use rtc_protocol::EventBody;
 
 use crate::feature::{AfterTurn, Feature, TurnEnd};
 use crate::session::SessionCtx;
-use crate::workflow::Next;
+use rtc_protocol::Assistant;
+use rtc_store::SessionRecord;
+
+use crate::extensions::Extensions;
+use crate::workflow::{Next, Walk, WorkflowState};
 use crate::{Inner, RuntimeError};
 
 pub(crate) struct Workflows;
@@ -55,15 +59,14 @@ impl Feature for Workflows {
         _rt: &'a Arc<Inner>,
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        Box::pin(async move {
-            let mut state = ctx.state.lock().await;
-            if let Some(position) = state.workflow.as_mut() {
+        ctx.ext(|w: &mut WorkflowState| {
+            if let Some(position) = w.position.as_mut() {
                 // maxHopsPerTurn counts the hops between user messages.
                 position.hops = 0;
-                state.walk = crate::session::Walk::start(ctx.events.emitted());
+                w.walk = Walk::start(ctx.events.emitted());
             }
-            Ok(())
-        })
+        });
+        Box::pin(async { Ok(()) })
     }
 
     fn handoff_released<'a>(
@@ -72,6 +75,35 @@ impl Feature for Workflows {
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(rt.workflow_after_release(ctx))
+    }
+
+    fn load<'a>(
+        &'a self,
+        _rt: &'a Inner,
+        record: &'a SessionRecord,
+        _fresh: bool,
+        ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        ext.get_or_default::<WorkflowState>().position = record.workflow.clone();
+        Box::pin(async { Ok(()) })
+    }
+
+    fn reload(&self, record: &SessionRecord, ext: &mut Extensions) {
+        ext.get_or_default::<WorkflowState>().position = record.workflow.clone();
+    }
+
+    fn input_recorded(&self, ctx: &SessionCtx) {
+        // A loop tick's or goal's input starts a new walk.
+        ctx.ext(|w: &mut WorkflowState| w.walk = Walk::start(ctx.events.emitted()));
+    }
+
+    fn turn_assistant(&self, ctx: &SessionCtx) -> Option<Arc<Assistant>> {
+        let position = ctx.ext(|w: &mut WorkflowState| w.position.clone())?;
+        Some(ctx.assistants.at(Some(&position)))
+    }
+
+    fn history_from(&self, ctx: &SessionCtx) -> Option<usize> {
+        ctx.ext(|w: &mut WorkflowState| w.position.as_ref().and_then(|p| p.history_from))
     }
 
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {

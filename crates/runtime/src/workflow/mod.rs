@@ -38,6 +38,37 @@ const ORIGIN: &str = "workflow";
 /// `endedBy` of a session a workflow ended.
 const ENDED_BY: &str = "workflow";
 
+/// The position of a workflow session and the walk under way, kept in
+/// its extensions (the position is also stored on the session's row).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct WorkflowState {
+    pub position: Option<WorkflowPosition>,
+    /// The walk under way (since the last outside input).
+    pub walk: Walk,
+}
+
+/// What the workflow walk under way has done (R-SEC-7): node entries,
+/// where its events start, whether a failing edge condition was reported.
+/// A walk starts with each outside input (a user message, a release, a
+/// loop tick or goal continuation).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Walk {
+    pub entries: u32,
+    /// [`EventLog::emitted`] when the walk started.
+    pub events_from: u64,
+    pub condition_error_reported: bool,
+}
+
+impl Walk {
+    /// A new walk, starting at `events_now` events.
+    pub fn start(events_now: u64) -> Self {
+        Self {
+            events_from: events_now,
+            ..Self::default()
+        }
+    }
+}
+
 /// What the session does once a chain of entries stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Next {
@@ -122,19 +153,21 @@ impl Inner {
             return self.fail(ctx, "workflow_node_missing", message).await;
         };
         let entered = {
-            let mut state = ctx.state.lock().await;
+            let state = ctx.state.lock().await;
             // Ended meanwhile (by the host): nothing more runs.
             if state.status == SessionStatus::Ended {
                 return Ok(Step::Stop(Next::Idle));
             }
+            let mut extensions = ctx.extensions.lock();
+            let WorkflowState { position, walk } = extensions.get_or_default::<WorkflowState>();
             // The server's own bound on a walk, whatever the workflow's
             // limits say: entries of any node (agent stages too) and the
             // events recorded since the walk's input.
             let limits = &self.config.limits;
-            let walked = state.walk.entries >= limits.max_walk_hops
-                || ctx.events.emitted().saturating_sub(state.walk.events_from)
+            let walked = walk.entries >= limits.max_walk_hops
+                || ctx.events.emitted().saturating_sub(walk.events_from)
                     >= limits.max_walk_events as u64;
-            let position = state.workflow.get_or_insert_with(WorkflowPosition::default);
+            let position = position.get_or_insert_with(WorkflowPosition::default);
             let visit = position.visits.get(node_id).copied().unwrap_or(0) + 1;
             // maxHopsPerTurn counts the deterministic hops (action and
             // updateState entries) between two user messages.
@@ -149,7 +182,7 @@ impl Inner {
                 position.hops = hops;
                 position.record_entry(node_id);
                 let position = position.clone();
-                state.walk.entries += 1;
+                walk.entries += 1;
                 Ok((visit, position))
             }
         };
@@ -258,13 +291,8 @@ impl Inner {
     ) -> Result<Step, RuntimeError> {
         ctx.events.emit(EventBody::error(code, message)).await?;
         let target = graph(ctx).and_then(|w| w.on_error_node_id.clone());
-        let current = ctx
-            .state
-            .lock()
-            .await
-            .workflow
-            .as_ref()
-            .map(|p| p.current_node_id.clone());
+        let current =
+            ctx.ext(|w: &mut WorkflowState| w.position.as_ref().map(|p| p.current_node_id.clone()));
         match target {
             Some(t) if Some(&t) != current.as_ref() => {
                 Box::pin(self.enter(ctx, &t, None, true)).await
@@ -343,10 +371,9 @@ impl Inner {
         match evaluate(expression, vars, &NoLlm, &self.config.limits.eval()).await {
             Ok(v) => Ok(v == Value::Bool(true)),
             Err(e) => {
-                let first = {
-                    let mut state = ctx.state.lock().await;
-                    !std::mem::replace(&mut state.walk.condition_error_reported, true)
-                };
+                let first = ctx.ext(|w: &mut WorkflowState| {
+                    !std::mem::replace(&mut w.walk.condition_error_reported, true)
+                });
                 if first {
                     let message = format!(
                         "edge `{edge_id}`: {e}; it counts as false (further failing conditions of this walk are not reported)"
@@ -381,12 +408,11 @@ impl Inner {
         let binding = &action.binding;
         let call_id = action_call_id(&action.id, visit);
         let name = tool_name(ctx, &binding.tool_id);
-        let position = {
-            let mut state = ctx.state.lock().await;
-            let position = state.workflow.get_or_insert_with(WorkflowPosition::default);
+        let position = ctx.ext(|w: &mut WorkflowState| {
+            let position = w.position.get_or_insert_with(WorkflowPosition::default);
             position.running_action = Some(action.id.clone());
             position.clone()
-        };
+        });
         // The arguments as the binding fills them (variables, literals,
         // templates: never a secret, which only headers carry).
         let arguments = {
@@ -444,12 +470,11 @@ impl Inner {
         ctx: &SessionCtx,
         completed: ToolCompleted,
     ) -> Result<(), RuntimeError> {
-        let position = {
-            let mut state = ctx.state.lock().await;
-            let position = state.workflow.get_or_insert_with(WorkflowPosition::default);
+        let position = ctx.ext(|w: &mut WorkflowState| {
+            let position = w.position.get_or_insert_with(WorkflowPosition::default);
             position.running_action = None;
             position.clone()
-        };
+        });
         let update = SessionUpdate {
             workflow: Some(position),
             ..SessionUpdate::default()
@@ -496,13 +521,12 @@ impl Inner {
                     TransferHistory::Full => None,
                     TransferHistory::None => Some(self.with_history(ctx, <[_]>::len).await?),
                 };
-                let position = {
-                    let mut state = ctx.state.lock().await;
-                    let position = state.workflow.get_or_insert_with(WorkflowPosition::default);
+                let position = ctx.ext(|w: &mut WorkflowState| {
+                    let position = w.position.get_or_insert_with(WorkflowPosition::default);
                     position.transferred_to = Some(assistant_id.clone());
                     position.history_from = start;
                     position.clone()
-                };
+                });
                 let update = SessionUpdate {
                     workflow: Some(position),
                     ..SessionUpdate::default()

@@ -15,7 +15,7 @@ use rtc_protocol::{
 };
 use serde_json::json;
 
-use super::{Next, ORIGIN, Step, action_call_id, graph, tool_name};
+use super::{Next, ORIGIN, Step, Walk, WorkflowState, action_call_id, graph, tool_name};
 use crate::session::{SessionConfig, SessionCtx, WorkflowConfig};
 use crate::start::{assistant_context, find_interface};
 use crate::{Inner, Runtime, RuntimeError};
@@ -188,13 +188,12 @@ impl Inner {
         }
         let node = &t.id;
         // A new stretch of the conversation: hops count afresh.
-        {
-            let mut state = ctx.state.lock().await;
-            if let Some(p) = state.workflow.as_mut() {
+        ctx.ext(|w: &mut WorkflowState| {
+            if let Some(p) = w.position.as_mut() {
                 p.hops = 0;
             }
-            state.walk = crate::session::Walk::start(ctx.events.emitted());
-        }
+            w.walk = Walk::start(ctx.events.emitted());
+        });
         match self.first_edge(ctx, wf, node, None).await? {
             Some((to, edge)) => self.enter_chain(ctx, to, Some(edge)).await,
             None => {
@@ -223,9 +222,8 @@ impl Inner {
             let Some(wf) = graph(&ctx) else {
                 return Ok(());
             };
-            let Some((node, visit)) = ({
-                let state = ctx.state.lock().await;
-                state.workflow.as_ref().and_then(|p| {
+            let Some((node, visit)) = ctx.ext(|w: &mut WorkflowState| {
+                w.position.as_ref().and_then(|p| {
                     let node = p.running_action.clone()?;
                     let visit = p.visits.get(&node).copied().unwrap_or(1);
                     Some((node, visit))
@@ -280,11 +278,9 @@ impl Inner {
 /// in flight.
 async fn current(ctx: &SessionCtx) -> Option<(&Workflow, &WorkflowNode)> {
     let wf = graph(ctx)?;
-    let state = ctx.state.lock().await;
-    let position = state.workflow.as_ref()?;
-    let free = state.status == SessionStatus::Active
-        && position.transferred_to.is_none()
-        && position.running_action.is_none();
+    let active = ctx.state.lock().await.status == SessionStatus::Active;
+    let position = ctx.ext(|w: &mut WorkflowState| w.position.clone())?;
+    let free = active && position.transferred_to.is_none() && position.running_action.is_none();
     let node = wf.node(&position.current_node_id)?;
     free.then_some((wf, node))
 }
