@@ -1,7 +1,8 @@
-//! Per-session state a feature owns, kept on the session context by type
-//! (the `Extensions` type map of `http` and axum): the kernel holds the
-//! map, never knows what is in it, and only the feature that defines a
-//! type can read or write its value.
+//! State a feature owns, kept by type (the `Extensions` type map of `http`
+//! and axum): per session on the session context, and the feature's
+//! services (task drivers, realtime bridges, …) on the runtime. The kernel
+//! holds the maps, never knows what is in them, and only the feature that
+//! defines a type can read or write its value.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -18,6 +19,13 @@ impl Extensions {
         self.map
             .insert(TypeId::of::<T>(), Box::new(value))
             .and_then(|old| old.downcast().ok().map(|b| *b))
+    }
+
+    /// The value of type `T`, if there is one.
+    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.map
+            .get(&TypeId::of::<T>())
+            .and_then(|value| value.downcast_ref())
     }
 
     /// The value of type `T`, put in as its default if there is none yet.
@@ -52,6 +60,7 @@ mod tests {
         assert_eq!(e.insert(Goal(1)), None);
         assert_eq!(e.insert(Other("x")), None);
         assert_eq!(e.insert(Goal(2)), Some(Goal(1)));
+        assert_eq!(e.get::<Goal>(), Some(&Goal(2)));
         assert_eq!(e.remove::<Goal>(), Some(Goal(2)));
         assert_eq!(e.remove::<Goal>(), None);
         assert_eq!(e.remove::<Other>(), Some(Other("x")));

@@ -105,6 +105,20 @@ pub(crate) trait Feature: Send + Sync {
         Vec::new()
     }
 
+    /// Put the feature's services (what it keeps across sessions: drivers,
+    /// bridges, queues) in the runtime's `services`, once at start.
+    fn services(&self, _config: &RuntimeConfig, _services: &mut Extensions) {}
+
+    /// Shutdown begins: nothing new starts; stop what would hold it up
+    /// (a realtime bridge ends with its socket).
+    fn shutdown_begins(&self, _rt: &Inner) {}
+
+    /// Shutdown, once running turns are done or checkpointed: stop the
+    /// feature's background work (its state stays in the store).
+    fn shutdown<'a>(&'a self, _rt: &'a Inner) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+
     /// A session's context is being built from its stored `record`
     /// (`fresh`: the session was just created, nothing but its row is
     /// stored): put the feature's per-session state in `ext`.

@@ -179,23 +179,31 @@ pub(crate) struct Inner {
     pub tasks: TaskTracker,
     /// How many turns recovery marked interrupted, once it has run.
     pub recovered: tokio::sync::OnceCell<usize>,
-    /// The task drivers running in this process (R-TK).
-    pub task_drivers: tasks::TaskDrivers,
-    /// The task backend drivers (and what each keeps: OpenCode servers).
-    pub task_backends: tasks::backends::TaskBackends,
-    pub realtime: realtime::Bridges,
     /// Whether this instance's heartbeat row is written (shared stores).
     pub registered: std::sync::atomic::AtomicBool,
     /// Client connections and calls across instances.
     pub remote_clients: remote_clients::RemoteClients,
-    /// Finished loop ticks, committed in groups.
-    pub tick_finisher: tick_finisher::TickFinisher,
     /// Slots of conversation test runs (`RuntimeConfig::tests`).
     pub test_slots: Arc<fair_gate::FairGate>,
     /// Periodic loops and listeners, stopped at shutdown.
     pub background: background::Background,
     /// The features of the lifecycle, in the order of their hooks.
     pub features: Vec<Arc<dyn feature::Feature>>,
+    /// What the features keep across sessions, by type (each registers its
+    /// own in `Feature::services`; see [`Inner::service`]).
+    pub services: extensions::Extensions,
+}
+
+impl Inner {
+    /// The service of type `T` a feature registered at start.
+    pub(crate) fn service<T: Send + Sync + 'static>(&self) -> &T {
+        self.services.get::<T>().unwrap_or_else(|| {
+            unreachable!(
+                "{} is registered by its feature at start",
+                std::any::type_name::<T>()
+            )
+        })
+    }
 }
 
 /// Whether `name` belongs to a platform tool, so no tool resource may take
@@ -223,9 +231,12 @@ impl Runtime {
     /// Must be called inside a Tokio runtime: it starts the journal writer
     /// and the sweeper of idle sessions.
     pub fn new(store: Store, config: RuntimeConfig) -> Self {
-        let task_backends = tasks::backends::TaskBackends::new(&config);
         let test_slots = fair_gate::FairGate::new(config.tests);
-        let realtime = realtime::Bridges::new(config.limits.realtime_connects_per_minute);
+        let features = features::registered();
+        let mut services = extensions::Extensions::default();
+        for feature in &features {
+            feature.services(&config, &mut services);
+        }
         let runtime = Self {
             inner: Arc::new(Inner {
                 journal: journal::Journal::start(store.clone(), Some(&config.cluster.instance)),
@@ -236,15 +247,12 @@ impl Runtime {
                 configs: config_cache::ConfigCache::default(),
                 tasks: TaskTracker::new(),
                 recovered: tokio::sync::OnceCell::new(),
-                task_drivers: tasks::TaskDrivers::default(),
-                task_backends,
-                realtime,
                 registered: std::sync::atomic::AtomicBool::new(false),
                 remote_clients: remote_clients::RemoteClients::default(),
-                tick_finisher: tick_finisher::TickFinisher::default(),
                 test_slots,
                 background: background::Background::default(),
-                features: features::registered(),
+                features,
+                services,
             }),
         };
         session::spawn_sweeper(&runtime.inner);
@@ -309,8 +317,9 @@ impl Runtime {
     pub async fn shutdown(&self, grace: Duration) -> ShutdownReport {
         let inner = &self.inner;
         inner.tasks.close();
-        // Realtime bridges end with their sockets, which are closing.
-        inner.realtime.detach_all();
+        for feature in &inner.features {
+            feature.shutdown_begins(inner);
+        }
         let running = self.running_turns().await;
         let in_time = tokio::time::timeout(grace, inner.tasks.wait())
             .await
@@ -325,10 +334,9 @@ impl Runtime {
             }
             let _ = tokio::time::timeout(Duration::from_secs(5), inner.tasks.wait()).await;
         }
-        // Tasks keep running in the store; the next start (or another
-        // instance) resumes them.
-        inner.task_drivers.abort_all();
-        inner.task_backends.shutdown().await;
+        for feature in &inner.features {
+            feature.shutdown(inner).await;
+        }
         inner.journal.flush().await;
         inner.background.stop(Duration::from_secs(5)).await;
         // What is left (inbox items, goals) is adopted by the other

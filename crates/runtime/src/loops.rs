@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::history::RuntimeInput;
 use crate::session::SessionCtx;
+use crate::tick_finisher::TickFinisher;
 use crate::tool::CallOutcome;
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -249,7 +250,7 @@ impl Inner {
         let session_id = tick.session_id.clone();
         let loop_id = tick.loop_id.clone();
         let finished = match self
-            .tick_finisher
+            .service::<TickFinisher>()
             .finish(&self.store, &instance, tick, outcome)
             .await
         {

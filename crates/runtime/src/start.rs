@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::events::Durability;
 use crate::history::message;
 use crate::session::{ClientConnection, SessionConfig, SessionCtx};
+use crate::tasks::backends::TaskBackends;
 use crate::variables::{SystemInfo, initial_variables};
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -180,7 +181,7 @@ impl Runtime {
     /// OpenCode server started for it stops).
     pub async fn task_backend_deleted(&self, workspace: &str, backend_id: &str) {
         self.inner
-            .task_backends
+            .service::<TaskBackends>()
             .backend_deleted(workspace, backend_id)
             .await;
     }

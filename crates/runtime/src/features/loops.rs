@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::RuntimeConfig;
 use crate::builtins;
+use crate::extensions::Extensions;
 use crate::feature::{Feature, Periodic};
+use crate::tick_finisher::TickFinisher;
 use crate::tool::ToolHandler;
 
 pub(crate) struct Loops;
@@ -14,6 +16,11 @@ pub(crate) struct Loops;
 impl Feature for Loops {
     fn name(&self) -> &'static str {
         "loops"
+    }
+
+    fn services(&self, _config: &RuntimeConfig, services: &mut Extensions) {
+        // Finished ticks, committed in groups.
+        services.insert(TickFinisher::default());
     }
 
     fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {

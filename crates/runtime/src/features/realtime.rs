@@ -7,9 +7,11 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rtc_protocol::{Message, RunMode};
 
+use crate::extensions::Extensions;
 use crate::feature::Feature;
+use crate::realtime::Bridges;
 use crate::session::SessionCtx;
-use crate::{Inner, RuntimeError};
+use crate::{Inner, RuntimeConfig, RuntimeError};
 
 pub(crate) struct Realtime;
 
@@ -21,6 +23,15 @@ fn bridged(ctx: &SessionCtx) -> bool {
 impl Feature for Realtime {
     fn name(&self) -> &'static str {
         "realtime"
+    }
+
+    fn services(&self, config: &RuntimeConfig, services: &mut Extensions) {
+        services.insert(Bridges::new(config.limits.realtime_connects_per_minute));
+    }
+
+    fn shutdown_begins(&self, rt: &Inner) {
+        // Bridges end with their sockets, which are closing.
+        rt.service::<Bridges>().detach_all();
     }
 
     fn says_first_message(&self, ctx: &SessionCtx) -> bool {
@@ -47,7 +58,7 @@ impl Feature for Realtime {
     }
 
     fn session_ending<'a>(&'a self, rt: &'a Arc<Inner>, ctx: &'a SessionCtx) -> BoxFuture<'a, ()> {
-        rt.realtime.detach(&ctx.id);
+        rt.service::<Bridges>().detach(&ctx.id);
         Box::pin(async {})
     }
 }

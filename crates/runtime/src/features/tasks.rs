@@ -1,6 +1,9 @@
-//! Delegated tasks in the lifecycle: a session that ends cancels its
-//! running tasks (without a report), and the keeper's periodic round
-//! keeps leases and takes over the tasks of stopped instances.
+//! Delegated tasks in the lifecycle: the feature's services are the task
+//! drivers running here and the backend drivers; a session that ends
+//! cancels its running tasks (without a report); the keeper's periodic
+//! round keeps leases and takes over the tasks of stopped instances; at
+//! shutdown the drivers stop (tasks go on in the store, resumed by the
+//! next start or another instance).
 
 use std::sync::Arc;
 
@@ -9,8 +12,11 @@ use futures::future::BoxFuture;
 use crate::Inner;
 use crate::RuntimeConfig;
 use crate::builtins;
+use crate::extensions::Extensions;
 use crate::feature::{Feature, Periodic};
 use crate::session::SessionCtx;
+use crate::tasks::TaskDrivers;
+use crate::tasks::backends::TaskBackends;
 use crate::tool::ToolHandler;
 
 pub(crate) struct Tasks;
@@ -26,6 +32,16 @@ impl Feature for Tasks {
             Arc::new(builtins::tasks::status::GetTaskStatus),
             Arc::new(builtins::tasks::cancel::CancelTask),
         ]
+    }
+
+    fn services(&self, config: &RuntimeConfig, services: &mut Extensions) {
+        services.insert(TaskDrivers::default());
+        services.insert(TaskBackends::new(config));
+    }
+
+    fn shutdown<'a>(&'a self, rt: &'a Inner) -> BoxFuture<'a, ()> {
+        rt.service::<TaskDrivers>().abort_all();
+        Box::pin(rt.service::<TaskBackends>().shutdown())
     }
 
     fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {

@@ -30,6 +30,7 @@ mod endings;
 mod tool_calls;
 mod transcripts;
 
+use super::Bridges;
 use super::book::{Next, ResponseBook};
 use super::budget::Grant;
 use super::calls::{Finished, run_call};
@@ -244,7 +245,7 @@ impl Bridge {
         if self.ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(false);
         }
-        let connects = &self.rt.realtime.connects;
+        let connects = &self.rt.service::<Bridges>().connects;
         if let Grant::Wait { report } = connects.take(&self.ctx.id, Instant::now()) {
             if report {
                 let message = format!(

@@ -210,9 +210,12 @@ impl Runtime {
         let (input, inputs) = mpsc::channel(INPUT_BUFFER);
         let (frames_tx, frames) = mpsc::channel(FRAME_BUFFER);
         let cancel = CancellationToken::new();
-        let bridge_id = inner.realtime.next.fetch_add(1, Ordering::Relaxed);
+        let bridge_id = inner
+            .service::<Bridges>()
+            .next
+            .fetch_add(1, Ordering::Relaxed);
         {
-            let mut map = inner.realtime.attached.lock();
+            let mut map = inner.service::<Bridges>().attached.lock();
             let attached = Attached {
                 id: bridge_id,
                 cancel: cancel.clone(),
@@ -231,7 +234,7 @@ impl Runtime {
         let session = ctx.id.clone();
         inner.tasks.spawn(async move {
             bridge.run(inputs).await;
-            let mut map = rt.realtime.attached.lock();
+            let mut map = rt.service::<Bridges>().attached.lock();
             if map.get(&session).is_some_and(|a| a.id == bridge_id) {
                 map.remove(&session);
             }
@@ -248,7 +251,7 @@ impl Inner {
         session: &str,
         text: &str,
     ) -> Option<Result<Message, RuntimeError>> {
-        let input = self.realtime.input_of(session)?;
+        let input = self.service::<Bridges>().input_of(session)?;
         Some(send_text(&input, text.to_owned()).await)
     }
 }

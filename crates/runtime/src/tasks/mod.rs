@@ -34,6 +34,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::{Inner, RuntimeError};
+use backends::TaskBackends;
 
 /// Longest result or error a report carries, in characters.
 const MAX_REPORT_CHARS: usize = 100_000;
@@ -122,7 +123,7 @@ impl Inner {
     /// reservation made at delegation keeps its cancellation token.
     pub(crate) fn spawn_driver(self: &Arc<Self>, task: TaskRecord) {
         let id = task.id.clone();
-        let mut map = self.task_drivers.map.lock();
+        let mut map = self.service::<TaskDrivers>().map.lock();
         let cancel = match map.get(&id) {
             Some(d) if d.handle.is_some() => return,
             Some(d) => d.cancel.clone(),
@@ -132,7 +133,7 @@ impl Inner {
         let token = cancel.clone();
         let handle = tokio::spawn(async move {
             let _entry = DriverEntry {
-                drivers: &rt.task_drivers,
+                drivers: rt.service::<TaskDrivers>(),
                 id: task.id.clone(),
             };
             let task_id = task.id.clone();
@@ -164,7 +165,10 @@ impl Inner {
                 return self.end_task(&task, Ending::Failed(why)).await;
             }
         };
-        let Some(driver) = self.task_backends.driver(config.backend.backend_type) else {
+        let Some(driver) = self
+            .service::<TaskBackends>()
+            .driver(config.backend.backend_type)
+        else {
             let why = format!(
                 "no driver runs `{}` task backends here",
                 config.backend.backend_type.as_str()
@@ -334,7 +338,7 @@ impl Inner {
         for task in self.store.running_session_tasks(session).await? {
             let ending = Ending::Cancelled("the session ended".into());
             self.write_ending(&task, &ending, None, None).await?;
-            self.task_drivers.cancel(&task.id);
+            self.service::<TaskDrivers>().cancel(&task.id);
         }
         Ok(())
     }
@@ -358,30 +362,30 @@ impl Inner {
     /// round that works).
     pub(crate) async fn keep_tasks(self: &Arc<Self>) -> Result<(), RuntimeError> {
         let first = self
-            .task_drivers
+            .service::<TaskDrivers>()
             .taking_back
             .load(std::sync::atomic::Ordering::SeqCst);
         let me = &self.config.cluster.instance;
         let lease = self.config.cluster.lease_millis();
         let now = now_millis();
-        let mine = self.task_drivers.ids();
+        let mine = self.service::<TaskDrivers>().ids();
         self.store.renew_task_leases(me, &mine, now + lease).await?;
-        let driven = self.task_drivers.driven_ids();
+        let driven = self.service::<TaskDrivers>().driven_ids();
         if !driven.is_empty() {
             for (lost, status) in self.store.tasks_lost_by(me, &driven).await? {
                 // Cancelled (or gone): the backend's work stops too; taken
                 // over or ended otherwise: just stop following it.
                 if status.is_none_or(|s| s == TaskStatus::Cancelled.as_str()) {
-                    self.task_drivers.cancel(&lost);
+                    self.service::<TaskDrivers>().cancel(&lost);
                 } else {
-                    self.task_drivers.drop_driver(&lost);
+                    self.service::<TaskDrivers>().drop_driver(&lost);
                 }
             }
         }
         if self.tasks.is_closed() {
             return Ok(());
         }
-        let own_before = first.then_some(self.task_drivers.since);
+        let own_before = first.then_some(self.service::<TaskDrivers>().since);
         let claimed = self
             .store
             .claim_orphan_tasks(me, now, now + lease, CLAIM_BATCH, own_before)
@@ -390,7 +394,7 @@ impl Inner {
             tracing::info!(task = %task.id, "resuming a task");
             self.spawn_driver(task);
         }
-        self.task_drivers
+        self.service::<TaskDrivers>()
             .taking_back
             .store(false, std::sync::atomic::Ordering::SeqCst);
         Ok(())

@@ -10,6 +10,8 @@ use rtc_protocol::{Assistant, Task, TaskBackend, TaskStarted, TaskStatus, Tool};
 use rtc_store::{TaskRecord, new_id, now_millis};
 use serde_json::{Value, json};
 
+use super::TaskDrivers;
+use super::backends::TaskBackends;
 use super::{Ending, TaskConfig, task_view};
 use crate::builtins::tasks::delegate::Delegate;
 use crate::session::SessionCtx;
@@ -108,9 +110,9 @@ impl Inner {
         let limit = i64::from(backend.max_concurrent_tasks);
         // Held before it is recorded: its lease is renewed from the start,
         // and a cancellation while it starts reaches its driver.
-        self.task_drivers.reserve(&task.id);
+        self.service::<TaskDrivers>().reserve(&task.id);
         if !self.store.insert_task_within(&task, limit).await? {
-            self.task_drivers.release(&task.id);
+            self.service::<TaskDrivers>().release(&task.id);
             return Ok(CallOutcome::error(format!(
                 "task backend \"{}\" already runs {limit} tasks (its limit); wait for a report or cancel a task",
                 backend.name
@@ -136,7 +138,10 @@ impl Inner {
         backend: &TaskBackend,
     ) -> Result<CallOutcome, RuntimeError> {
         let mut still_running = true;
-        let driver = self.task_backends.driver(backend.backend_type).cloned();
+        let driver = self
+            .service::<TaskBackends>()
+            .driver(backend.backend_type)
+            .cloned();
         // A test-mode session starts nothing outside (R-BX-10).
         if let Some(driver) = driver.filter(|_| ctx.config.test.is_none()) {
             match driver.start(self, &task, backend).await {
@@ -153,7 +158,7 @@ impl Inner {
                     task.external_id = Some(external);
                 }
                 Err(message) => {
-                    self.task_drivers.release(&task.id);
+                    self.service::<TaskDrivers>().release(&task.id);
                     self.finish_recorded(&task, &Ending::Failed(message.clone()), None, None)
                         .await?;
                     return Ok(CallOutcome::error(message));
@@ -236,7 +241,7 @@ impl Inner {
             self.finish_recorded(task, &ending, None, None).await?
         };
         if won {
-            self.task_drivers.cancel(&task.id);
+            self.service::<TaskDrivers>().cancel(&task.id);
         }
         Ok(won)
     }
