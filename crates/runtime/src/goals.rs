@@ -17,7 +17,6 @@ use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, Store, new_id, now_millis};
 use serde_json::{Value, json};
 
-use crate::history::RuntimeInput;
 use crate::session::{RunningTurn, SessionCtx};
 use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
@@ -338,7 +337,7 @@ impl Inner {
         self.store
             .set_goal_lease(&goal.id, &self.config.cluster.instance, until)
             .await?;
-        self.runtime_input(ctx, &text, RuntimeInput::Goal, &goal.id)
+        self.runtime_input(ctx, &text, "goal", |e| e.goal_id = Some(goal.id.clone()))
             .await?;
         Ok(true)
     }

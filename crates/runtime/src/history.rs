@@ -9,23 +9,6 @@ use crate::events::Durability;
 use crate::session::SessionCtx;
 use crate::{Inner, Provider, RuntimeError};
 
-/// Where an input the runtime gives the model by itself comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RuntimeInput {
-    Goal,
-    Loop,
-}
-
-impl RuntimeInput {
-    /// The stored message's `name`.
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Goal => "goal",
-            Self::Loop => "loop",
-        }
-    }
-}
-
 /// [`SessionCtx::history_bytes`] before the size is known.
 pub(crate) const UNKNOWN_SIZE: u64 = u64::MAX;
 
@@ -165,24 +148,22 @@ impl Inner {
 
     /// An input the runtime gives the model by itself (a goal's
     /// continuation, a loop's tick), stored as a user message named after
-    /// its source; the event carries `goalId` / `loopId`.
+    /// its `source` (the feature); `mark` names what sent it on the event
+    /// (`goalId`, `loopId`).
     pub(crate) async fn runtime_input(
         &self,
         ctx: &SessionCtx,
         text: &str,
-        source: RuntimeInput,
-        id: &str,
+        source: &str,
+        mark: impl FnOnce(&mut MessageCompleted),
     ) -> Result<(), RuntimeError> {
         for feature in &self.features {
             feature.input_recorded(ctx);
         }
         let mut m = message(MessageRole::User, text);
-        m.name = Some(source.as_str().to_owned());
+        m.name = Some(source.to_owned());
         let mut event = MessageCompleted::of(&m);
-        match source {
-            RuntimeInput::Goal => event.goal_id = Some(id.to_owned()),
-            RuntimeInput::Loop => event.loop_id = Some(id.to_owned()),
-        }
+        mark(&mut event);
         self.append(ctx, m, vec![event.into()], Durability::Queued)
             .await
     }

@@ -7,7 +7,6 @@
 
 use rtc_core::report_marks::{SUB_AGENT_REPORT, quote_marks};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use crate::builtins::subagents::sub_agent;
 use rtc_protocol::{
@@ -22,12 +21,57 @@ use crate::session::SessionCtx;
 use crate::subagents::{Awaited, report_item};
 use crate::{Inner, RuntimeError};
 
+/// Whether something may wait in a session's inbox (R-BX-3), kept in its
+/// extensions: looked at the next turn boundary.
+#[derive(Debug, Default)]
+pub(crate) struct InboxHint(pub bool);
+
 impl Inner {
+    /// Deliver waiting inbox items unless a turn is running (it delivers
+    /// them when it ends).
+    pub(crate) async fn kick(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
+        ctx.ext(|h: &mut InboxHint| h.0 = true);
+        let mut slot = ctx.turn.lock().await;
+        if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
+            return Ok(());
+        }
+        if !self.claim(ctx).await? {
+            // The instance running the session's turn delivers them.
+            if let Some(owner) = self
+                .store
+                .live_turn_owner(&ctx.id, self.live_since())
+                .await?
+            {
+                self.store
+                    .send_control(&owner, rtc_store::ControlOp::Kick, &ctx.id)
+                    .await?;
+            }
+            return Ok(());
+        }
+        match self.deliver_inbox(ctx).await {
+            Ok(true) => *slot = Some(self.spawn_turn(ctx)),
+            Ok(false) => self.release(ctx).await,
+            Err(e) => {
+                self.release(ctx).await;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Put `item` in its session's inbox and deliver it now if the session
+    /// is idle and free to go on.
+    pub(crate) async fn post(self: &Arc<Self>, item: &InboxItem) -> Result<(), RuntimeError> {
+        self.store.post_inbox(item).await?;
+        let ctx = self.session(&item.session_id).await?;
+        self.kick(&ctx).await
+    }
+
     /// Turn the session's unconsumed inbox items into messages, when it can
     /// take them: active, nobody asked, and every awaited sync report
     /// among them. Returns whether anything was delivered.
     pub(crate) async fn deliver_inbox(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
-        if !ctx.inbox_hint.swap(false, Ordering::SeqCst) {
+        if !ctx.ext(|h: &mut InboxHint| std::mem::take(&mut h.0)) {
             return Ok(false);
         }
         let items = self.store.pending_inbox(&ctx.id).await?;
@@ -50,7 +94,7 @@ impl Inner {
                     all_reported
                 });
             if !ready {
-                ctx.inbox_hint.store(true, Ordering::SeqCst);
+                ctx.ext(|h: &mut InboxHint| h.0 = true);
                 return Ok(false);
             }
         }

@@ -12,17 +12,17 @@
 //!   (`crate::feature`, `crate::features`), under the slot's lock and
 //!   only while the slot is still its own, what comes after a turn that
 //!   ended by itself;
-//! - triggers from outside a turn: [`Inner::kick`] (an inbox item
-//!   arrived), [`Inner::recover`] (after a restart, with every feature's
-//!   `recover`; the scheduler waits for it), and the features' own (a loop
-//!   tick, a goal taken over from a dead instance), which start their turn
-//!   in the slot the same way.
+//! - triggers from outside a turn: [`Inner::recover`] (after a restart,
+//!   with every feature's `recover`; the scheduler waits for it), and the
+//!   features' own (an inbox item arrived, a loop tick, a goal taken over
+//!   from a dead instance), which start their turn in the slot the same
+//!   way.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rtc_protocol::{EventBody, SessionEnded, SessionStatus, TurnCompleted};
-use rtc_store::{InboxItem, SessionUpdate, new_id};
+use rtc_store::{SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
 
 use crate::feature::{AfterTurn, TurnEnd};
@@ -267,46 +267,6 @@ impl Inner {
             }
         }
         *slot = None;
-    }
-
-    /// Deliver waiting inbox items unless a turn is running (it delivers
-    /// them when it ends).
-    pub(crate) async fn kick(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
-        ctx.inbox_hint.store(true, Ordering::SeqCst);
-        let mut slot = ctx.turn.lock().await;
-        if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
-            return Ok(());
-        }
-        if !self.claim(ctx).await? {
-            // The instance running the session's turn delivers them.
-            if let Some(owner) = self
-                .store
-                .live_turn_owner(&ctx.id, self.live_since())
-                .await?
-            {
-                self.store
-                    .send_control(&owner, rtc_store::ControlOp::Kick, &ctx.id)
-                    .await?;
-            }
-            return Ok(());
-        }
-        match self.deliver_inbox(ctx).await {
-            Ok(true) => *slot = Some(self.spawn_turn(ctx)),
-            Ok(false) => self.release(ctx).await,
-            Err(e) => {
-                self.release(ctx).await;
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Put `item` in its session's inbox and deliver it now if the session
-    /// is idle and free to go on.
-    pub(crate) async fn post(self: &Arc<Self>, item: &InboxItem) -> Result<(), RuntimeError> {
-        self.store.post_inbox(item).await?;
-        let ctx = self.session(&item.session_id).await?;
-        self.kick(&ctx).await
     }
 
     /// End a session (host, model, or a stopping parent): its turn stops,

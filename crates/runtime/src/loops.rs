@@ -19,7 +19,6 @@ use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis}
 use crate::cluster::millis;
 use serde_json::{Value, json};
 
-use crate::history::RuntimeInput;
 use crate::session::SessionCtx;
 use crate::tick_finisher::TickFinisher;
 use crate::tool::CallOutcome;
@@ -335,7 +334,7 @@ impl Inner {
             l.prompt
         );
         if let Err(e) = self
-            .runtime_input(&ctx, &text, RuntimeInput::Loop, &l.id)
+            .runtime_input(&ctx, &text, "loop", |e| e.loop_id = Some(l.id.clone()))
             .await
         {
             self.release(&ctx).await;

@@ -150,9 +150,6 @@ pub(crate) struct SessionCtx {
     pub root_id: String,
     /// Set for a sub-agent session.
     pub sub_agent: Option<SubAgentInfo>,
-    /// Something may wait in the session's inbox (R-BX-3); checked at the
-    /// next turn boundary.
-    pub inbox_hint: AtomicBool,
     /// The end user (`userId` at start), who owns memories (R-MM).
     pub user_id: Option<String>,
     /// Shared with the contexts of the same snapshot (`config_cache`).
@@ -345,10 +342,6 @@ impl Inner {
             workspace: record.workspace_id.clone(),
             root_id: record.root_id.clone(),
             sub_agent,
-            // Items left from before a restart are found at the first
-            // boundary; a session just created has none (every later item
-            // sets the hint).
-            inbox_hint: AtomicBool::new(!created),
             user_id: record.user_id.clone(),
             assistants: shared.assistants,
             config: shared.config,

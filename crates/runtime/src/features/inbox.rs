@@ -5,7 +5,11 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+use rtc_store::SessionRecord;
+
+use crate::extensions::Extensions;
 use crate::feature::{AfterTurn, Feature};
+use crate::inbox::InboxHint;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
 
@@ -14,6 +18,20 @@ pub(crate) struct Inbox;
 impl Feature for Inbox {
     fn name(&self) -> &'static str {
         "inbox"
+    }
+
+    fn load<'a>(
+        &'a self,
+        _rt: &'a Inner,
+        _record: &'a SessionRecord,
+        fresh: bool,
+        ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // Items left from before a restart are found at the first
+        // boundary; a session just created has none (every later item
+        // sets the hint).
+        ext.insert(InboxHint(!fresh));
+        Box::pin(async { Ok(()) })
     }
 
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
