@@ -15,9 +15,9 @@ use rtc_store::{NewSession, SessionRecord, Store, StoreError, new_id, new_token}
 use serde_json::{Map, Value, json};
 
 use crate::events::Durability;
+use crate::features::tasks::backends::TaskBackends;
 use crate::history::message;
 use crate::session::{ClientConnection, SessionConfig, SessionCtx};
-use crate::tasks::backends::TaskBackends;
 use crate::variables::{SystemInfo, initial_variables};
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -600,10 +600,10 @@ impl Runtime {
         workspace: &str,
         iface: Option<&RealtimeInterface>,
     ) -> Result<(), RuntimeError> {
-        let connection = crate::realtime::connection_of(iface).map_err(|r| {
+        let connection = crate::features::realtime::connection_of(iface).map_err(|r| {
             rtc_core::ValidationError::new(r.code, "realtimeInterfaceId", r.message)
         })?;
-        let secret = crate::realtime::api_key_secret(&connection.api_key);
+        let secret = crate::features::realtime::api_key_secret(&connection.api_key);
         let exists = match &secret {
             Some(name) => self
                 .inner

@@ -5,16 +5,16 @@
 //! sub-agent reports to its parent). It is also the order of the
 //! built-in tools in a request. See `crate::feature` for the hooks.
 
-mod goals;
-mod inbox;
-mod interaction;
-mod loops;
-mod memory;
-mod realtime;
-mod sub_agents;
-mod tasks;
-mod web;
-mod workflow;
+pub(crate) mod goals;
+pub(crate) mod inbox;
+pub(crate) mod interaction;
+pub(crate) mod loops;
+pub(crate) mod memory;
+pub(crate) mod realtime;
+pub(crate) mod sub_agents;
+pub(crate) mod tasks;
+pub(crate) mod web;
+pub(crate) mod workflow;
 
 use std::sync::Arc;
 

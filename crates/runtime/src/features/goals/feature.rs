@@ -1,0 +1,78 @@
+//! Goals in the lifecycle: every turn that ended by itself counts in the
+//! session's active goals and has their conditions judged; a goal still
+//! open is continued when nothing else gives the next turn its input.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rtc_store::GoalRecord;
+
+use crate::feature::{AfterTurn, Feature, Periodic, TurnEnd};
+use crate::session::SessionCtx;
+use crate::tool::ToolHandler;
+use crate::{Inner, RuntimeConfig, RuntimeError};
+
+pub(crate) struct Goals;
+
+/// The goal to continue after the turn that just ended (the session's
+/// extension, set by `turn_ended`, taken by `next_input`).
+struct ToContinue(GoalRecord);
+
+impl Feature for Goals {
+    fn name(&self) -> &'static str {
+        "goals"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+        vec![
+            Arc::new(crate::features::goals::tools::create::CreateGoal),
+            Arc::new(crate::features::goals::tools::complete::CompleteGoal),
+            Arc::new(crate::features::goals::tools::cancel::CancelGoal),
+        ]
+    }
+
+    fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
+        vec![Periodic {
+            what: "renewing or taking over goals",
+            every: config.cluster.lease / 3,
+            work: |rt| Box::pin(async move { rt.sweep_goals().await }),
+        }]
+    }
+
+    fn turn_ended<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+        _end: TurnEnd,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let goal = if rt.turn_assistant(ctx).features.goals {
+                rt.settle_goals(ctx).await.unwrap_or_else(|e| {
+                    tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
+                    None
+                })
+            } else {
+                None
+            };
+            let mut extensions = ctx.extensions.lock();
+            match goal {
+                Some(goal) => extensions.insert(ToContinue(goal)),
+                None => extensions.remove::<ToContinue>(),
+            };
+        })
+    }
+
+    fn next_input<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
+        Box::pin(async move {
+            let goal = ctx.extensions.lock().remove::<ToContinue>();
+            let Some(ToContinue(goal)) = goal else {
+                return Ok(AfterTurn::Pass);
+            };
+            Ok(AfterTurn::turn_if(rt.goal_input(ctx, &goal).await?))
+        })
+    }
+}

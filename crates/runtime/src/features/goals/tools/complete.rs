@@ -1,0 +1,33 @@
+//! `completeGoal {goal_id}`.
+
+use rtc_core::llm::ToolSpec;
+
+use super::GoalOp;
+use super::GoalRef;
+use crate::tool::parsed;
+
+pub const NAME: &str = "completeGoal";
+
+const DESCRIPTION: &str = "Mark your goal as reached when its condition clearly holds; the session then stops continuing on its own.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: super::goal_id_parameters(),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<GoalRef, String> {
+    crate::builtins::parse_arguments(&super::goal_id_parameters(), arguments)
+}
+
+crate::builtins::built_in!(CompleteGoal, goals, |cx| async move {
+    let op = GoalOp::Complete(parsed!(parse(&cx.call.arguments)).goal_id);
+    let goals = crate::features::goals::service::GoalCx {
+        store: &cx.rt.store,
+        cluster: &cx.rt.config.cluster,
+        session: cx.session,
+    };
+    goals.run(op).await
+});

@@ -1,0 +1,55 @@
+//! The inbox in the lifecycle: items that arrived during a turn (sub-agent
+//! reports, a parent's messages, task reports) are the next turn's input.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+
+use rtc_store::SessionRecord;
+
+use crate::extensions::Extensions;
+use crate::feature::{AfterTurn, Feature};
+use crate::features::inbox::service::InboxHint;
+use crate::session::SessionCtx;
+use crate::{Inner, RuntimeError};
+
+pub(crate) struct Inbox;
+
+impl Feature for Inbox {
+    fn name(&self) -> &'static str {
+        "inbox"
+    }
+
+    fn load<'a>(
+        &'a self,
+        _rt: &'a Inner,
+        _record: &'a SessionRecord,
+        fresh: bool,
+        ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // Items left from before a restart are found at the first
+        // boundary; a session just created has none (every later item
+        // sets the hint).
+        ext.insert(InboxHint(!fresh));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            // Every item not yet consumed is delivered (R-BX-3).
+            for id in rt.store.sessions_with_pending_inbox().await? {
+                let ctx = rt.session(&id).await?;
+                rt.kick(&ctx).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn next_input<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
+        Box::pin(async move { Ok(AfterTurn::turn_if(rt.deliver_inbox(ctx).await?)) })
+    }
+}

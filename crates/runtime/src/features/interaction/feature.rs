@@ -1,0 +1,59 @@
+//! Talking with the user beyond answers: `askUser` questions and the
+//! `todoWrite` list. Both live on the session's row and in its
+//! extensions ([`InteractionState`]); an open question holds back the
+//! turns the runtime would start by itself.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rtc_store::SessionRecord;
+
+use crate::extensions::Extensions;
+use crate::feature::Feature;
+use crate::features::interaction::service::InteractionState;
+use crate::session::SessionCtx;
+use crate::tool::ToolHandler;
+use crate::{Inner, RuntimeError};
+
+pub(crate) struct Interaction;
+
+impl Feature for Interaction {
+    fn name(&self) -> &'static str {
+        "interaction"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+        vec![
+            Arc::new(crate::features::interaction::ask_user::AskUser),
+            Arc::new(crate::features::interaction::todo_write::TodoWrite),
+        ]
+    }
+
+    fn load<'a>(
+        &'a self,
+        _rt: &'a Inner,
+        record: &'a SessionRecord,
+        _fresh: bool,
+        ext: &'a mut Extensions,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        ext.insert(InteractionState::stored(record));
+        Box::pin(async { Ok(()) })
+    }
+
+    fn reload(&self, record: &SessionRecord, ext: &mut Extensions) {
+        ext.insert(InteractionState::stored(record));
+    }
+
+    fn user_message_arriving<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // A user message instead of answers dismisses the question.
+        Box::pin(rt.dismiss_question(ctx))
+    }
+
+    fn holds_turns(&self, ctx: &SessionCtx) -> bool {
+        ctx.ext(|s: &mut InteractionState| s.question.is_some())
+    }
+}

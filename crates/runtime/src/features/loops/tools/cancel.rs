@@ -1,0 +1,33 @@
+//! `cancelLoop {loop_id}`.
+
+use rtc_core::llm::ToolSpec;
+
+use super::LoopOp;
+use super::LoopRef;
+use crate::tool::parsed;
+
+pub const NAME: &str = "cancelLoop";
+
+const DESCRIPTION: &str = "Stop a loop for good.";
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME.to_owned(),
+        description: DESCRIPTION.to_owned(),
+        parameters: super::loop_id_parameters(),
+    }
+}
+
+pub fn parse(arguments: &str) -> Result<LoopRef, String> {
+    super::parse_ref(arguments)
+}
+
+crate::builtins::built_in!(CancelLoop, loops, |cx| async move {
+    let op = LoopOp::Cancel(parsed!(parse(&cx.call.arguments)).loop_id);
+    let loops = crate::features::loops::service::LoopCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    loops.run(op).await
+});
