@@ -38,13 +38,16 @@ pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
                                 rt.cancel_for_other(&argument).await;
                             }),
                             ControlOp::Kick => inner.background.spawn(async move {
-                                let kicked = async {
+                                let poked = async {
                                     let ctx = rt.session(&argument).await?;
                                     rt.refresh_if_stale(&ctx).await?;
-                                    rt.kick(&ctx).await
+                                    for feature in &rt.features {
+                                        feature.poked(&rt, &ctx).await?;
+                                    }
+                                    Ok::<_, crate::RuntimeError>(())
                                 };
-                                if let Err(e) = kicked.await {
-                                    tracing::warn!(session = %argument, error = %e, "delivering inbox items another instance posted failed");
+                                if let Err(e) = poked.await {
+                                    tracing::warn!(session = %argument, error = %e, "looking at a session another instance posted to failed");
                                 }
                             }),
                             ControlOp::ClientReply => inner.background.spawn(async move {

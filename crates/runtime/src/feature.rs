@@ -35,7 +35,8 @@
 //! workflow's hop count restarts) before it is recorded and answered. A
 //! human agent's release of a handoff: [`Feature::handoff_released`].
 //!
-//! After a restart, [`Feature::recover`] on every feature in order; then
+//! After a restart, [`Feature::recover`] (on SQLite) or, per session
+//! adopted from a stopped instance, [`Feature::adopted`] (PostgreSQL) on every feature in order; then
 //! the scheduler runs every feature's [`Feature::periodic`] work.
 //!
 //! When a session ends: [`Feature::session_ending`] once its end is
@@ -276,6 +277,28 @@ pub(crate) trait Feature: Send + Sync {
     /// After a restart on a store of one instance (SQLite), once the turns
     /// a crash cut off are closed: resume the feature's cut-off work.
     fn recover<'a>(&'a self, _rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// This instance adopted `ctx` from an instance that stopped (shared
+    /// stores), its cut-off turn closed: go on with the feature's cut-off
+    /// work (`record` is the session's row as adopted).
+    fn adopted<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+        _record: &'a SessionRecord,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Another instance asks this one, which runs `ctx`, to look at it
+    /// again (it posted to its inbox).
+    fn poked<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        _ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async { Ok(()) })
     }
 

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rtc_protocol::{MessageRole, TurnCompleted};
+use rtc_protocol::TurnCompleted;
 use rtc_store::{ControlOp, SessionUpdate, TurnClaim, now_millis};
 
 use crate::session::SessionCtx;
@@ -361,42 +361,10 @@ impl Inner {
                 self.release(&ctx).await;
             }
         }
-        if record
-            .workflow
-            .as_ref()
-            .is_some_and(|p| p.running_action.is_some())
-        {
-            self.recover_action(id).await?;
+        for feature in &self.features {
+            feature.adopted(self, &ctx, &record).await?;
         }
-        self.resume_sub_agent(&ctx).await?;
-        self.kick(&ctx).await?;
         Ok(cut_off)
-    }
-
-    /// A working sub-agent whose last input has no answer yet goes on.
-    pub(crate) async fn resume_sub_agent(
-        self: &Arc<Self>,
-        ctx: &Arc<SessionCtx>,
-    ) -> Result<(), RuntimeError> {
-        if ctx.sub_agent.is_none()
-            || !self
-                .store
-                .sub_agent(&ctx.id)
-                .await?
-                .is_some_and(|a| a.running)
-        {
-            return Ok(());
-        }
-        let unanswered = self
-            .with_history(ctx, |h| {
-                h.last()
-                    .is_some_and(|m| m.role != MessageRole::Assistant || !m.tool_calls.is_empty())
-            })
-            .await?;
-        if unanswered && self.may_continue(ctx).await {
-            self.start_turn(ctx).await;
-        }
-        Ok(())
     }
 }
 

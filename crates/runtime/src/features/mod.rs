@@ -4,6 +4,9 @@
 //! reports), then an active goal's continuation, else idle (and a
 //! sub-agent reports to its parent). It is also the order of the
 //! built-in tools in a request. See `crate::feature` for the hooks.
+//!
+//! Each feature lives in its own folder here: `feature.rs` (its hooks),
+//! its service, its per-session state (an extension type) and its tools.
 
 pub(crate) mod goals;
 pub(crate) mod inbox;
@@ -21,12 +24,13 @@ use std::sync::Arc;
 use crate::feature::Feature;
 
 /// Every feature, in the order of their hooks (and of their tools in a
-/// request): the inbox gives the next turn its input before a goal does
-/// (the workflow's walk is a phase of its own, before both); after a
-/// restart cut-off sub-agents resume, then inboxes are delivered, then
-/// cut-off workflow actions are settled.
+/// request): the workflow walks first, then the inbox gives the next turn
+/// its input before a goal does; after a restart (or when adopting a dead
+/// instance's session) cut-off workflow actions are settled first, then
+/// cut-off sub-agents resume, then inboxes are delivered.
 pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
     vec![
+        Arc::new(workflow::Workflows),
         Arc::new(sub_agents::SubAgents),
         Arc::new(inbox::Inbox),
         Arc::new(interaction::Interaction),
@@ -35,7 +39,6 @@ pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
         Arc::new(loops::Loops),
         Arc::new(memory::Memory),
         Arc::new(tasks::Tasks),
-        Arc::new(workflow::Workflows),
         Arc::new(realtime::Realtime),
     ]
 }

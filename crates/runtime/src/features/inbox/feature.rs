@@ -34,6 +34,25 @@ impl Feature for Inbox {
         Box::pin(async { Ok(()) })
     }
 
+    fn adopted<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+        _record: &'a SessionRecord,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(rt.kick(ctx))
+    }
+
+    fn poked<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        // Items another instance posted are delivered here, where the
+        // session's turn runs.
+        Box::pin(rt.kick(ctx))
+    }
+
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async move {
             // Every item not yet consumed is delivered (R-BX-3).

@@ -58,6 +58,15 @@ impl Feature for SubAgents {
         Box::pin(rt.stop_awaiting(ctx))
     }
 
+    fn adopted<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+        _record: &'a SessionRecord,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(rt.resume_sub_agent(ctx))
+    }
+
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {
         ctx.ext(|a: &mut Awaited| !a.0.is_empty())
     }

@@ -389,3 +389,31 @@ impl Inner {
         .await
     }
 }
+
+impl Inner {
+    /// A working sub-agent whose last input has no answer yet goes on.
+    pub(crate) async fn resume_sub_agent(
+        self: &Arc<Self>,
+        ctx: &Arc<SessionCtx>,
+    ) -> Result<(), RuntimeError> {
+        if ctx.sub_agent.is_none()
+            || !self
+                .store
+                .sub_agent(&ctx.id)
+                .await?
+                .is_some_and(|a| a.running)
+        {
+            return Ok(());
+        }
+        let unanswered = self
+            .with_history(ctx, |h| {
+                h.last()
+                    .is_some_and(|m| m.role != MessageRole::Assistant || !m.tool_calls.is_empty())
+            })
+            .await?;
+        if unanswered && self.may_continue(ctx).await {
+            self.start_turn(ctx).await;
+        }
+        Ok(())
+    }
+}

@@ -106,6 +106,25 @@ impl Feature for Workflows {
         ctx.ext(|w: &mut WorkflowState| w.position.as_ref().and_then(|p| p.history_from))
     }
 
+    fn adopted<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a Arc<SessionCtx>,
+        record: &'a SessionRecord,
+    ) -> BoxFuture<'a, Result<(), RuntimeError>> {
+        Box::pin(async move {
+            // An action the stopped instance was running counts as failed.
+            if record
+                .workflow
+                .as_ref()
+                .is_some_and(|p| p.running_action.is_some())
+            {
+                rt.recover_action(&ctx.id).await?;
+            }
+            Ok(())
+        })
+    }
+
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
         // An action the server stopped during counts as failed.
         Box::pin(async move { rt.recover_actions().await.map(drop) })
