@@ -113,6 +113,11 @@ async fn configure_and_talk(engine: Engine) -> anyhow::Result<()> {
             .iter()
             .all(|v| v.get("seq").is_none() && v["rate"] == 24_000)
     );
+    // The silence after the speech may still be on its way.
+    let deadline = std::time::Instant::now() + SECOND;
+    while st.mock.audio_ms_received() < 1400 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(
         st.mock.audio_ms_received() >= 1400,
         "the speech reached the provider"

@@ -24,7 +24,7 @@
 //! sub-agents).
 //!
 //! A session opens: once its start and startup actions are recorded (and
-//! its first message said, unless a feature [`Feature::says_first_message`]
+//! its first message said, unless a feature [`Feature::says_fixed_lines`]
 //! itself), [`Feature::session_opening`] on every feature; once creation is
 //! durable and about to be acknowledged, [`Feature::session_opened`] (a
 //! workflow walks from its start node).
@@ -159,9 +159,10 @@ pub(crate) trait Feature: Send + Sync {
         false
     }
 
-    /// Whether the feature says the session's first message itself (a
-    /// realtime bridge, once its provider is connected).
-    fn says_first_message(&self, _ctx: &SessionCtx) -> bool {
+    /// Whether the feature says the assistant's fixed lines itself (the
+    /// first message, a custom goodbye, the handoff message): a realtime
+    /// bridge has its provider speak them.
+    fn says_fixed_lines(&self, _ctx: &SessionCtx) -> bool {
         false
     }
 

@@ -168,6 +168,12 @@ impl Inner {
             .await
     }
 
+    /// Whether a feature says the assistant's fixed lines itself
+    /// ([`crate::feature::Feature::says_fixed_lines`]).
+    pub(crate) fn says_fixed_lines(&self, ctx: &SessionCtx) -> bool {
+        self.features.iter().any(|f| f.says_fixed_lines(ctx))
+    }
+
     /// The assistant says `text` outside the model (first message, custom goodbye).
     pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
         let m = message(MessageRole::Assistant, text);

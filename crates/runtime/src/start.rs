@@ -326,7 +326,7 @@ impl Runtime {
         };
         ctx.events.emit(started.into()).await?;
         inner.run_startup_actions(&ctx).await?;
-        let said_elsewhere = inner.features.iter().any(|f| f.says_first_message(&ctx));
+        let said_elsewhere = inner.says_fixed_lines(&ctx);
         if let Some(first) = ctx
             .config
             .assistant

@@ -64,10 +64,10 @@ pub(crate) enum Interrupt {
     End,
     Skip,
     Handoff,
-    /// askUser: the session waits for the user's answers.
-    Ask,
-    /// subAgent in sync mode: the session waits for the sub-agent's report.
-    AwaitSubAgent,
+    /// The session waits on someone before it goes on (the user's answers
+    /// to a question, a sync sub-agent's report); the feature that waits
+    /// holds back the runtime's own turns meanwhile (`Feature::holds_turns`).
+    Wait,
 }
 
 /// What the model is told, and whether the turn stops.

@@ -4,9 +4,7 @@
 
 use futures::future::BoxFuture;
 use rtc_core::llm::{ToolCall, ToolSpec};
-use rtc_protocol::{
-    Assistant, BuiltInToolName, EndMessageType, HandoffRequested, RunMode, SessionStatus,
-};
+use rtc_protocol::{Assistant, BuiltInToolName, EndMessageType, HandoffRequested, SessionStatus};
 use serde_json::{Map, Value, json};
 
 use crate::session::SessionCtx;
@@ -73,7 +71,7 @@ impl Inner {
                     }
                     EndMessageType::Custom => {
                         // A realtime model speaks it (the bridge asks).
-                        if assistant.run_mode != RunMode::Realtime {
+                        if !self.says_fixed_lines(ctx) {
                             self.say(ctx, &cfg.custom_message).await?;
                         }
                         Ok(CallOutcome::ok(json!({"ended": true})).interrupt(Interrupt::End))
@@ -97,7 +95,7 @@ impl Inner {
                     .request_human_handoff
                     .as_ref()
                     .and_then(|h| h.message.clone())
-                    .filter(|_| assistant.run_mode != RunMode::Realtime)
+                    .filter(|_| !self.says_fixed_lines(ctx))
                 {
                     self.say(ctx, &message).await?;
                 }

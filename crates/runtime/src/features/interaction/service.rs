@@ -107,7 +107,7 @@ impl Inner {
         }
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
         outcome.deferred = true;
-        Ok(outcome.interrupt(Interrupt::Ask))
+        Ok(outcome.interrupt(Interrupt::Wait))
     }
 
     /// Resolve the pending question, if any, with `result`: the call's

@@ -34,7 +34,7 @@ impl Feature for Realtime {
         rt.service::<Bridges>().detach_all();
     }
 
-    fn says_first_message(&self, ctx: &SessionCtx) -> bool {
+    fn says_fixed_lines(&self, ctx: &SessionCtx) -> bool {
         bridged(ctx)
     }
 

@@ -231,7 +231,7 @@ impl Inner {
             let mut outcome =
                 CallOutcome::ok(json!({"waiting": "the sub-agent's report", "sub_session_id": id}));
             outcome.deferred = true;
-            return Ok(outcome.interrupt(Interrupt::AwaitSubAgent));
+            return Ok(outcome.interrupt(Interrupt::Wait));
         }
         Ok(CallOutcome::ok(
             json!({"sub_session_id": id, "title": args.title, "mode": "async",
