@@ -1,8 +1,9 @@
 //! Sessions opened on the same assistant share one copy of its
 //! configuration: a session's snapshot is stored as JSON text with the
 //! session, and contexts whose snapshots are the same text share the
-//! parsed [`SessionConfig`] and the assistants its turns run, instead of
-//! each holding its own (~16 KiB each for a one-tool assistant, R-PF-5).
+//! parsed [`SessionConfig`], its assistant and what the features read from
+//! it, instead of each holding its own (~16 KiB each for a one-tool
+//! assistant, R-PF-5).
 //!
 //! The cache holds weak references: a configuration lives as long as a
 //! context uses it. Keys are the whole snapshot text, compared exactly,
@@ -13,15 +14,20 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use crate::session::{SessionConfig, TurnAssistants};
+use rtc_protocol::Assistant;
 
-/// A session's configuration and the assistants of its turns.
+use crate::extensions::Extensions;
+use crate::session::SessionConfig;
+
+/// A session's configuration, its assistant, and what features read from
+/// it (`Feature::config_parsed`).
 pub(crate) struct SharedConfig {
     pub config: Arc<SessionConfig>,
-    pub assistants: Arc<TurnAssistants>,
+    pub assistant: Arc<Assistant>,
+    pub derived: Arc<Extensions>,
 }
 
-type Entry = (Weak<SessionConfig>, Weak<TurnAssistants>);
+type Entry = (Weak<SessionConfig>, Weak<Assistant>, Weak<Extensions>);
 
 #[derive(Default)]
 pub(crate) struct ConfigCache {
@@ -44,26 +50,36 @@ impl ConfigCache {
     pub fn get_or_parse<E>(
         &self,
         text: String,
-        parse: impl FnOnce(&str) -> Result<SessionConfig, E>,
+        parse: impl FnOnce(&str) -> Result<(SessionConfig, Extensions), E>,
     ) -> Result<SharedConfig, E> {
         if let Some(shared) = self.lookup(&text) {
             return Ok(shared);
         }
-        let config = Arc::new(parse(&text)?);
-        let assistants = Arc::new(config.turn_assistants());
+        let (config, derived) = parse(&text)?;
+        let assistant = Arc::new(config.assistant.clone());
+        let (config, derived) = (Arc::new(config), Arc::new(derived));
         let mut entries = self.entries.lock();
         // Another caller may have parsed the same text meanwhile: keep one.
         if let Some(shared) = entries.by_text.get(&text).and_then(upgrade) {
             return Ok(shared);
         }
         if entries.by_text.len() >= entries.prune_at {
-            entries.by_text.retain(|_, (c, _)| c.strong_count() > 0);
+            entries.by_text.retain(|_, (c, _, _)| c.strong_count() > 0);
             entries.prune_at = (entries.by_text.len() * 2).max(MIN_PRUNE_AT);
         }
-        entries
-            .by_text
-            .insert(text, (Arc::downgrade(&config), Arc::downgrade(&assistants)));
-        Ok(SharedConfig { config, assistants })
+        entries.by_text.insert(
+            text,
+            (
+                Arc::downgrade(&config),
+                Arc::downgrade(&assistant),
+                Arc::downgrade(&derived),
+            ),
+        );
+        Ok(SharedConfig {
+            config,
+            assistant,
+            derived,
+        })
     }
 
     fn lookup(&self, text: &str) -> Option<SharedConfig> {
@@ -77,10 +93,11 @@ impl ConfigCache {
     }
 }
 
-fn upgrade((config, assistants): &Entry) -> Option<SharedConfig> {
+fn upgrade((config, assistant, derived): &Entry) -> Option<SharedConfig> {
     Some(SharedConfig {
         config: config.upgrade()?,
-        assistants: assistants.upgrade()?,
+        assistant: assistant.upgrade()?,
+        derived: derived.upgrade()?,
     })
 }
 
@@ -96,8 +113,8 @@ mod tests {
         .to_string()
     }
 
-    fn parse(text: &str) -> Result<SessionConfig, serde_json::Error> {
-        serde_json::from_str(text)
+    fn parse(text: &str) -> Result<(SessionConfig, Extensions), serde_json::Error> {
+        Ok((serde_json::from_str(text)?, Extensions::default()))
     }
 
     #[test]
@@ -107,7 +124,8 @@ mod tests {
         let b = cache.get_or_parse(snapshot("one"), parse).unwrap();
         let c = cache.get_or_parse(snapshot("two"), parse).unwrap();
         assert!(Arc::ptr_eq(&a.config, &b.config));
-        assert!(Arc::ptr_eq(&a.assistants, &b.assistants));
+        assert!(Arc::ptr_eq(&a.assistant, &b.assistant));
+        assert!(Arc::ptr_eq(&a.derived, &b.derived));
         assert!(!Arc::ptr_eq(&a.config, &c.config));
         assert_eq!(c.config.assistant.system_prompt, "two");
     }

@@ -53,7 +53,7 @@ use rtc_protocol::{Assistant, Message};
 use rtc_store::SessionRecord;
 
 use crate::extensions::Extensions;
-use crate::session::SessionCtx;
+use crate::session::{SessionConfig, SessionCtx};
 use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeConfig, RuntimeError};
 
@@ -118,6 +118,18 @@ pub(crate) trait Feature: Send + Sync {
     /// feature's background work (its state stays in the store).
     fn shutdown<'a>(&'a self, _rt: &'a Inner) -> BoxFuture<'a, ()> {
         Box::pin(async {})
+    }
+
+    /// A session's configuration snapshot was parsed (once for every
+    /// context sharing it): read the feature's part of it (under its key in
+    /// `config.features`) into `derived`, which contexts reach with
+    /// `SessionCtx::derived`.
+    fn config_parsed(
+        &self,
+        _config: &SessionConfig,
+        _derived: &mut Extensions,
+    ) -> Result<(), RuntimeError> {
+        Ok(())
     }
 
     /// A session's context is being built from its stored `record`

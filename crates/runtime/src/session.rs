@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rtc_protocol::{Assistant, SessionStatus, Tool, Workflow, WorkflowNode, WorkflowPosition};
+use rtc_protocol::{Assistant, SessionStatus, Tool};
 use rtc_store::{SessionRecord, now_millis};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -27,78 +27,14 @@ pub struct SessionConfig {
     pub assistant: Assistant,
     /// Every tool the session may call, by id.
     pub tools: BTreeMap<String, Tool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workflow: Option<WorkflowConfig>,
     /// Set for a test-mode session (R-BX-10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<crate::test_mode::TestMode>,
-}
-
-/// A workflow session's graph, and the assistants its transfers hand
-/// the session to (their tools are in [`SessionConfig::tools`]).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkflowConfig {
-    pub workflow: Workflow,
-    #[serde(default)]
-    pub assistants: BTreeMap<String, Assistant>,
-}
-
-impl SessionConfig {
-    /// The assistant of every turn of a plain session, or of each stage
-    /// and transfer target of a workflow session, built once.
-    pub(crate) fn turn_assistants(&self) -> TurnAssistants {
-        let base = Arc::new(self.assistant.clone());
-        let mut stages = BTreeMap::new();
-        let mut transfers = BTreeMap::new();
-        if let Some(wf) = &self.workflow {
-            for node in &wf.workflow.nodes {
-                if let WorkflowNode::Agent(agent) = node {
-                    let stage = rtc_core::workflow_stage::stage_assistant(&wf.workflow, agent);
-                    stages.insert(agent.id.clone(), Arc::new(stage));
-                }
-            }
-            for (id, a) in &wf.assistants {
-                transfers.insert(id.clone(), Arc::new(a.clone()));
-            }
-        }
-        TurnAssistants {
-            base,
-            stages,
-            transfers,
-        }
-    }
-}
-
-/// See [`SessionConfig::turn_assistants`].
-pub(crate) struct TurnAssistants {
-    base: Arc<Assistant>,
-    stages: BTreeMap<String, Arc<Assistant>>,
-    transfers: BTreeMap<String, Arc<Assistant>>,
-}
-
-impl TurnAssistants {
-    /// The session's own assistant (a workflow's globals).
-    pub fn base(&self) -> Arc<Assistant> {
-        self.base.clone()
-    }
-
-    /// Who runs a turn at `position` (none: a plain session).
-    pub fn at(&self, position: Option<&WorkflowPosition>) -> Arc<Assistant> {
-        let Some(p) = position else {
-            return self.base.clone();
-        };
-        if let Some(a) = p
-            .transferred_to
-            .as_ref()
-            .and_then(|id| self.transfers.get(id))
-        {
-            return a.clone();
-        }
-        self.stages
-            .get(&p.current_node_id)
-            .unwrap_or(&self.base)
-            .clone()
-    }
+    /// What features keep in the snapshot, under their own keys (a
+    /// workflow's graph under `workflow`); each reads its own when the
+    /// snapshot is parsed (`Feature::config_parsed`).
+    #[serde(flatten)]
+    pub features: Map<String, Value>,
 }
 
 /// Mutable state of a session.
@@ -154,8 +90,11 @@ pub(crate) struct SessionCtx {
     pub user_id: Option<String>,
     /// Shared with the contexts of the same snapshot (`config_cache`).
     pub config: Arc<SessionConfig>,
-    /// The assistant each turn runs (a workflow's stages).
-    pub assistants: Arc<TurnAssistants>,
+    /// The session's assistant, shared like `config`.
+    pub assistant: Arc<Assistant>,
+    /// What features read from `config` (`Feature::config_parsed`),
+    /// shared like it.
+    pub derived: Arc<Extensions>,
     pub state: tokio::sync::Mutex<SessionState>,
     pub events: EventLog,
     pub broker: Broker,
@@ -188,6 +127,11 @@ pub(crate) struct SessionCtx {
 }
 
 impl SessionCtx {
+    /// What a feature read from the session's configuration, if anything.
+    pub fn derived<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.derived.get::<T>()
+    }
+
     /// The feature state of type `T` (its default until set), for `f`.
     pub fn ext<T: Default + Send + Sync + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         f(self.extensions.lock().get_or_default::<T>())
@@ -256,7 +200,7 @@ impl Inner {
         self.features
             .iter()
             .find_map(|f| f.turn_assistant(ctx))
-            .unwrap_or_else(|| ctx.assistants.base())
+            .unwrap_or_else(|| ctx.assistant.clone())
     }
 
     /// Where the history the model sees starts: a feature may cut it (a
@@ -332,10 +276,15 @@ impl Inner {
         created: bool,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
         let id = record.id.as_str();
-        let shared = self
-            .configs
-            .get_or_parse(record.config, |text| serde_json::from_str(text))
-            .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
+        let shared = self.configs.get_or_parse(record.config, |text| {
+            let config: SessionConfig = serde_json::from_str(text)
+                .map_err(|e| RuntimeError::Internal(format!("session config: {e}")))?;
+            let mut derived = Extensions::default();
+            for feature in &self.features {
+                feature.config_parsed(&config, &mut derived)?;
+            }
+            Ok::<_, RuntimeError>((config, derived))
+        })?;
         let test_mode = shared.config.test.is_some();
         let ctx = Arc::new(SessionCtx {
             id: record.id.clone(),
@@ -343,7 +292,8 @@ impl Inner {
             root_id: record.root_id.clone(),
             sub_agent,
             user_id: record.user_id.clone(),
-            assistants: shared.assistants,
+            assistant: shared.assistant,
+            derived: shared.derived,
             config: shared.config,
             state: tokio::sync::Mutex::new(SessionState {
                 variables: record.variables.clone(),

@@ -247,7 +247,7 @@ impl Runtime {
             let config = SessionConfig {
                 assistant,
                 tools,
-                workflow: None,
+                features: serde_json::Map::new(),
                 test: None,
             };
             return Ok((id, config));
@@ -286,7 +286,7 @@ impl Runtime {
         };
         let vars = initial_variables(&config.assistant, &params.dynamic_variables, &sys)?;
         inner.config.limits.check_initial(&vars)?;
-        let workflow_id = config.workflow.as_ref().map(|_| assistant_id);
+        let workflow_id = params.workflow_id.as_ref().map(|_| assistant_id);
         let config_json =
             serde_json::to_string(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let client_token = new_token("rtc_ct");

@@ -17,7 +17,8 @@ pub(crate) struct Realtime;
 
 /// Whether `ctx` runs a realtime assistant's bridge.
 fn bridged(ctx: &SessionCtx) -> bool {
-    ctx.config.workflow.is_none() && ctx.config.assistant.run_mode == RunMode::Realtime
+    crate::features::workflow::snapshot::of(ctx).is_none()
+        && ctx.config.assistant.run_mode == RunMode::Realtime
 }
 
 impl Feature for Realtime {

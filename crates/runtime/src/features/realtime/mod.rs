@@ -198,7 +198,8 @@ impl Runtime {
         id: &str,
     ) -> Result<bool, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        Ok(ctx.config.workflow.is_none() && ctx.config.assistant.run_mode == RunMode::Realtime)
+        Ok(crate::features::workflow::snapshot::of(&ctx).is_none()
+            && ctx.config.assistant.run_mode == RunMode::Realtime)
     }
 
     /// Start the bridge of a realtime session for a new host socket (the

@@ -162,7 +162,7 @@ impl Inner {
         let child_config = crate::session::SessionConfig {
             assistant: self.turn_assistant(ctx).as_ref().clone(),
             tools: ctx.config.tools.clone(),
-            workflow: None,
+            features: serde_json::Map::new(),
             test: ctx.config.test.clone(),
         };
         let config = serde_json::to_string(&child_config)

@@ -11,8 +11,10 @@ use crate::session::SessionCtx;
 use rtc_protocol::Assistant;
 use rtc_store::SessionRecord;
 
+use super::snapshot::{self, WorkflowSnapshot};
+use super::{Next, Walk, WorkflowState};
 use crate::extensions::Extensions;
-use crate::features::workflow::{Next, Walk, WorkflowState};
+use crate::session::SessionConfig;
 use crate::{Inner, RuntimeError};
 
 pub(crate) struct Workflows;
@@ -33,7 +35,7 @@ impl Feature for Workflows {
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async move {
-            if ctx.config.workflow.is_some() {
+            if snapshot::of(ctx).is_some() {
                 let next = rt.workflow_begin(ctx).await?;
                 ctx.ext(|o: &mut Opening| o.0 = Some(next));
             }
@@ -77,6 +79,14 @@ impl Feature for Workflows {
         Box::pin(rt.workflow_after_release(ctx))
     }
 
+    fn config_parsed(
+        &self,
+        config: &SessionConfig,
+        derived: &mut Extensions,
+    ) -> Result<(), RuntimeError> {
+        WorkflowSnapshot::parse(config, derived)
+    }
+
     fn load<'a>(
         &'a self,
         _rt: &'a Inner,
@@ -99,7 +109,7 @@ impl Feature for Workflows {
 
     fn turn_assistant(&self, ctx: &SessionCtx) -> Option<Arc<Assistant>> {
         let position = ctx.ext(|w: &mut WorkflowState| w.position.clone())?;
-        Some(ctx.assistants.at(Some(&position)))
+        snapshot::of(ctx)?.assistant_at(&position)
     }
 
     fn history_from(&self, ctx: &SessionCtx) -> Option<usize> {
@@ -139,7 +149,7 @@ impl Feature for Workflows {
         Box::pin(async move {
             // A turn whose model failed is not walked: the stage answers
             // again.
-            if !end.answered || ctx.config.workflow.is_none() {
+            if !end.answered || snapshot::of(ctx).is_none() {
                 return AfterTurn::Pass;
             }
             match rt.workflow_after_turn(ctx).await {

@@ -13,6 +13,7 @@
 
 mod feature;
 mod setup;
+pub(crate) mod snapshot;
 mod walk;
 
 pub(crate) use feature::Workflows;
@@ -104,7 +105,7 @@ enum Step {
 
 /// The workflow a session runs.
 fn graph(ctx: &SessionCtx) -> Option<&Workflow> {
-    ctx.config.workflow.as_ref().map(|w| &w.workflow)
+    snapshot::of(ctx).map(|w| &w.config.workflow)
 }
 
 impl Inner {
@@ -537,11 +538,8 @@ impl Inner {
                 ctx.events
                     .record(None, Vec::new(), update, Durability::Committed)
                     .await?;
-                let first = ctx
-                    .config
-                    .workflow
-                    .as_ref()
-                    .and_then(|w| w.assistants.get(assistant_id))
+                let first = snapshot::of(ctx)
+                    .and_then(|w| w.config.assistants.get(assistant_id))
                     .and_then(|a| a.first_message.clone());
                 if let Some(first) = first {
                     self.say_rendered(ctx, &first).await?;

@@ -15,8 +15,9 @@ use rtc_protocol::{
 };
 use serde_json::json;
 
+use super::snapshot::WorkflowConfig;
 use super::{Next, ORIGIN, Step, Walk, WorkflowState, action_call_id, graph, tool_name};
-use crate::session::{SessionConfig, SessionCtx, WorkflowConfig};
+use crate::session::{SessionConfig, SessionCtx};
 use crate::start::{assistant_context, find_interface};
 use crate::{Inner, Runtime, RuntimeError};
 
@@ -71,15 +72,18 @@ impl Runtime {
                 }
             }
         }
-        Ok(SessionConfig {
+        let mut config = SessionConfig {
             assistant: base,
             tools,
-            workflow: Some(WorkflowConfig {
-                workflow,
-                assistants,
-            }),
             test: None,
-        })
+            features: serde_json::Map::new(),
+        };
+        WorkflowConfig {
+            workflow,
+            assistants,
+        }
+        .store_in(&mut config)?;
+        Ok(config)
     }
 }
 
