@@ -11,7 +11,14 @@ use tokio::sync::oneshot;
 
 use crate::events::EventLog;
 
-type Reply = Result<Value, String>;
+/// A client's answer to a call: its result, or its error.
+pub type ClientReply = Result<Value, ClientError>;
+
+/// A client tool's error, as the client worded it (or the broker, for a
+/// client that left before answering).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ClientError(pub String);
 
 /// The connection of calls sent to a client on another instance (local
 /// connections are numbered from 1).
@@ -19,7 +26,7 @@ pub(crate) const REMOTE: u64 = 0;
 
 struct Pending {
     connection: u64,
-    reply: oneshot::Sender<Reply>,
+    reply: oneshot::Sender<ClientReply>,
 }
 
 #[derive(Default)]
@@ -100,14 +107,14 @@ impl Broker {
             ids.into_iter().filter_map(|id| p.remove(&id)).collect()
         };
         for f in failed {
-            let _ = f
-                .reply
-                .send(Err("the client disconnected before answering".to_owned()));
+            let _ = f.reply.send(Err(ClientError(
+                "the client disconnected before answering".to_owned(),
+            )));
         }
     }
 
     /// A result from the client; `false` if no call waits under that id.
-    pub fn resolve(&self, call_id: &str, reply: Reply) -> bool {
+    pub fn resolve(&self, call_id: &str, reply: ClientReply) -> bool {
         let pending = self.pending.lock().remove(call_id);
         match pending {
             Some(p) => p.reply.send(reply).is_ok(),
@@ -196,7 +203,7 @@ impl Broker {
             wait_for_response: wait,
         };
         if let Err(e) = events.emit(event.into()).await {
-            self.resolve(call_id, Err(String::new()));
+            self.resolve(call_id, Err(ClientError(String::new())));
             return ClientOutcome::Error(format!("the call could not be delivered: {e}"));
         }
         let Some(rx) = rx else {
@@ -206,7 +213,7 @@ impl Broker {
         };
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Ok(v))) => ClientOutcome::Result(v),
-            Ok(Ok(Err(e))) => ClientOutcome::Error(e),
+            Ok(Ok(Err(ClientError(e)))) => ClientOutcome::Error(e),
             Ok(Err(_)) => ClientOutcome::Error("the call was abandoned".to_owned()),
             Err(_) => {
                 self.pending.lock().remove(call_id);

@@ -51,22 +51,57 @@ macro_rules! built_in {
 }
 pub(crate) use built_in;
 
+/// Why the model's arguments to a built-in are refused, in words the model
+/// can act on (it becomes the call's error result).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ArgumentError(pub String);
+
+impl From<String> for ArgumentError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for ArgumentError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+impl std::ops::Deref for ArgumentError {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<ArgumentError> for String {
+    fn from(e: ArgumentError) -> Self {
+        e.0
+    }
+}
+
 /// The model's arguments, validated against `schema`, then typed. The
 /// message names what is wrong so the model can correct its call.
 pub(crate) fn parse_arguments<T: DeserializeOwned>(
     schema: &Value,
     arguments: &str,
-) -> Result<T, String> {
+) -> Result<T, ArgumentError> {
     let text = if arguments.trim().is_empty() {
         "{}"
     } else {
         arguments
     };
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("the arguments are not JSON: {e}"))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| ArgumentError(format!("the arguments are not JSON: {e}")))?;
     let problems = schema_problems(schema, &value);
     if !problems.is_empty() {
-        return Err(format!("invalid arguments: {}", problems.join("; ")));
+        return Err(ArgumentError(format!(
+            "invalid arguments: {}",
+            problems.join("; ")
+        )));
     }
-    serde_json::from_value(value).map_err(|e| format!("invalid arguments: {e}"))
+    serde_json::from_value(value).map_err(|e| ArgumentError(format!("invalid arguments: {e}")))
 }

@@ -38,7 +38,18 @@ pub(crate) struct Entry {
 }
 
 /// Told when a write is committed (or why it failed).
-type Done = oneshot::Sender<Result<(), String>>;
+type Done = oneshot::Sender<Result<(), CommitError>>;
+
+/// Why records queued for a session were not committed.
+#[derive(Debug, Clone, thiserror::Error)]
+enum CommitError {
+    /// The session was deleted meanwhile; its records were dropped.
+    #[error("session {0} no longer exists; its records were dropped")]
+    SessionGone(String),
+    /// The store refused the write.
+    #[error("{0}")]
+    Store(String),
+}
 
 enum Job {
     /// Boxed: a queued write is a pointer, and so is every future that
@@ -93,7 +104,7 @@ impl Journal {
 }
 
 /// The commit of queued records, to wait for.
-pub(crate) struct Commit(oneshot::Receiver<Result<(), String>>);
+pub(crate) struct Commit(oneshot::Receiver<Result<(), CommitError>>);
 
 impl Commit {
     /// Wait until the records are committed.
@@ -101,7 +112,7 @@ impl Commit {
         self.0
             .await
             .map_err(|_| stopped())?
-            .map_err(RuntimeError::Internal)
+            .map_err(|e| RuntimeError::Internal(e.to_string()))
     }
 }
 
@@ -144,7 +155,7 @@ async fn commit(store: &Store, writes: Vec<(Box<Entry>, Option<Done>)>, me: Opti
     if let Ok(gone) = outcome {
         for (entry, done) in writes {
             let outcome = match gone.contains(&entry.session) {
-                true => Err(gone_session(&entry.session)),
+                true => Err(CommitError::SessionGone(entry.session.clone())),
                 false => Ok(()),
             };
             publish(entry, done, outcome);
@@ -154,19 +165,14 @@ async fn commit(store: &Store, writes: Vec<(Box<Entry>, Option<Done>)>, me: Opti
     for (mut entry, done) in writes {
         let outcome = match store.append_batch(&mut [records(&mut entry)], me).await {
             Ok(gone) if gone.is_empty() => Ok(()),
-            Ok(_) => Err(gone_session(&entry.session)),
+            Ok(_) => Err(CommitError::SessionGone(entry.session.clone())),
             Err(e) => {
                 tracing::error!(session = %entry.session, error = %e, "recording session events failed");
-                Err(e.to_string())
+                Err(CommitError::Store(e.to_string()))
             }
         };
         publish(entry, done, outcome);
     }
-}
-
-/// Why the records of a session deleted meanwhile were not stored.
-fn gone_session(session: &str) -> String {
-    format!("session {session} no longer exists; its records were dropped")
 }
 
 fn records(e: &mut Entry) -> SessionRecords<'_> {
@@ -179,7 +185,7 @@ fn records(e: &mut Entry) -> SessionRecords<'_> {
     }
 }
 
-fn publish(entry: Box<Entry>, done: Option<Done>, outcome: Result<(), String>) {
+fn publish(entry: Box<Entry>, done: Option<Done>, outcome: Result<(), CommitError>) {
     if outcome.is_ok() {
         for event in entry.events {
             entry.live.send(Some(std::sync::Arc::new(event)));

@@ -55,7 +55,7 @@ use rtc_tools::web_fetch::WebFetcher;
 use rtc_tools::web_search::WebSearch;
 use tokio_util::task::TaskTracker;
 
-pub use broker::schema_hash;
+pub use broker::{ClientError, ClientReply, schema_hash};
 pub use cluster::ClusterSettings;
 pub use conversation_tests::RUNS_KEPT;
 pub use error::RuntimeError;
@@ -66,7 +66,7 @@ pub use features::sub_agents::service::SubAgentLimits;
 pub use limits::SessionLimits;
 pub use providers::{DEFAULT_PROVIDER, check_provider, describe_provider};
 pub use session::{ClientConnection, SessionConfig};
-pub use start::{AssistantDeps, assistant_context, find_interface};
+pub use start::{AssistantDeps, McpToolsError, assistant_context, find_interface};
 pub use telemetry::SPAN_TARGET;
 
 /// A named chat model provider, its default model, and the small model it

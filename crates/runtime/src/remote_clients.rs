@@ -25,7 +25,7 @@ use rtc_store::{ClientConnectionRow, ControlOp, DeclaredFunctions, now_millis};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::broker::{ClientCall, ClientOutcome, REMOTE};
+use crate::broker::{ClientCall, ClientError, ClientOutcome, ClientReply, REMOTE};
 use crate::cluster::millis;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -157,14 +157,14 @@ impl Inner {
         &self,
         session: &str,
         call_id: &str,
-        reply: Result<Value, String>,
+        reply: ClientReply,
     ) -> Result<bool, RuntimeError> {
         if !self.store.allows_several_instances() {
             return Ok(false);
         }
         let stored = match reply {
             Ok(v) => json!({"result": v}),
-            Err(e) => json!({"error": e}),
+            Err(ClientError(e)) => json!({"error": e}),
         };
         let Some(waiter) = self
             .store
@@ -203,7 +203,7 @@ impl Inner {
             }
         };
         let reply = match stored.get("error").and_then(Value::as_str) {
-            Some(e) => Err(e.to_owned()),
+            Some(e) => Err(ClientError(e.to_owned())),
             None => Ok(stored.get("result").cloned().unwrap_or(Value::Null)),
         };
         self.resolve_remote(session, call_id, reply);
@@ -213,11 +213,15 @@ impl Inner {
     /// stopped: the calls waiting on it fail at once (R-CT-4).
     pub(crate) fn client_gone(&self, key: &str) {
         for ((session, call_id), _) in self.remote_clients.waiting(Some(key)) {
-            self.resolve_remote(&session, &call_id, Err(DISCONNECTED.to_owned()));
+            self.resolve_remote(
+                &session,
+                &call_id,
+                Err(ClientError(DISCONNECTED.to_owned())),
+            );
         }
     }
 
-    fn resolve_remote(&self, session: &str, call_id: &str, reply: Result<Value, String>) {
+    fn resolve_remote(&self, session: &str, call_id: &str, reply: ClientReply) {
         let ctx = self.sessions.lock().get(session).cloned();
         if let Some(ctx) = ctx
             && ctx.broker.waits_remotely(call_id)

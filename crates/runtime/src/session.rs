@@ -494,7 +494,7 @@ impl ClientConnection {
     /// `client_tool.result`: `Ok(result)` or `Err(error message)`, for a
     /// call of a turn of this process or (on a shared store) of another
     /// instance; `false` if no call waits under that id.
-    pub async fn resolve(&self, call_id: &str, reply: Result<Value, String>) -> bool {
+    pub async fn resolve(&self, call_id: &str, reply: crate::broker::ClientReply) -> bool {
         if self.ctx.broker.resolve(call_id, reply.clone()) {
             return true;
         }

@@ -45,7 +45,7 @@ impl<'a> SmallModel<'a> {
 
     /// The whole answer to a system instruction and a user text, at
     /// temperature 0; `json` asks for a JSON object.
-    pub async fn ask(&self, system: &str, user: String, json: bool) -> Result<String, String> {
+    pub async fn ask(&self, system: &str, user: String, json: bool) -> Result<String, AnswerError> {
         let messages = vec![
             ChatMessage::System {
                 content: system.to_owned(),
@@ -65,7 +65,7 @@ impl<'a> SmallModel<'a> {
         &self,
         messages: Vec<ChatMessage>,
         output: OutputFormat,
-    ) -> Result<String, String> {
+    ) -> Result<String, AnswerError> {
         let request = ChatRequest {
             model: self.model.to_owned(),
             messages,
@@ -79,10 +79,10 @@ impl<'a> SmallModel<'a> {
             match ev {
                 Ok(LlmEvent::Done(r)) => answer = Some(r.content),
                 Ok(LlmEvent::TextDelta(_)) => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
-        answer.ok_or_else(|| "the model gave no answer".to_owned())
+        answer.ok_or(AnswerError::NoAnswer)
     }
 
     /// An evaluator of `llm` leaves over `transcript`.
@@ -92,6 +92,20 @@ impl<'a> SmallModel<'a> {
             transcript,
         }
     }
+}
+
+/// Why a model gave no whole answer (the small model's, or a reasoner's).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AnswerError {
+    /// The provider refused or failed the request.
+    #[error(transparent)]
+    Llm(#[from] rtc_core::llm::LlmError),
+    /// The stream ended without a final answer.
+    #[error("the model gave no answer")]
+    NoAnswer,
+    /// The answer is not in the shape asked for (the message says how).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// `llm` leaves (R-EX-1): a typed value extracted from the recent
@@ -113,7 +127,11 @@ impl LlmLeafEvaluator for LeafEvaluator<'_> {
             "You extract one value from a conversation. Answer with a JSON object {{\"value\": V}} where V is {kind}. Answer only the JSON."
         );
         let user = format!("Conversation:\n{}\n\nQuestion: {prompt}", self.transcript);
-        let text = self.model.ask(&system, user, true).await?;
+        let text = self
+            .model
+            .ask(&system, user, true)
+            .await
+            .map_err(|e| e.to_string())?;
         let parsed: Value = serde_json::from_str(text.trim())
             .map_err(|_| format!("the model did not answer JSON: {text:.200}"))?;
         parsed

@@ -36,6 +36,18 @@ pub async fn find_interface(
     store.get(workspace, id).await
 }
 
+/// Why an MCP server's tools could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum McpToolsError {
+    /// The server could not be reached or refused (a message safe to
+    /// show: no secret value).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The platform failed (the store).
+    #[error(transparent)]
+    Platform(#[from] RuntimeError),
+}
+
 /// What validating an assistant needs from its workspace.
 pub struct AssistantDeps {
     /// The tools it references that exist, by id.
@@ -134,15 +146,15 @@ impl Runtime {
         &self,
         workspace: &str,
         server: &McpServer,
-    ) -> Result<Result<Vec<McpToolInfo>, String>, RuntimeError> {
+    ) -> Result<Vec<McpToolInfo>, McpToolsError> {
         let mut revealed = Vec::new();
         let headers = match self
             .inner
             .mcp_headers(workspace, &server.transport, &mut revealed)
-            .await?
+            .await
         {
             Ok(h) => h,
-            Err(e) => return Ok(Err(e)),
+            Err(e) => return Err(McpToolsError::Unavailable(e.for_model()?)),
         };
         let scrubber = rtc_tools::scrub::Scrubber::new(&revealed);
         let key = crate::registry::mcp_pool_key(
@@ -150,8 +162,7 @@ impl Runtime {
             server.id.as_deref().unwrap_or(""),
             server.updated_at.as_deref(),
         );
-        Ok(self
-            .inner
+        self.inner
             .mcp_pool
             .tools(&self.inner.config.mcp, &key, &server.transport, &headers)
             .await
@@ -165,7 +176,7 @@ impl Runtime {
                 }
                 tools
             })
-            .map_err(|e| scrubber.scrub_str(&e.to_string())))
+            .map_err(|e| McpToolsError::Unavailable(scrubber.scrub_str(&e.to_string())))
     }
 
     /// An MCP server was changed or deleted: its pooled connections go now
@@ -647,10 +658,10 @@ impl Inner {
                 origin: None,
             };
             ctx.events.emit(called.into()).await?;
-            let outcome = self.run_binding(ctx, binding, &call_id, "{}").await?;
-            let (is_error, result) = match outcome {
+            let (is_error, result) = match self.run_binding(ctx, binding, &call_id, "{}").await {
                 Ok(v) => (false, rtc_core::model_tools::model_view(binding, &v)),
                 Err(e) => {
+                    let e = e.for_model()?;
                     let message = format!("startup action {i} ({name}): {e}");
                     ctx.events
                         .emit(EventBody::error("startup_action_failed", message))

@@ -39,11 +39,23 @@ pub(crate) async fn next_scripted(ctx: &SessionCtx, name: &str) -> Option<Script
     result
 }
 
+/// A tool's failure in test mode: a scripted error, or why its mock has
+/// no answer (the model reads it as the call's error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct MockFailure(pub String);
+
+impl From<MockFailure> for crate::tool::CallError {
+    fn from(e: MockFailure) -> Self {
+        Self::Tool(e.0)
+    }
+}
+
 /// A scripted result as a call's outcome.
-pub(crate) fn scripted_outcome(result: ScriptedResult) -> Result<Value, String> {
+pub(crate) fn scripted_outcome(result: ScriptedResult) -> Result<Value, MockFailure> {
     match (result.response, result.error) {
         (Some(v), _) => Ok(v),
-        (None, Some(e)) => Err(e),
+        (None, Some(e)) => Err(MockFailure(e)),
         (None, None) => Ok(Value::Null),
     }
 }
@@ -51,14 +63,22 @@ pub(crate) fn scripted_outcome(result: ScriptedResult) -> Result<Value, String> 
 /// What `tool` answers to `args` in test mode: its mock's value, or the
 /// first case whose `when` holds over the arguments (an argument the
 /// call lacks makes a `when` false, never an error).
-pub(crate) async fn mock_answer(tool: &Tool, args: &Map<String, Value>) -> Result<Value, String> {
+pub(crate) async fn mock_answer(
+    tool: &Tool,
+    args: &Map<String, Value>,
+) -> Result<Value, MockFailure> {
     let Some(mock) = &tool.mock_response else {
-        return Err(NO_MOCK.to_owned());
+        return Err(MockFailure(NO_MOCK.to_owned()));
     };
     let cases = match read_mock(mock) {
         Ok(Mock::Value(v)) => return Ok(v.clone()),
         Ok(Mock::Cases(cases)) => cases,
-        Err(e) => return Err(format!("the tool's mockResponse is invalid: {}", e.message)),
+        Err(e) => {
+            return Err(MockFailure(format!(
+                "the tool's mockResponse is invalid: {}",
+                e.message
+            )));
+        }
     };
     let vars: BTreeMap<String, Value> = args.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     for case in cases {
@@ -71,10 +91,10 @@ pub(crate) async fn mock_answer(tool: &Tool, args: &Map<String, Value>) -> Resul
             return Ok(case.response);
         }
     }
-    Err(format!(
+    Err(MockFailure(format!(
         "no case of the mock response matches the arguments {}",
         Value::Object(args.clone())
-    ))
+    )))
 }
 
 #[cfg(test)]
@@ -108,7 +128,7 @@ mod tests {
         let none = mock_answer(&t, &args(json!({"id": "B"})))
             .await
             .unwrap_err();
-        assert!(none.contains("no case"), "{none}");
+        assert!(none.0.contains("no case"), "{none}");
         let mut d = t.clone();
         d.mock_response
             .as_mut()
@@ -127,6 +147,9 @@ mod tests {
         );
         let mut t = tool(json!(1));
         t.mock_response = None;
-        assert_eq!(mock_answer(&t, &Map::new()).await, Err(NO_MOCK.to_owned()));
+        assert_eq!(
+            mock_answer(&t, &Map::new()).await,
+            Err(MockFailure(NO_MOCK.to_owned()))
+        );
     }
 }

@@ -58,6 +58,40 @@ pub(crate) trait ToolHandler: Send + Sync {
     fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>>;
 }
 
+/// Why a call of a bound tool has no result.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    /// The tool failed: the model and the session's events are told this
+    /// (scrubbed of the secrets revealed for the call).
+    #[error("{0}")]
+    Tool(String),
+    /// The platform failed (the store, a secret that cannot be opened):
+    /// not the model's to read.
+    #[error(transparent)]
+    Platform(#[from] RuntimeError),
+}
+
+impl From<rtc_store::StoreError> for CallError {
+    fn from(e: rtc_store::StoreError) -> Self {
+        Self::Platform(e.into())
+    }
+}
+
+impl CallError {
+    /// A tool's failure.
+    pub(crate) fn tool(message: impl Into<String>) -> Self {
+        Self::Tool(message.into())
+    }
+
+    /// The message the model is told, or the platform's failure.
+    pub(crate) fn for_model(self) -> Result<String, RuntimeError> {
+        match self {
+            Self::Tool(message) => Ok(message),
+            Self::Platform(e) => Err(e),
+        }
+    }
+}
+
 /// A tool call that stops the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Interrupt {

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::broker::{ClientCall, ClientOutcome};
 use crate::session::SessionCtx;
-use crate::tool::{CallOutcome, ToolCx, ToolHandler};
+use crate::tool::{CallError, CallOutcome, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError, variables};
 
 /// The shortest stdio `env` value scrubbed from a server's answers: the
@@ -71,10 +71,10 @@ impl ToolHandler for BoundTool {
                 match cx
                     .rt
                     .run_binding(cx.session, binding, &cx.call.id, &cx.call.arguments)
-                    .await?
+                    .await
                 {
                     Ok(result) => CallOutcome::ok(model_view(binding, &result)),
-                    Err(message) => CallOutcome::error(message),
+                    Err(e) => CallOutcome::error(e.for_model()?),
                 },
             )
         })
@@ -95,17 +95,19 @@ pub(crate) struct BoundCall<'a> {
 }
 
 impl Inner {
-    /// Run a bound tool; the outer error is a fault of the platform, the
-    /// inner one is told to the model.
+    /// Run a bound tool and assign its result to the session's variables.
     pub(crate) async fn run_binding(
         &self,
         ctx: &SessionCtx,
         binding: &ToolBinding,
         call_id: &str,
         model_args: &str,
-    ) -> Result<Result<Value, String>, RuntimeError> {
+    ) -> Result<Value, CallError> {
         let Some(tool) = ctx.config.tools.get(&binding.tool_id) else {
-            return Ok(Err(format!("tool `{}` is not available", binding.tool_id)));
+            return Err(CallError::tool(format!(
+                "tool `{}` is not available",
+                binding.tool_id
+            )));
         };
         let mode = match &ctx.config.test {
             Some(_) => CallMode::Test(crate::test_mode::next_scripted(ctx, &tool.name).await),
@@ -121,10 +123,7 @@ impl Inner {
             vars: &vars,
             client,
         };
-        let value = match self.execute_bound(call, mode).await? {
-            Ok(value) => value,
-            Err(message) => return Ok(Err(message)),
-        };
+        let value = self.execute_bound(call, mode).await?;
         let changes = result_assignments(binding, &value);
         if !changes.is_empty() {
             let (_, problems) = variables::apply(
@@ -143,7 +142,7 @@ impl Inner {
                     .await?;
             }
         }
-        Ok(Ok(value))
+        Ok(value)
     }
 
     /// One call of a bound tool without touching a session's state: the
@@ -157,7 +156,7 @@ impl Inner {
         &self,
         call: BoundCall<'_>,
         mode: CallMode,
-    ) -> Result<Result<Value, String>, RuntimeError> {
+    ) -> Result<Value, CallError> {
         let BoundCall {
             workspace,
             tool,
@@ -168,36 +167,40 @@ impl Inner {
         } = call;
         let args = match complete_arguments(tool, binding, model_args, vars) {
             Ok(a) => a,
-            Err(e) => return Ok(Err(e.to_string())),
+            Err(e) => return Err(CallError::tool(e.to_string())),
         };
         if let CallMode::Test(scripted) = mode {
-            return Ok(match scripted {
+            return match scripted {
                 Some(result) => crate::test_mode::scripted_outcome(result),
                 None => crate::test_mode::mock_answer(tool, &args).await,
-            });
+            }
+            .map_err(CallError::from);
         }
         // The secret values revealed for this call, whatever its family.
         let mut revealed = Vec::new();
         let result = match (tool.kind, client) {
             (ToolKind::Http, _) => {
                 self.run_http(workspace, tool, binding, &args, vars, &mut revealed)
-                    .await?
+                    .await
             }
-            (ToolKind::Mcp, _) => self.run_mcp(workspace, tool, args, &mut revealed).await?,
+            (ToolKind::Mcp, _) => self.run_mcp(workspace, tool, args, &mut revealed).await,
             (ToolKind::Client, Some((ctx, call_id))) => {
                 self.run_client(ctx, tool, call_id, args).await
             }
-            (ToolKind::Client, None) => Err("client tools run only in conversations".into()),
+            (ToolKind::Client, None) => {
+                Err(CallError::tool("client tools run only in conversations"))
+            }
         };
         let scrubber = Scrubber::new(&revealed);
         drop(revealed);
-        Ok(match result {
+        match result {
             Ok(mut value) => {
                 scrubber.scrub_value(&mut value);
                 Ok(value)
             }
-            Err(message) => Err(scrubber.scrub_str(&message)),
-        })
+            Err(CallError::Tool(message)) => Err(CallError::Tool(scrubber.scrub_str(&message))),
+            Err(platform) => Err(platform),
+        }
     }
 
     async fn run_http(
@@ -208,9 +211,9 @@ impl Inner {
         args: &Map<String, Value>,
         vars: &Map<String, Value>,
         revealed: &mut Vec<String>,
-    ) -> Result<Result<Value, String>, RuntimeError> {
+    ) -> Result<Value, CallError> {
         let Some(http) = &tool.http else {
-            return Ok(Err("the tool has no HTTP configuration".into()));
+            return Err(CallError::tool("the tool has no HTTP configuration"));
         };
         let mut secrets = CallSecrets::default();
         for name in referenced_secrets(tool) {
@@ -219,16 +222,19 @@ impl Inner {
                     revealed.push(v.expose().to_owned());
                     secrets.0.insert(name, v.expose().to_owned());
                 }
-                None => return Ok(Err(format!("the tool's secret `{name}` was deleted"))),
+                None => {
+                    return Err(CallError::tool(format!(
+                        "the tool's secret `{name}` was deleted"
+                    )));
+                }
             }
         }
         let inputs = template_inputs(binding, vars);
-        Ok(self
-            .config
+        self.config
             .http
             .execute(http, args, &inputs, &secrets)
             .await
-            .map_err(|e| e.to_string()))
+            .map_err(|e| CallError::tool(e.to_string()))
     }
 
     async fn run_mcp(
@@ -237,27 +243,23 @@ impl Inner {
         tool: &Tool,
         args: Map<String, Value>,
         revealed: &mut Vec<String>,
-    ) -> Result<Result<Value, String>, RuntimeError> {
+    ) -> Result<Value, CallError> {
         let Some(mcp) = &tool.mcp else {
-            return Ok(Err("the tool has no MCP configuration".into()));
+            return Err(CallError::tool("the tool has no MCP configuration"));
         };
         let Some(server) = self
             .store
             .get::<McpServer>(workspace, &mcp.server_id)
             .await?
         else {
-            return Ok(Err(format!(
+            return Err(CallError::tool(format!(
                 "MCP server `{}` no longer exists",
                 mcp.server_id
             )));
         };
-        let headers = match self
+        let headers = self
             .mcp_headers(workspace, &server.transport, revealed)
-            .await?
-        {
-            Ok(h) => h,
-            Err(e) => return Ok(Err(e)),
-        };
+            .await?;
         let key = mcp_pool_key(workspace, &mcp.server_id, server.updated_at.as_deref());
         let fallback = Value::Object(Map::new());
         let call = McpCall {
@@ -269,11 +271,10 @@ impl Inner {
             arguments: args,
             timeout: self.config.mcp_call_timeout,
         };
-        Ok(self
-            .mcp_pool
+        self.mcp_pool
             .call(&self.config.mcp, call)
             .await
-            .map_err(|e| e.to_string()))
+            .map_err(|e| CallError::tool(e.to_string()))
     }
 
     /// Headers of a streamable-HTTP MCP server with secrets filled in;
@@ -289,7 +290,7 @@ impl Inner {
         workspace: &str,
         transport: &McpTransport,
         revealed: &mut Vec<String>,
-    ) -> Result<Result<ResolvedHeaders, String>, RuntimeError> {
+    ) -> Result<ResolvedHeaders, CallError> {
         let headers = match transport {
             McpTransport::StreamableHttp { headers, .. } => headers,
             McpTransport::Stdio { env, .. } => {
@@ -298,7 +299,7 @@ impl Inner {
                         .filter(|v| v.chars().count() >= MIN_SCRUBBED_ENV_CHARS)
                         .cloned(),
                 );
-                return Ok(Ok(ResolvedHeaders(BTreeMap::new())));
+                return Ok(ResolvedHeaders(BTreeMap::new()));
             }
         };
         let mut out = BTreeMap::new();
@@ -311,7 +312,11 @@ impl Inner {
                             revealed.push(v.expose().to_owned());
                             values.insert(secret.to_owned(), v.expose().to_owned())
                         }
-                        None => return Ok(Err(format!("secret `{secret}` does not exist"))),
+                        None => {
+                            return Err(CallError::tool(format!(
+                                "secret `{secret}` does not exist"
+                            )));
+                        }
                     };
                 }
             }
@@ -320,7 +325,7 @@ impl Inner {
                 placeholders::render(template, |n| values.get(n).cloned()),
             );
         }
-        Ok(Ok(ResolvedHeaders(out)))
+        Ok(ResolvedHeaders(out))
     }
 
     async fn run_client(
@@ -329,9 +334,9 @@ impl Inner {
         tool: &Tool,
         call_id: &str,
         args: Map<String, Value>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CallError> {
         let Some(client) = &tool.client else {
-            return Err("the tool has no client configuration".into());
+            return Err(CallError::tool("the tool has no client configuration"));
         };
         let fallback = Value::Object(Map::new());
         let hash = crate::broker::schema_hash(tool.parameters.as_ref().unwrap_or(&fallback));
@@ -345,7 +350,7 @@ impl Inner {
         };
         match self.call_client(ctx, call).await {
             ClientOutcome::Result(v) => Ok(v),
-            ClientOutcome::Error(e) => Err(e),
+            ClientOutcome::Error(e) => Err(CallError::Tool(e)),
         }
     }
 }

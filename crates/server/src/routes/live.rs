@@ -332,7 +332,10 @@ async fn handle_frame(
         }
         ClientFrame::ClientToolResult(r) => {
             let call_id = r.call_id.clone();
-            if !conn.resolve(&call_id, r.into_reply()).await {
+            if !conn
+                .resolve(&call_id, r.into_reply().map_err(rtc_runtime::ClientError))
+                .await
+            {
                 return Err(ApiError::new(
                     StatusCode::NOT_FOUND,
                     "unknown_call",

@@ -172,5 +172,9 @@ pub(crate) async fn list_remote_tools(
     workspace: &str,
     server: &McpServer,
 ) -> ApiResult<Result<Vec<McpToolInfo>, String>> {
-    Ok(s.runtime.mcp_server_tools(workspace, server).await?)
+    match s.runtime.mcp_server_tools(workspace, server).await {
+        Ok(tools) => Ok(Ok(tools)),
+        Err(rtc_runtime::McpToolsError::Unavailable(message)) => Ok(Err(message)),
+        Err(rtc_runtime::McpToolsError::Platform(e)) => Err(e.into()),
+    }
 }

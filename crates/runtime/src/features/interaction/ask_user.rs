@@ -3,6 +3,7 @@
 //! checked here and each broken one is named to the model; answers are
 //! matched tolerantly (label, number, or free text as "Other").
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use rtc_protocol::{AnswerValue, Answers, AskQuestion};
 use serde::Deserialize;
@@ -67,7 +68,7 @@ struct Args {
 }
 
 /// The model's questions, or the first broken rule, named.
-pub fn parse(arguments: &str) -> Result<Vec<AskQuestion>, String> {
+pub fn parse(arguments: &str) -> Result<Vec<AskQuestion>, ArgumentError> {
     counts(arguments)?;
     let args: Args = crate::builtins::parse_arguments(&parameters(), arguments)?;
     for (i, q) in args.questions.iter().enumerate() {
@@ -76,31 +77,33 @@ pub fn parse(arguments: &str) -> Result<Vec<AskQuestion>, String> {
         if !(text.ends_with('?') || text.ends_with('？')) {
             return Err(format!(
                 "rule question_mark: {at}.question must be a full question ending with a question mark"
-            ));
+            ).into());
         }
         let header = q.header.trim();
         if header.is_empty() || header.chars().count() > 12 {
             return Err(format!(
                 "rule header_length: {at}.header must be 1 to 12 characters, got {}",
                 header.chars().count()
-            ));
+            )
+            .into());
         }
         for (j, o) in q.options.iter().enumerate() {
             let words = o.label.split_whitespace().count();
             if !(1..=5).contains(&words) {
                 return Err(format!(
                     "rule label_words: {at}.options[{j}].label must be 1 to 5 words, got {words}"
-                ));
+                )
+                .into());
             }
             if o.description.trim().is_empty() {
                 return Err(format!(
                     "rule option_description: {at}.options[{j}].description must say what choosing it means"
-                ));
+                ).into());
             }
             if q.multi_select && o.preview.is_some() {
                 return Err(format!(
                     "rule preview_single_select: {at}.options[{j}].preview is only allowed on single-select questions"
-                ));
+                ).into());
             }
             if q.options[..j]
                 .iter()
@@ -108,7 +111,8 @@ pub fn parse(arguments: &str) -> Result<Vec<AskQuestion>, String> {
             {
                 return Err(format!(
                     "rule distinct_labels: {at}.options[{j}].label repeats another option's label"
-                ));
+                )
+                .into());
             }
         }
         if args.questions[..i]
@@ -117,14 +121,15 @@ pub fn parse(arguments: &str) -> Result<Vec<AskQuestion>, String> {
         {
             return Err(format!(
                 "rule distinct_questions: {at}.question repeats an earlier question"
-            ));
+            )
+            .into());
         }
     }
     Ok(args.questions)
 }
 
 /// The count rules, named (the schema checks them too, less readably).
-fn counts(arguments: &str) -> Result<(), String> {
+fn counts(arguments: &str) -> Result<(), ArgumentError> {
     let Ok(value) = serde_json::from_str::<Value>(arguments) else {
         return Ok(()); // the schema check reports it
     };
@@ -135,7 +140,8 @@ fn counts(arguments: &str) -> Result<(), String> {
         return Err(format!(
             "rule question_count: ask 1 to 4 questions, got {}",
             questions.len()
-        ));
+        )
+        .into());
     }
     for (i, q) in questions.iter().enumerate() {
         if let Some(options) = q.get("options").and_then(Value::as_array)
@@ -144,7 +150,8 @@ fn counts(arguments: &str) -> Result<(), String> {
             return Err(format!(
                 "rule option_count: questions[{i}] needs 2 to 4 options, got {}",
                 options.len()
-            ));
+            )
+            .into());
         }
     }
     Ok(())

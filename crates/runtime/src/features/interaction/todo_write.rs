@@ -1,6 +1,7 @@
 //! `todoWrite {todos}` (R-TD-1..2): the model's task list, replaced whole
 //! on every call.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use rtc_protocol::{TodoItem, TodoStatus};
 use serde::Deserialize;
@@ -54,10 +55,10 @@ struct Args {
 }
 
 /// The new list; errors are for the model to read.
-pub fn parse(arguments: &str) -> Result<Vec<TodoItem>, String> {
+pub fn parse(arguments: &str) -> Result<Vec<TodoItem>, ArgumentError> {
     let args: Args = crate::builtins::parse_arguments(&parameters(), arguments)?;
     if let Some(i) = args.todos.iter().position(|t| t.content.trim().is_empty()) {
-        return Err(format!("todos[{i}].content must say what to do"));
+        return Err(format!("todos[{i}].content must say what to do").into());
     }
     Ok(args.todos)
 }

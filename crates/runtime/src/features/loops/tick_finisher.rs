@@ -13,11 +13,23 @@ use parking_lot::Mutex;
 use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, now_millis};
 use tokio::sync::oneshot;
 
+/// Why a finished tick was not recorded.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum FinishError {
+    /// The store refused the batch's transaction (its message: several
+    /// waiters share it).
+    #[error("{0}")]
+    Store(String),
+    /// The commit was dropped before it answered (shutdown).
+    #[error("the tick's commit was dropped")]
+    Dropped,
+}
+
 /// A finished tick waiting for its commit, and where to say how it went.
 struct Pending {
     tick: ClaimedTick,
     outcome: TickOutcome,
-    done: oneshot::Sender<Result<Option<LoopRecord>, String>>,
+    done: oneshot::Sender<Result<Option<LoopRecord>, FinishError>>,
 }
 
 /// The queue of finished ticks and the right to commit them.
@@ -29,15 +41,14 @@ pub(crate) struct TickFinisher {
 
 impl TickFinisher {
     /// Record `tick`'s outcome, schedule its next tick and release its
-    /// lease; the loop as it is now (`None` if the lease was lost). The
-    /// error is the store's, as text (several waiters share it).
+    /// lease; the loop as it is now (`None` if the lease was lost).
     pub async fn finish(
         &self,
         store: &Store,
         instance: &str,
         tick: ClaimedTick,
         outcome: TickOutcome,
-    ) -> Result<Option<LoopRecord>, String> {
+    ) -> Result<Option<LoopRecord>, FinishError> {
         let (done, answer) = oneshot::channel();
         self.queue.lock().push(Pending {
             tick,
@@ -51,9 +62,7 @@ impl TickFinisher {
                 commit(store, instance, batch).await;
             }
         }
-        answer
-            .await
-            .unwrap_or_else(|_| Err("the tick's commit was dropped".to_owned()))
+        answer.await.unwrap_or(Err(FinishError::Dropped))
     }
 }
 
@@ -68,7 +77,7 @@ async fn commit(store: &Store, instance: &str, batch: Vec<Pending>) {
             }
         }
         Err(e) => {
-            let e = e.to_string();
+            let e = FinishError::Store(e.to_string());
             for p in batch {
                 let _ = p.done.send(Err(e.clone()));
             }

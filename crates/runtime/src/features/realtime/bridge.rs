@@ -34,7 +34,7 @@ use super::Bridges;
 use super::book::{Next, ResponseBook};
 use super::budget::Grant;
 use super::calls::{Finished, run_call};
-use super::setup::Plan;
+use super::setup::{Plan, PlanError};
 use crate::events::Durability;
 use crate::history::message;
 use crate::session::SessionCtx;
@@ -260,9 +260,10 @@ impl Bridge {
             }
             return Ok(false);
         }
-        let plan = match self.rt.realtime_plan(&self.ctx).await? {
+        let plan = match self.rt.realtime_plan(&self.ctx).await {
             Ok(plan) => plan,
-            Err(refusal) => {
+            Err(PlanError::Platform(e)) => return Err(e),
+            Err(PlanError::Refused(refusal)) => {
                 self.failed();
                 self.ctx
                     .events

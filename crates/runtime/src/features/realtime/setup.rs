@@ -23,6 +23,27 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// reconnected session, in bytes.
 const MAX_SEED_BYTES: usize = 8_000;
 
+/// Why no provider connection is planned.
+#[derive(Debug)]
+pub(crate) enum PlanError {
+    /// The session's configuration does not allow one (told to the host).
+    Refused(Refusal),
+    /// The platform failed (the store).
+    Platform(RuntimeError),
+}
+
+impl From<RuntimeError> for PlanError {
+    fn from(e: RuntimeError) -> Self {
+        Self::Platform(e)
+    }
+}
+
+impl From<rtc_store::StoreError> for PlanError {
+    fn from(e: rtc_store::StoreError) -> Self {
+        Self::Platform(e.into())
+    }
+}
+
 /// Why a session cannot reach its provider: told to the host as an
 /// `error` event with `code`.
 #[derive(Debug, Clone)]
@@ -80,11 +101,8 @@ pub(crate) use rtc_core::realtime::api_key_secret;
 
 impl Inner {
     /// The plan of the next provider connection of `ctx`, read afresh
-    /// (interface, variables, history); the outer error is the platform's.
-    pub(crate) async fn realtime_plan(
-        &self,
-        ctx: &SessionCtx,
-    ) -> Result<Result<Plan, Refusal>, RuntimeError> {
+    /// (interface, variables, history).
+    pub(crate) async fn realtime_plan(&self, ctx: &SessionCtx) -> Result<Plan, PlanError> {
         let assistant = &ctx.config.assistant;
         let iface = match &assistant.realtime_interface_id {
             Some(id) => crate::find_interface(&self.store, &ctx.workspace, id).await?,
@@ -92,16 +110,16 @@ impl Inner {
         };
         let connection = match connection_of(iface.as_ref()) {
             Ok(c) => c.clone(),
-            Err(refusal) => return Ok(Err(refusal)),
+            Err(refusal) => return Err(PlanError::Refused(refusal)),
         };
         let Some(secret) = api_key_secret(&connection.api_key) else {
-            return Ok(Err(Refusal::new(
+            return Err(PlanError::Refused(Refusal::new(
                 "realtime_not_configured",
                 "the interface's `connection.apiKey` must be one `{{secret__name}}` reference",
             )));
         };
         let Some(key) = self.store.reveal_secret(&ctx.workspace, &secret).await? else {
-            return Ok(Err(Refusal::new(
+            return Err(PlanError::Refused(Refusal::new(
                 "unknown_secret",
                 format!(
                     "secret `{secret}` (the realtime API key) does not exist in this workspace"
@@ -146,7 +164,7 @@ impl Inner {
             transcribe_input: true,
             transcription_model: connection.transcription_model.clone(),
         };
-        Ok(Ok(Plan {
+        Ok(Plan {
             cfg,
             spec,
             connection,
@@ -154,7 +172,7 @@ impl Inner {
             declared,
             client_functions,
             scrubber,
-        }))
+        })
     }
 
     /// The system prompt with the current variables and, for a session

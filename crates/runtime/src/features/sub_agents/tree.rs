@@ -51,7 +51,11 @@ impl Tree {
 
     /// `target` if the caller `of` may act on it: below it in its tree,
     /// never itself. The error is told to the model.
-    pub fn descendant<'a>(&'a self, of: &'a str, target: &str) -> Result<&'a Node, String> {
+    pub fn descendant<'a>(
+        &'a self,
+        of: &'a str,
+        target: &str,
+    ) -> Result<&'a Node, crate::builtins::ArgumentError> {
         if of == target {
             return Err("that is your own session; these tools act on your sub-agents".into());
         }
@@ -59,7 +63,7 @@ impl Tree {
             .into_iter()
             .find(|n| n.session.id == target)
             .ok_or_else(|| {
-                format!("`{target}` is not one of your sub-agents; listSubAgent lists the ids you may use")
+                format!("`{target}` is not one of your sub-agents; listSubAgent lists the ids you may use").into()
             })
     }
 

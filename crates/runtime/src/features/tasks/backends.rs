@@ -14,7 +14,7 @@ use rtc_protocol::{TaskBackend, TaskBackendType};
 use rtc_store::{TaskRecord, now_millis};
 use tokio_util::sync::CancellationToken;
 
-use super::opencode::{self, OpencodeServers};
+use super::opencode::{self, BackendError, OpencodeServers};
 use super::{Ending, TaskConfig};
 use crate::{Inner, RuntimeConfig, RuntimeError};
 
@@ -31,7 +31,7 @@ pub(crate) trait TaskBackendDriver: Send + Sync {
         _rt: &'a Arc<Inner>,
         _task: &'a TaskRecord,
         _backend: &'a TaskBackend,
-    ) -> BoxFuture<'a, Result<Option<String>, String>> {
+    ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
         Box::pin(async { Ok(None) })
     }
 
@@ -144,7 +144,7 @@ impl TaskBackendDriver for Opencode {
         rt: &'a Arc<Inner>,
         task: &'a TaskRecord,
         backend: &'a TaskBackend,
-    ) -> BoxFuture<'a, Result<Option<String>, String>> {
+    ) -> BoxFuture<'a, Result<Option<String>, BackendError>> {
         Box::pin(async move {
             self.servers
                 .start_task(

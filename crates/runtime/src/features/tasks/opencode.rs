@@ -42,6 +42,24 @@ const UNREACHABLE_BUDGET: Duration = Duration::from_secs(10);
 /// fails.
 const IDLE_WITHOUT_ANSWER: Duration = Duration::from_secs(10);
 
+/// Why an OpenCode server could not be used for a task, in words the
+/// model and the host may read (the password scrubbed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct BackendError(pub String);
+
+impl From<String> for BackendError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for BackendError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
 /// How a followed task ended.
 pub(crate) enum TaskEnd {
     Completed(String),
@@ -117,7 +135,7 @@ impl OpencodeServers {
         backend: &TaskBackend,
         title: &str,
         instruction: &str,
-    ) -> Result<String, String> {
+    ) -> Result<String, BackendError> {
         let settings = settings(backend)?;
         let (server, client, scrubber) = self.connect(store, workspace, backend).await?;
         let scrub = |e: OpencodeError| scrubber.scrub_str(&e.to_string());
@@ -202,7 +220,7 @@ impl OpencodeServers {
         store: &Store,
         workspace: &str,
         backend: &TaskBackend,
-    ) -> Result<(Arc<Server>, OpencodeClient, Scrubber), String> {
+    ) -> Result<(Arc<Server>, OpencodeClient, Scrubber), BackendError> {
         let settings = settings(backend)?;
         let password = match &settings.password {
             Some(reference) if settings.base_url.is_some() => {
@@ -214,7 +232,7 @@ impl OpencodeServers {
         let server = self
             .server(store, workspace, backend, settings, password.as_ref())
             .await
-            .map_err(|e| scrubber.scrub_str(&e))?;
+            .map_err(|e| scrubber.scrub_str(&e.0))?;
         let client = match &server.endpoint {
             Endpoint::Operator { base_url } => OpencodeClient::new(
                 base_url,
@@ -236,11 +254,11 @@ impl OpencodeServers {
         backend: &TaskBackend,
         settings: &OpencodeSettings,
         password: Option<&Password>,
-    ) -> Result<Arc<Server>, String> {
+    ) -> Result<Arc<Server>, BackendError> {
         let key = (workspace.to_owned(), backend.id.clone().unwrap_or_default());
         let version = slot_version(backend, password);
         if self.retired.lock().contains(&version) {
-            return Err("the task backend was deleted".to_owned());
+            return Err("the task backend was deleted".into());
         }
         let (slot, replaced) = {
             let mut slots = self.slots.lock();
@@ -278,7 +296,7 @@ impl OpencodeServers {
         backend_id: &str,
         settings: &OpencodeSettings,
         password: Option<&Password>,
-    ) -> Result<Arc<Server>, String> {
+    ) -> Result<Arc<Server>, BackendError> {
         if let Some(base_url) = &settings.base_url {
             let hub_client =
                 OpencodeClient::new(base_url, password, settings.directory.clone(), self.policy)
@@ -292,7 +310,7 @@ impl OpencodeServers {
             }));
         }
         let Some(command) = &settings.command else {
-            return Err("the OpenCode backend has neither baseUrl nor command".to_owned());
+            return Err("the OpenCode backend has neither baseUrl nor command".into());
         };
         let (config, secrets) = render_config(store, workspace, settings.config.as_ref()).await?;
         let home = self.home(workspace, backend_id);
@@ -461,7 +479,7 @@ impl Follower<'_> {
             .await
             // A missing password secret, a refused address, a started
             // server that cannot start again: nothing to wait for.
-            .map_err(LookError::Fatal)?;
+            .map_err(|e| LookError::Fatal(e.0))?;
         let fail = |e: OpencodeError| {
             let text = scrubber.scrub_str(&e.to_string());
             if e.is_unreachable() {
@@ -546,29 +564,30 @@ enum LookError {
     Fatal(String),
 }
 
-fn settings(backend: &TaskBackend) -> Result<&OpencodeSettings, String> {
+fn settings(backend: &TaskBackend) -> Result<&OpencodeSettings, BackendError> {
     backend
         .opencode
         .as_ref()
-        .ok_or_else(|| "the task backend has no OpenCode settings".to_owned())
+        .ok_or_else(|| "the task backend has no OpenCode settings".into())
 }
 
 /// The secret a `{{secret__name}}` reference names, revealed.
-async fn reveal(store: &Store, workspace: &str, reference: &str) -> Result<Password, String> {
+async fn reveal(store: &Store, workspace: &str, reference: &str) -> Result<Password, BackendError> {
     let Some(name) = placeholders::secrets_in([&reference.to_owned()])
         .into_iter()
         .next()
     else {
-        return Err("the OpenCode password must be a {{secret__…}} reference".to_owned());
+        return Err("the OpenCode password must be a {{secret__…}} reference".into());
     };
     match store.reveal_secret(workspace, &name).await {
         Ok(Some(value)) => Ok(Password::new(value.expose())),
         Ok(None) => Err(format!(
             "task backend \"opencode\": its password secret `{name}` does not exist"
-        )),
-        Err(e) => Err(format!(
-            "task backend \"opencode\": reading its password failed: {e}"
-        )),
+        )
+        .into()),
+        Err(e) => {
+            Err(format!("task backend \"opencode\": reading its password failed: {e}").into())
+        }
     }
 }
 
@@ -578,7 +597,7 @@ async fn render_config(
     store: &Store,
     workspace: &str,
     config: Option<&Value>,
-) -> Result<(Value, Vec<String>), String> {
+) -> Result<(Value, Vec<String>), BackendError> {
     let Some(config) = config else {
         return Ok((Value::Object(serde_json::Map::new()), Vec::new()));
     };
@@ -590,9 +609,9 @@ async fn render_config(
             format!("reading the OpenCode configuration's secret `{name}` failed: {e}")
         })?
         else {
-            return Err(format!(
-                "the OpenCode configuration's secret `{name}` does not exist"
-            ));
+            return Err(
+                format!("the OpenCode configuration's secret `{name}` does not exist").into(),
+            );
         };
         revealed.insert(name, value.expose().to_owned());
     }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Ending, TaskConfig};
 use crate::registry::bound::{BoundCall, CallMode};
+use crate::small_model::AnswerError;
 use crate::{Inner, RuntimeError};
 
 /// The system prompt of a reasoner whose backend sets none.
@@ -328,13 +329,12 @@ impl Inner {
         } else {
             CallMode::Live
         };
-        let outcome = self.execute_bound(bound, mode).await?;
-        Ok(match outcome {
+        Ok(match self.execute_bound(bound, mode).await {
             Ok(value) => match model_view(binding, &value) {
                 serde_json::Value::String(s) => s,
                 other => other.to_string(),
             },
-            Err(message) => format!("Error: {message}"),
+            Err(e) => format!("Error: {}", e.for_model()?),
         })
     }
 }
@@ -363,16 +363,16 @@ fn final_result(content: String) -> String {
 async fn complete(
     provider: &crate::Provider,
     request: ChatRequest,
-) -> Result<(String, Vec<ToolCall>), String> {
+) -> Result<(String, Vec<ToolCall>), AnswerError> {
     let mut stream = provider.client.stream(request);
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(LlmEvent::Done(r)) => return Ok((r.content, r.tool_calls)),
             Ok(LlmEvent::TextDelta(_)) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
-    Err("the model stream ended without an answer".to_owned())
+    Err(AnswerError::NoAnswer)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::TaskDrivers;
 use super::backends::TaskBackends;
+use super::opencode::BackendError;
 use super::{Ending, TaskConfig, task_view};
 use crate::features::tasks::tools::delegate::Delegate;
 use crate::session::SessionCtx;
@@ -157,7 +158,7 @@ impl Inner {
                     // meanwhile: it aborts the OpenCode session.
                     task.external_id = Some(external);
                 }
-                Err(message) => {
+                Err(BackendError(message)) => {
                     self.service::<TaskDrivers>().release(&task.id);
                     self.finish_recorded(&task, &Ending::Failed(message.clone()), None, None)
                         .await?;

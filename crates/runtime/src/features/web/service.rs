@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::Inner;
 use crate::session::SessionCtx;
-use crate::small_model::SmallModel;
+use crate::small_model::{AnswerError, SmallModel};
 use crate::tool::CallOutcome;
 
 /// Most page text handed to the small model (it reads a long page for the
@@ -22,7 +22,7 @@ async fn test_mode_answer(ctx: &SessionCtx, name: &str) -> Option<CallOutcome> {
     Some(match crate::test_mode::next_scripted(ctx, name).await {
         Some(result) => match crate::test_mode::scripted_outcome(result) {
             Ok(v) => CallOutcome::ok(v),
-            Err(e) => CallOutcome::error(e),
+            Err(e) => CallOutcome::error(e.0),
         },
         None => CallOutcome::error(format!(
             "{name} is not available in a test-mode session (it would leave the server); answer without it"
@@ -89,7 +89,12 @@ impl Inner {
     }
 
     /// The small model answers `prompt` from the page.
-    async fn extract(&self, ctx: &SessionCtx, page: &Page, prompt: &str) -> Result<String, String> {
+    async fn extract(
+        &self,
+        ctx: &SessionCtx,
+        page: &Page,
+        prompt: &str,
+    ) -> Result<String, AnswerError> {
         let mut text = page.content.as_str();
         if text.len() > EXTRACTION_INPUT_BYTES {
             let mut cut = EXTRACTION_INPUT_BYTES;

@@ -1,5 +1,6 @@
 //! `webFetch {url, prompt}` (R-WFF-1..5).
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -42,7 +43,7 @@ pub struct FetchCall {
 
 /// The model's call; errors are for the model to read (the URL itself is
 /// checked by the fetcher).
-pub fn parse(arguments: &str) -> Result<FetchCall, String> {
+pub fn parse(arguments: &str) -> Result<FetchCall, ArgumentError> {
     let call: FetchCall = crate::builtins::parse_arguments(&parameters(), arguments)?;
     if call.prompt.trim().is_empty() {
         return Err("`prompt` must say what to extract from the page".into());

@@ -1,5 +1,6 @@
 //! `webSearch {query, max_results=10 (≤30), time_range?}` (R-WS-1..3).
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -43,7 +44,7 @@ struct Args {
 }
 
 /// The model's call as a query; errors are for the model to read.
-pub fn parse(arguments: &str) -> Result<SearchQuery, String> {
+pub fn parse(arguments: &str) -> Result<SearchQuery, ArgumentError> {
     let args: Args = crate::builtins::parse_arguments(&parameters(), arguments)?;
     let query = args.query.trim().to_owned();
     if query.is_empty() {

@@ -447,9 +447,11 @@ impl Inner {
         let outcome = self
             .run_binding(ctx, binding, &call_id, "{}")
             .await
-            .unwrap_or_else(|e| {
-                tracing::error!(session = %ctx.id, error = %e, "a workflow action failed");
-                Err("the action could not run; see the server log".to_owned())
+            .map_err(|e| {
+                e.for_model().unwrap_or_else(|e| {
+                    tracing::error!(session = %ctx.id, error = %e, "a workflow action failed");
+                    "the action could not run; see the server log".to_owned()
+                })
             });
         let (ok, mut completed) = match outcome {
             Ok(v) => {

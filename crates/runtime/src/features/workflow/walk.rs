@@ -15,7 +15,7 @@ use rtc_protocol::{
 use serde_json::{Map, Value, json};
 
 use crate::session::SessionCtx;
-use crate::small_model::SmallModel;
+use crate::small_model::{AnswerError, SmallModel};
 use crate::{Inner, RuntimeError};
 
 /// How many recent messages the judge reads.
@@ -115,8 +115,11 @@ impl Inner {
             schema,
         };
         let answer = judge.complete(messages, output).await.and_then(|text| {
-            serde_json::from_str::<Map<String, Value>>(text.trim())
-                .map_err(|_| format!("the judge did not answer a JSON object: {text:.200}"))
+            serde_json::from_str::<Map<String, Value>>(text.trim()).map_err(|_| {
+                AnswerError::Unreadable(format!(
+                    "the judge did not answer a JSON object: {text:.200}"
+                ))
+            })
         });
         match answer {
             Ok(map) => Ok(ids

@@ -1,5 +1,6 @@
 //! `cancelGoal {goal_id}`.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 
 use super::GoalOp;
@@ -19,7 +20,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<GoalRef, String> {
+pub fn parse(arguments: &str) -> Result<GoalRef, ArgumentError> {
     crate::builtins::parse_arguments(&super::goal_id_parameters(), arguments)
 }
 

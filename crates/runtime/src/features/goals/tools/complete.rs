@@ -1,5 +1,6 @@
 //! `completeGoal {goal_id}`.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 
 use super::GoalOp;
@@ -18,7 +19,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<GoalRef, String> {
+pub fn parse(arguments: &str) -> Result<GoalRef, ArgumentError> {
     crate::builtins::parse_arguments(&super::goal_id_parameters(), arguments)
 }
 

@@ -1,5 +1,6 @@
 //! `createGoal {condition, max_turns=50, token_budget?, deadline_minutes?}`.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -42,7 +43,7 @@ fn default_turns() -> i64 {
     50
 }
 
-pub fn parse(arguments: &str) -> Result<Create, String> {
+pub fn parse(arguments: &str) -> Result<Create, ArgumentError> {
     let c: Create = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     if c.condition.trim().is_empty() {
         return Err("`condition` must describe the end state".into());

@@ -1,6 +1,7 @@
 //! `completeLoop {reason}`: called from inside one of the loop's own turns.
 
 use super::LoopOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -25,7 +26,7 @@ pub struct Complete {
     pub reason: Option<String>,
 }
 
-pub fn parse(arguments: &str) -> Result<Complete, String> {
+pub fn parse(arguments: &str) -> Result<Complete, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 

@@ -2,6 +2,7 @@
 
 use super::Create;
 use super::LoopOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde_json::json;
@@ -28,7 +29,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<Create, String> {
+pub fn parse(arguments: &str) -> Result<Create, ArgumentError> {
     let c: Create = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     if c.prompt.trim().is_empty() {
         return Err("`prompt` must say what to do on every tick".into());

@@ -1,6 +1,7 @@
 //! `listLoops {}`.
 
 use super::LoopOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde_json::{Value, json};
@@ -18,7 +19,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<Value, String> {
+pub fn parse(arguments: &str) -> Result<Value, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 

@@ -9,6 +9,7 @@ pub mod list;
 pub mod pause;
 pub mod resume;
 
+use crate::builtins::ArgumentError;
 use serde::Deserialize;
 
 /// `createLoop`'s arguments.
@@ -46,6 +47,6 @@ pub struct LoopRef {
     pub loop_id: String,
 }
 
-pub(crate) fn parse_ref(arguments: &str) -> Result<LoopRef, String> {
+pub(crate) fn parse_ref(arguments: &str) -> Result<LoopRef, ArgumentError> {
     crate::builtins::parse_arguments(&loop_id_parameters(), arguments)
 }

@@ -1,5 +1,6 @@
 //! `pauseLoop {loop_id}`.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 
 use super::LoopOp;
@@ -18,7 +19,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<LoopRef, String> {
+pub fn parse(arguments: &str) -> Result<LoopRef, ArgumentError> {
     super::parse_ref(arguments)
 }
 

@@ -1,6 +1,7 @@
 //! `deleteMemory {memory_id}`.
 
 use super::MemoryOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -25,7 +26,7 @@ pub struct Delete {
     pub memory_id: String,
 }
 
-pub fn parse(arguments: &str) -> Result<Delete, String> {
+pub fn parse(arguments: &str) -> Result<Delete, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 

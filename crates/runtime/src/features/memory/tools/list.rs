@@ -1,6 +1,7 @@
 //! `listMemories {limit?, offset?}`.
 
 use super::MemoryOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -33,7 +34,7 @@ fn default_limit() -> i64 {
     20
 }
 
-pub fn parse(arguments: &str) -> Result<List, String> {
+pub fn parse(arguments: &str) -> Result<List, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 

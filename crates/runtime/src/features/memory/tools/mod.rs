@@ -2,6 +2,8 @@
 //! user across sessions. One tool per file; the runtime stores them per
 //! workspace and user.
 
+use crate::builtins::ArgumentError;
+
 pub mod delete;
 pub mod list;
 pub mod save;
@@ -33,7 +35,7 @@ fn tags_schema() -> serde_json::Value {
 }
 
 /// Content must say something.
-fn check_content(content: &str) -> Result<(), String> {
+fn check_content(content: &str) -> Result<(), ArgumentError> {
     if content.trim().is_empty() {
         Err("`content` must not be blank".into())
     } else {

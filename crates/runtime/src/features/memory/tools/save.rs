@@ -1,6 +1,7 @@
 //! `saveMemory {content, tags?}`.
 
 use super::MemoryOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -26,7 +27,7 @@ pub struct Save {
     pub tags: Vec<String>,
 }
 
-pub fn parse(arguments: &str) -> Result<Save, String> {
+pub fn parse(arguments: &str) -> Result<Save, ArgumentError> {
     let save: Save = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     super::check_content(&save.content)?;
     Ok(save)

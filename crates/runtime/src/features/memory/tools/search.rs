@@ -1,6 +1,7 @@
 //! `searchMemory {query, limit?}`.
 
 use super::MemoryOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -32,7 +33,7 @@ fn default_limit() -> i64 {
     5
 }
 
-pub fn parse(arguments: &str) -> Result<Search, String> {
+pub fn parse(arguments: &str) -> Result<Search, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 

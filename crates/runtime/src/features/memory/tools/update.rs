@@ -1,6 +1,7 @@
 //! `updateMemory {memory_id, content?, tags?}`.
 
 use super::MemoryOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -28,7 +29,7 @@ pub struct Update {
     pub tags: Option<Vec<String>>,
 }
 
-pub fn parse(arguments: &str) -> Result<Update, String> {
+pub fn parse(arguments: &str) -> Result<Update, ArgumentError> {
     let update: Update = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     if update.content.is_none() && update.tags.is_none() {
         return Err("give `content`, `tags` or both".into());

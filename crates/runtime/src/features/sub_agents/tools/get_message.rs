@@ -1,5 +1,6 @@
 //! `getSubAgentMessage {sub_session_id}`.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 
 use super::SubAgentOp;
@@ -18,7 +19,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<SubSessionRef, String> {
+pub fn parse(arguments: &str) -> Result<SubSessionRef, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 

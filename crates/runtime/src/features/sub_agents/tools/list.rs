@@ -1,6 +1,7 @@
 //! `listSubAgent {}`.
 
 use super::SubAgentOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde_json::json;
@@ -18,7 +19,7 @@ pub fn spec() -> ToolSpec {
 }
 
 /// listSubAgent takes no arguments; anything else is named back.
-pub fn parse(arguments: &str) -> Result<(), String> {
+pub fn parse(arguments: &str) -> Result<(), ArgumentError> {
     crate::builtins::parse_arguments::<serde_json::Value>(&spec().parameters, arguments).map(|_| ())
 }
 

@@ -1,5 +1,6 @@
 //! `sendMessageToSubAgent {sub_session_id, message}`.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -29,7 +30,7 @@ pub struct SendMessage {
     pub message: String,
 }
 
-pub fn parse(arguments: &str) -> Result<SendMessage, String> {
+pub fn parse(arguments: &str) -> Result<SendMessage, ArgumentError> {
     let m: SendMessage = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     if m.message.trim().is_empty() {
         return Err("`message` must not be blank".into());

@@ -1,6 +1,7 @@
 //! `subAgent {title, instruction, mode = "async"}`.
 
 use super::SubAgentOp;
+use crate::builtins::ArgumentError;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -52,7 +53,7 @@ pub struct SubAgent {
     pub mode: Mode,
 }
 
-pub fn parse(arguments: &str) -> Result<SubAgent, String> {
+pub fn parse(arguments: &str) -> Result<SubAgent, ArgumentError> {
     let mut s: SubAgent = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     s.title = s.title.trim().to_owned();
     if s.title.is_empty() {

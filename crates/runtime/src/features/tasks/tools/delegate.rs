@@ -1,6 +1,7 @@
 //! `delegate_task {title, instruction}`: hand a long task to the
 //! assistant's task backend; answers at once with the task's id.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
@@ -40,7 +41,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<Delegate, String> {
+pub fn parse(arguments: &str) -> Result<Delegate, ArgumentError> {
     let args: Delegate = crate::builtins::parse_arguments(&spec().parameters, arguments)?;
     if args.title.trim().is_empty() || args.instruction.trim().is_empty() {
         return Err("title and instruction must not be blank".into());

@@ -1,5 +1,6 @@
 //! `get_task_status {task_id}`: where one of this session's tasks is.
 
+use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 
 use super::{TaskRef, task_ref_parameters};
@@ -17,7 +18,7 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-pub fn parse(arguments: &str) -> Result<TaskRef, String> {
+pub fn parse(arguments: &str) -> Result<TaskRef, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
