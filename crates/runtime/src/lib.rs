@@ -11,6 +11,7 @@ mod background;
 mod broker;
 mod builtins;
 mod cluster;
+mod composition;
 mod config_cache;
 mod control;
 mod conversation_tests;
@@ -57,6 +58,7 @@ use tokio_util::task::TaskTracker;
 
 pub use broker::{ClientError, ClientReply, schema_hash};
 pub use cluster::ClusterSettings;
+pub use composition::{AssistantDeps, McpToolsError, assistant_context, find_interface};
 pub use conversation_tests::RUNS_KEPT;
 pub use error::RuntimeError;
 pub use fair_gate::TestQueueLimits;
@@ -66,7 +68,6 @@ pub use features::sub_agents::service::SubAgentLimits;
 pub use limits::SessionLimits;
 pub use providers::{DEFAULT_PROVIDER, check_provider, describe_provider};
 pub use session::{ClientConnection, SessionConfig};
-pub use start::{AssistantDeps, McpToolsError, assistant_context, find_interface};
 pub use telemetry::SPAN_TARGET;
 
 /// A named chat model provider, its default model, and the small model it

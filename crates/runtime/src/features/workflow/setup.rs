@@ -17,8 +17,8 @@ use serde_json::json;
 
 use super::snapshot::WorkflowConfig;
 use super::{Next, ORIGIN, Step, Walk, WorkflowState, action_call_id, graph, tool_name};
+use crate::composition::{assistant_context, find_interface};
 use crate::session::{SessionConfig, SessionCtx};
-use crate::start::{assistant_context, find_interface};
 use crate::{Inner, Runtime, RuntimeError};
 
 /// Reason of a session whose human transfer was released with no edge to
