@@ -28,6 +28,13 @@ impl Extensions {
             .and_then(|value| value.downcast_ref())
     }
 
+    /// The value of type `T`, to change, if there is one.
+    pub(crate) fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
+        self.map
+            .get_mut(&TypeId::of::<T>())
+            .and_then(|value| value.downcast_mut())
+    }
+
     /// The value of type `T`, put in as its default if there is none yet.
     pub(crate) fn get_or_default<T: Default + Send + Sync + 'static>(&mut self) -> &mut T {
         self.map
@@ -61,6 +68,10 @@ mod tests {
         assert_eq!(e.insert(Other("x")), None);
         assert_eq!(e.insert(Goal(2)), Some(Goal(1)));
         assert_eq!(e.get::<Goal>(), Some(&Goal(2)));
+        if let Some(g) = e.get_mut::<Goal>() {
+            g.0 = 3;
+        }
+        assert_eq!(e.insert(Goal(2)), Some(Goal(3)));
         assert_eq!(e.remove::<Goal>(), Some(Goal(2)));
         assert_eq!(e.remove::<Goal>(), None);
         assert_eq!(e.remove::<Other>(), Some(Other("x")));

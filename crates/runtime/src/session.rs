@@ -132,6 +132,13 @@ impl SessionCtx {
         self.derived.get::<T>()
     }
 
+    /// The feature state of type `T`, if the session has one, for `f`
+    /// (reading puts nothing in: most sessions keep nothing for most
+    /// features).
+    pub fn peek<T: Send + Sync + 'static, R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.extensions.lock().get::<T>().map(f)
+    }
+
     /// The feature state of type `T` (its default until set), for `f`.
     pub fn ext<T: Default + Send + Sync + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         f(self.extensions.lock().get_or_default::<T>())

@@ -30,7 +30,9 @@ impl Feature for Inbox {
         // Items left from before a restart are found at the first
         // boundary; a session just created has none (every later item
         // sets the hint).
-        ext.insert(InboxHint(!fresh));
+        if !fresh {
+            ext.insert(InboxHint(true));
+        }
         Box::pin(async { Ok(()) })
     }
 

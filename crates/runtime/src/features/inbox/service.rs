@@ -71,7 +71,12 @@ impl Inner {
     /// take them: active, nobody asked, and every awaited sync report
     /// among them. Returns whether anything was delivered.
     pub(crate) async fn deliver_inbox(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
-        if !ctx.ext(|h: &mut InboxHint| std::mem::take(&mut h.0)) {
+        if !ctx
+            .extensions
+            .lock()
+            .remove::<InboxHint>()
+            .is_some_and(|h| h.0)
+        {
             return Ok(false);
         }
         let items = self.store.pending_inbox(&ctx.id).await?;
@@ -82,17 +87,20 @@ impl Inner {
             let state = ctx.state.lock().await;
             let ready = state.is_open()
                 && crate::features::interaction::service::pending_question(ctx).is_none()
-                && ctx.ext(|awaited: &mut Awaited| {
-                    let all_reported = awaited.0.iter().all(|call| {
-                        items.iter().any(|i| {
-                            i.kind == InboxKind::CallResult && i.call_id.as_ref() == Some(call)
+                && {
+                    let mut extensions = ctx.extensions.lock();
+                    let all_reported = extensions.get::<Awaited>().is_none_or(|awaited| {
+                        awaited.0.iter().all(|call| {
+                            items.iter().any(|i| {
+                                i.kind == InboxKind::CallResult && i.call_id.as_ref() == Some(call)
+                            })
                         })
                     });
                     if all_reported {
-                        awaited.0.clear();
+                        extensions.remove::<Awaited>();
                     }
                     all_reported
-                });
+                };
             if !ready {
                 ctx.ext(|h: &mut InboxHint| h.0 = true);
                 return Ok(false);

@@ -36,12 +36,20 @@ impl Feature for Interaction {
         _fresh: bool,
         ext: &'a mut Extensions,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        ext.insert(InteractionState::stored(record));
+        // Nothing is kept for a session that asked nothing and has no
+        // todos (most).
+        if record.pending_question.is_some() || !record.todos.is_empty() {
+            ext.insert(InteractionState::stored(record));
+        }
         Box::pin(async { Ok(()) })
     }
 
     fn reload(&self, record: &SessionRecord, ext: &mut Extensions) {
-        ext.insert(InteractionState::stored(record));
+        if record.pending_question.is_some() || !record.todos.is_empty() {
+            ext.insert(InteractionState::stored(record));
+        } else {
+            ext.remove::<InteractionState>();
+        }
     }
 
     fn user_message_arriving<'a>(
@@ -54,6 +62,7 @@ impl Feature for Interaction {
     }
 
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {
-        ctx.ext(|s: &mut InteractionState| s.question.is_some())
+        ctx.peek(|s: &InteractionState| s.question.is_some())
+            .unwrap_or(false)
     }
 }

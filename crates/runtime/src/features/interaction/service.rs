@@ -44,7 +44,8 @@ impl InteractionState {
 
 /// The question `ctx` waits on, if any.
 pub(crate) fn pending_question(ctx: &SessionCtx) -> Option<PendingQuestion> {
-    ctx.ext(|s: &mut InteractionState| s.question.clone())
+    ctx.peek(|s: &InteractionState| s.question.clone())
+        .flatten()
 }
 
 /// `todoWrite` (R-TD): the whole list replaced, stored with the session
@@ -154,7 +155,12 @@ impl Inner {
 
     /// A user message instead of answers: the question is dismissed.
     pub(crate) async fn dismiss_question(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        let Some(pending) = ctx.ext(|s: &mut InteractionState| s.question.take()) else {
+        let taken = ctx
+            .extensions
+            .lock()
+            .get_mut::<InteractionState>()
+            .and_then(|s| s.question.take());
+        let Some(pending) = taken else {
             return Ok(());
         };
         let event = AskUserAnswered {
@@ -172,7 +178,9 @@ impl Runtime {
     /// The session's todo list.
     pub async fn todos(&self, workspace: &str, id: &str) -> Result<Vec<TodoItem>, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        Ok(ctx.ext(|s: &mut InteractionState| s.todos.clone()))
+        Ok(ctx
+            .peek(|s: &InteractionState| s.todos.clone())
+            .unwrap_or_default())
     }
 }
 

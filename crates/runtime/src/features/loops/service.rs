@@ -106,7 +106,7 @@ impl LoopCx<'_> {
                 return Ok(CallOutcome::ok(json!({"loops": loops})));
             }
             LoopOp::Complete(args) => {
-                let current = ctx.ext(|c: &mut CurrentLoop| c.0.clone());
+                let current = ctx.peek(|c: &CurrentLoop| c.0.clone()).flatten();
                 let Some(id) = current else {
                     return Ok(CallOutcome::error(
                         "completeLoop only works inside a loop's own turn; use cancelLoop to stop a loop",
@@ -348,7 +348,7 @@ impl Inner {
         *slot = Some(running);
         drop(slot);
         self.await_turn_with_heartbeat(&ctx, &l.id, turn).await;
-        ctx.ext(|c: &mut CurrentLoop| c.0 = None);
+        ctx.extensions.lock().remove::<CurrentLoop>();
         let now = now_millis();
         let status = if l.turns_done + 1 >= l.max_turns {
             Some((

@@ -43,7 +43,10 @@ impl Feature for SubAgents {
         Box::pin(async move {
             // A session just created awaits nothing yet.
             if !fresh {
-                ext.insert(rt.stored_awaited(&record.id).await?);
+                let awaited = rt.stored_awaited(&record.id).await?;
+                if !awaited.0.is_empty() {
+                    ext.insert(awaited);
+                }
             }
             Ok(())
         })
@@ -68,7 +71,7 @@ impl Feature for SubAgents {
     }
 
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {
-        ctx.ext(|a: &mut Awaited| !a.0.is_empty())
+        ctx.peek(|a: &Awaited| !a.0.is_empty()).unwrap_or(false)
     }
 
     fn session_ended<'a>(

@@ -341,7 +341,12 @@ impl Inner {
     /// A user message while sync sub-agents are awaited: the calls get a
     /// result now and the reports will come as messages.
     pub(crate) async fn stop_awaiting(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        let awaited = ctx.ext(|a: &mut Awaited| std::mem::take(&mut a.0));
+        let awaited = ctx
+            .extensions
+            .lock()
+            .remove::<Awaited>()
+            .map(|a| a.0)
+            .unwrap_or_default();
         if awaited.is_empty() {
             return Ok(());
         }

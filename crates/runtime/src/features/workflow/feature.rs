@@ -49,7 +49,8 @@ impl Feature for Workflows {
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async move {
-            match ctx.ext(|o: &mut Opening| o.0.take()) {
+            let next = ctx.extensions.lock().remove::<Opening>().and_then(|o| o.0);
+            match next {
                 Some(next) => rt.follow(ctx, next).await,
                 None => Ok(()),
             }
@@ -61,13 +62,13 @@ impl Feature for Workflows {
         _rt: &'a Arc<Inner>,
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        ctx.ext(|w: &mut WorkflowState| {
-            if let Some(position) = w.position.as_mut() {
-                // maxHopsPerTurn counts the hops between user messages.
-                position.hops = 0;
-                w.walk = Walk::start(ctx.events.emitted());
-            }
-        });
+        if let Some(w) = ctx.extensions.lock().get_mut::<WorkflowState>()
+            && let Some(position) = w.position.as_mut()
+        {
+            // maxHopsPerTurn counts the hops between user messages.
+            position.hops = 0;
+            w.walk = Walk::start(ctx.events.emitted());
+        }
         Box::pin(async { Ok(()) })
     }
 
@@ -94,26 +95,34 @@ impl Feature for Workflows {
         _fresh: bool,
         ext: &'a mut Extensions,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        ext.get_or_default::<WorkflowState>().position = record.workflow.clone();
+        // Nothing is kept for a session without a position (most).
+        if record.workflow.is_some() {
+            ext.get_or_default::<WorkflowState>().position = record.workflow.clone();
+        }
         Box::pin(async { Ok(()) })
     }
 
     fn reload(&self, record: &SessionRecord, ext: &mut Extensions) {
-        ext.get_or_default::<WorkflowState>().position = record.workflow.clone();
+        if record.workflow.is_some() || ext.get::<WorkflowState>().is_some() {
+            ext.get_or_default::<WorkflowState>().position = record.workflow.clone();
+        }
     }
 
     fn input_recorded(&self, ctx: &SessionCtx) {
         // A loop tick's or goal's input starts a new walk.
-        ctx.ext(|w: &mut WorkflowState| w.walk = Walk::start(ctx.events.emitted()));
+        if snapshot::of(ctx).is_some() {
+            ctx.ext(|w: &mut WorkflowState| w.walk = Walk::start(ctx.events.emitted()));
+        }
     }
 
     fn turn_assistant(&self, ctx: &SessionCtx) -> Option<Arc<Assistant>> {
-        let position = ctx.ext(|w: &mut WorkflowState| w.position.clone())?;
+        let position = ctx.peek(|w: &WorkflowState| w.position.clone()).flatten()?;
         snapshot::of(ctx)?.assistant_at(&position)
     }
 
     fn history_from(&self, ctx: &SessionCtx) -> Option<usize> {
-        ctx.ext(|w: &mut WorkflowState| w.position.as_ref().and_then(|p| p.history_from))
+        ctx.peek(|w: &WorkflowState| w.position.as_ref().and_then(|p| p.history_from))
+            .flatten()
     }
 
     fn adopted<'a>(

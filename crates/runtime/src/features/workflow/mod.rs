@@ -295,8 +295,9 @@ impl Inner {
     ) -> Result<Step, RuntimeError> {
         ctx.events.emit(EventBody::error(code, message)).await?;
         let target = graph(ctx).and_then(|w| w.on_error_node_id.clone());
-        let current =
-            ctx.ext(|w: &mut WorkflowState| w.position.as_ref().map(|p| p.current_node_id.clone()));
+        let current = ctx
+            .peek(|w: &WorkflowState| w.position.as_ref().map(|p| p.current_node_id.clone()))
+            .flatten();
         match target {
             Some(t) if Some(&t) != current.as_ref() => {
                 Box::pin(self.enter(ctx, &t, None, true)).await

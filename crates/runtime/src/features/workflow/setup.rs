@@ -226,13 +226,16 @@ impl Inner {
             let Some(wf) = graph(&ctx) else {
                 return Ok(());
             };
-            let Some((node, visit)) = ctx.ext(|w: &mut WorkflowState| {
-                w.position.as_ref().and_then(|p| {
-                    let node = p.running_action.clone()?;
-                    let visit = p.visits.get(&node).copied().unwrap_or(1);
-                    Some((node, visit))
+            let Some((node, visit)) = ctx
+                .peek(|w: &WorkflowState| {
+                    w.position.as_ref().and_then(|p| {
+                        let node = p.running_action.clone()?;
+                        let visit = p.visits.get(&node).copied().unwrap_or(1);
+                        Some((node, visit))
+                    })
                 })
-            }) else {
+                .flatten()
+            else {
                 return Ok(());
             };
             tracing::info!(session = %id, node = %node, "an action was cut off by a restart; it counts as failed");
@@ -283,7 +286,7 @@ impl Inner {
 async fn current(ctx: &SessionCtx) -> Option<(&Workflow, &WorkflowNode)> {
     let wf = graph(ctx)?;
     let active = ctx.state.lock().await.status == SessionStatus::Active;
-    let position = ctx.ext(|w: &mut WorkflowState| w.position.clone())?;
+    let position = ctx.peek(|w: &WorkflowState| w.position.clone()).flatten()?;
     let free = active && position.transferred_to.is_none() && position.running_action.is_none();
     let node = wf.node(&position.current_node_id)?;
     free.then_some((wf, node))
