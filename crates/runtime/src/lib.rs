@@ -8,24 +8,19 @@
 //! message interrupts it (R-RN-2).
 
 mod background;
-mod broker;
+// The kernel's modules, under the paths the runtime has always used.
+pub(crate) use rtc_session::{broker, cluster, error, events, extensions, journal};
 mod builtins;
-mod cluster;
 mod composition;
 mod config_cache;
 mod control;
 mod conversation_tests;
-mod error;
-mod events;
-mod extensions;
 mod fair_gate;
 mod feature;
 mod features;
 mod history;
-mod journal;
 mod lifecycle;
 mod limits;
-mod live;
 mod ownership;
 mod providers;
 mod registry;

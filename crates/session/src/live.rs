@@ -19,16 +19,16 @@ use tokio::sync::Notify;
 
 /// How many live events a subscriber may fall behind before it re-reads
 /// from the store.
-pub(crate) const LIVE_BUFFER: usize = 256;
+pub const LIVE_BUFFER: usize = 256;
 
 /// One live event: shared by every subscriber, not copied per reader.
 /// `None` tells subscribers to re-read the store (another instance
 /// committed events of the session).
-pub(crate) type LiveEvent = Option<Arc<SessionEvent>>;
+pub type LiveEvent = Option<Arc<SessionEvent>>;
 
 /// Why [`LiveReceiver::recv`] has no event to give.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum LiveError {
+pub enum LiveError {
     /// The receiver fell more than [`LIVE_BUFFER`] events behind; the
     /// events it missed are in the store.
     Lagged,
@@ -67,7 +67,7 @@ impl Ring {
 /// The live events of one session. Idle, or subscribed and caught up, it
 /// holds no event.
 #[derive(Default)]
-pub(crate) struct Live {
+pub struct Live {
     ring: Mutex<Ring>,
     changed: Notify,
 }
@@ -131,7 +131,7 @@ impl Live {
 }
 
 /// One subscriber's place in a session's live events.
-pub(crate) struct LiveReceiver {
+pub struct LiveReceiver {
     live: Arc<Live>,
     /// The number of the next event to read.
     next: u64,

@@ -19,7 +19,7 @@ use crate::live::{Live, LiveError, LiveReceiver};
 
 const REPLAY_PAGE: i64 = 500;
 
-pub(crate) struct EventLog {
+pub struct EventLog {
     session_id: String,
     /// Every event is marked `testMode` (R-BX-10).
     test_mode: bool,
@@ -33,7 +33,7 @@ pub(crate) struct EventLog {
 
 /// Whether [`EventLog::record`] waits for the commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Durability {
+pub enum Durability {
     /// Go on at once; the journal commits soon, in order.
     Queued,
     /// Return only once the records are committed (acknowledged input).
@@ -224,7 +224,7 @@ mod tests {
     use rtc_protocol::EventBody;
 
     use super::*;
-    use crate::test_support::store_with_session;
+    use crate::store_tests::store_with_session;
 
     /// A subscriber that does not read while far more events than the live
     /// buffer are emitted still gets every event, in order (R-RN-5), and the

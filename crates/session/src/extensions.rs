@@ -9,34 +9,34 @@ use std::collections::HashMap;
 
 /// Values by their type, at most one of each.
 #[derive(Default)]
-pub(crate) struct Extensions {
+pub struct Extensions {
     map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
 impl Extensions {
     /// Put `value` in, giving back the one it replaces.
-    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
         self.map
             .insert(TypeId::of::<T>(), Box::new(value))
             .and_then(|old| old.downcast().ok().map(|b| *b))
     }
 
     /// The value of type `T`, if there is one.
-    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.map
             .get(&TypeId::of::<T>())
             .and_then(|value| value.downcast_ref())
     }
 
     /// The value of type `T`, to change, if there is one.
-    pub(crate) fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
+    pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
         self.map
             .get_mut(&TypeId::of::<T>())
             .and_then(|value| value.downcast_mut())
     }
 
     /// The value of type `T`, put in as its default if there is none yet.
-    pub(crate) fn get_or_default<T: Default + Send + Sync + 'static>(&mut self) -> &mut T {
+    pub fn get_or_default<T: Default + Send + Sync + 'static>(&mut self) -> &mut T {
         self.map
             .entry(TypeId::of::<T>())
             .or_insert_with(|| Box::new(T::default()))
@@ -45,7 +45,7 @@ impl Extensions {
     }
 
     /// Take the value of type `T` out.
-    pub(crate) fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
+    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
         self.map
             .remove(&TypeId::of::<T>())
             .and_then(|old| old.downcast().ok().map(|b| *b))
@@ -57,23 +57,23 @@ mod tests {
     use super::*;
 
     #[derive(Debug, PartialEq)]
-    struct Goal(u32);
+    struct Note(u32);
     #[derive(Debug, PartialEq)]
     struct Other(&'static str);
 
     #[test]
     fn one_value_per_type() {
         let mut e = Extensions::default();
-        assert_eq!(e.insert(Goal(1)), None);
+        assert_eq!(e.insert(Note(1)), None);
         assert_eq!(e.insert(Other("x")), None);
-        assert_eq!(e.insert(Goal(2)), Some(Goal(1)));
-        assert_eq!(e.get::<Goal>(), Some(&Goal(2)));
-        if let Some(g) = e.get_mut::<Goal>() {
+        assert_eq!(e.insert(Note(2)), Some(Note(1)));
+        assert_eq!(e.get::<Note>(), Some(&Note(2)));
+        if let Some(g) = e.get_mut::<Note>() {
             g.0 = 3;
         }
-        assert_eq!(e.insert(Goal(2)), Some(Goal(3)));
-        assert_eq!(e.remove::<Goal>(), Some(Goal(2)));
-        assert_eq!(e.remove::<Goal>(), None);
+        assert_eq!(e.insert(Note(2)), Some(Note(3)));
+        assert_eq!(e.remove::<Note>(), Some(Note(2)));
+        assert_eq!(e.remove::<Note>(), None);
         assert_eq!(e.remove::<Other>(), Some(Other("x")));
     }
 

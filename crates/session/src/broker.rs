@@ -22,7 +22,7 @@ pub struct ClientError(pub String);
 
 /// The connection of calls sent to a client on another instance (local
 /// connections are numbered from 1).
-pub(crate) const REMOTE: u64 = 0;
+pub const REMOTE: u64 = 0;
 
 struct Pending {
     connection: u64,
@@ -30,14 +30,14 @@ struct Pending {
 }
 
 #[derive(Default)]
-pub(crate) struct Broker {
+pub struct Broker {
     next_id: AtomicU64,
     clients: Mutex<HashMap<u64, HashMap<String, Option<String>>>>,
     pending: Mutex<HashMap<String, Pending>>,
 }
 
 /// One call of a client function (R-CT-3, R-BX-9).
-pub(crate) struct ClientCall<'a> {
+pub struct ClientCall<'a> {
     pub call_id: &'a str,
     pub function: &'a str,
     pub arguments: Value,
@@ -73,7 +73,7 @@ pub fn schema_hash(schema: &Value) -> String {
 }
 
 /// How a client call ended.
-pub(crate) enum ClientOutcome {
+pub enum ClientOutcome {
     Result(Value),
     Error(String),
 }

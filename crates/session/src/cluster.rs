@@ -30,12 +30,12 @@ impl Default for ClusterSettings {
 
 impl ClusterSettings {
     /// The lease in milliseconds (the store's clock).
-    pub(crate) fn lease_millis(&self) -> i64 {
+    pub fn lease_millis(&self) -> i64 {
         millis(self.lease)
     }
 }
 
 /// A duration in whole milliseconds, saturating.
-pub(crate) fn millis(d: Duration) -> i64 {
+pub fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -27,7 +27,7 @@ const QUEUE: usize = 8192;
 const BATCH: usize = 512;
 
 /// What one write stores and whom it tells.
-pub(crate) struct Entry {
+pub struct Entry {
     pub session: String,
     pub message: Option<Message>,
     pub events: Vec<SessionEvent>,
@@ -60,7 +60,7 @@ enum Job {
 
 /// Handle to the writer task; cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Journal {
+pub struct Journal {
     tx: mpsc::Sender<Job>,
 }
 
@@ -104,7 +104,7 @@ impl Journal {
 }
 
 /// The commit of queued records, to wait for.
-pub(crate) struct Commit(oneshot::Receiver<Result<(), CommitError>>);
+pub struct Commit(oneshot::Receiver<Result<(), CommitError>>);
 
 impl Commit {
     /// Wait until the records are committed.
@@ -201,7 +201,7 @@ mod tests {
     use rtc_protocol::{EventBody, SessionEvent};
 
     use super::*;
-    use crate::test_support::store_with_session;
+    use crate::store_tests::store_with_session;
 
     fn entry(session: &str, n: i64, live: &Arc<Live>) -> Box<Entry> {
         Box::new(Entry {
