@@ -9,10 +9,9 @@
 
 mod background;
 // The kernel's modules, under the paths the runtime has always used.
-pub(crate) use rtc_session::{broker, cluster, error, events, extensions, journal};
+pub(crate) use rtc_session::{broker, cluster, config_cache, error, events, extensions, journal};
 mod builtins;
 mod composition;
-mod config_cache;
 mod control;
 mod conversation_tests;
 mod fair_gate;

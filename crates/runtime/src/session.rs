@@ -1,196 +1,23 @@
-//! The in-memory side of a session: its configuration snapshot, current
-//! variables and status, event log, client broker and running turn.
+//! The runtime's side of session contexts (the types are the kernel's,
+//! `rtc_session::context`): loading a context from its row with every
+//! feature's state, holding and evicting them, reloading what another
+//! instance wrote, and the client connections hosts open.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use rtc_protocol::{Assistant, SessionStatus, Tool};
+use rtc_protocol::Assistant;
 use rtc_store::{SessionRecord, now_millis};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+
+pub use rtc_session::context::SessionConfig;
+pub(crate) use rtc_session::context::{ParentLink, RunningTurn, SessionCtx, SessionState};
 
 use crate::broker::Broker;
 use crate::events::EventLog;
 use crate::extensions::Extensions;
 use crate::{Inner, RuntimeError};
-
-/// What a session runs with, fixed when it starts: later edits of the
-/// assistant or its tools apply to new sessions.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SessionConfig {
-    /// The assistant; for a workflow session, the workflow's globals
-    /// (`rtc_core::workflow_stage::base_assistant`).
-    pub assistant: Assistant,
-    /// Every tool the session may call, by id.
-    pub tools: BTreeMap<String, Tool>,
-    /// Set for a test-mode session (R-BX-10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test: Option<crate::test_mode::TestMode>,
-    /// What features keep in the snapshot, under their own keys (a
-    /// workflow's graph under `workflow`); each reads its own when the
-    /// snapshot is parsed (`Feature::config_parsed`).
-    #[serde(flatten)]
-    pub features: Map<String, Value>,
-}
-
-/// Mutable state of a session.
-pub(crate) struct SessionState {
-    pub variables: Map<String, Value>,
-    pub status: SessionStatus,
-    /// Set by `endConversation`: `(reason, allow interruption)`; the
-    /// session ends when the turn completes.
-    pub ending: Option<(Option<String>, bool)>,
-    /// Test mode: calls per tool name so far, for scripted results.
-    pub scripted_calls: BTreeMap<String, usize>,
-}
-
-impl SessionState {
-    /// Active and not ending: a turn may follow (see
-    /// [`Inner::can_continue`] for one the runtime starts by itself).
-    pub fn is_open(&self) -> bool {
-        self.status == SessionStatus::Active && self.ending.is_none()
-    }
-}
-
-/// Where a sub-agent session sits in its tree (R-SA-1).
-#[derive(Debug, Clone)]
-pub(crate) struct SubAgentInfo {
-    pub parent_id: String,
-    pub title: String,
-    pub depth: i64,
-}
-
-pub(crate) struct RunningTurn {
-    /// Tells a finishing turn whether the slot is still its own.
-    pub id: u64,
-    pub cancel: CancellationToken,
-    pub handle: JoinHandle<()>,
-}
-
-/// A session while it is used.
-///
-/// Lock order: `turn` (the turn slot) before `history` before `state`;
-/// a holder of `history` or `state` never waits for a turn's task (only
-/// [`Self::cancel_turn`] and [`Self::wait_turn`] do, after releasing
-/// `turn`). The std mutexes (`extensions`, the broker's, the runtime's
-/// session map) are never held across an `.await`; `extensions` may be
-/// taken while `state` is held, never the other way round.
-pub(crate) struct SessionCtx {
-    pub id: String,
-    pub workspace: String,
-    /// The root of the session's tree (itself for a root session).
-    pub root_id: String,
-    /// Set for a sub-agent session.
-    pub sub_agent: Option<SubAgentInfo>,
-    /// The end user (`userId` at start), who owns memories (R-MM).
-    pub user_id: Option<String>,
-    /// Shared with the contexts of the same snapshot (`config_cache`).
-    pub config: Arc<SessionConfig>,
-    /// The session's assistant, shared like `config`.
-    pub assistant: Arc<Assistant>,
-    /// What features read from `config` (`Feature::config_parsed`),
-    /// shared like it.
-    pub derived: Arc<Extensions>,
-    pub state: tokio::sync::Mutex<SessionState>,
-    pub events: EventLog,
-    pub broker: Broker,
-    pub turn: tokio::sync::Mutex<Option<RunningTurn>>,
-    /// The message history, loaded on first use and appended in step
-    /// with the store; a large one is dropped after each turn and read
-    /// again when needed (`SessionLimits::history_memory_bytes`).
-    pub history: tokio::sync::Mutex<Option<Vec<rtc_protocol::Message>>>,
-    /// About how many bytes the stored history holds
-    /// ([`crate::history::message_size`] per message), or
-    /// [`crate::history::UNKNOWN_SIZE`] until it is needed.
-    pub history_bytes: std::sync::atomic::AtomicU64,
-    /// When the context was last looked up (epoch ms), for eviction.
-    pub last_used: AtomicI64,
-    /// Tokens the model used in the running turn (for goal budgets).
-    pub turn_tokens: AtomicI64,
-    /// The highest id of a turn whose task has ended, after-turn work
-    /// included (a loop tick waits for its own turn's). Turns of a session
-    /// never overlap and ids only grow, so `>= id` means turn `id` ended.
-    pub turns_finished: tokio::sync::watch::Sender<u64>,
-    /// User messages recorded whose turn is not in the slot yet: a loop
-    /// tick meanwhile is skipped, as if that turn were running (else the
-    /// tick's turn would start between the message and its own turn).
-    pub user_turns_pending: std::sync::atomic::AtomicUsize,
-    /// Another instance wrote the session since its state was read (on
-    /// PostgreSQL): the next use reloads it (`Inner::refresh_if_stale`).
-    pub stale: AtomicBool,
-    /// The state features keep per session (`crate::extensions`).
-    pub extensions: parking_lot::Mutex<crate::extensions::Extensions>,
-}
-
-impl SessionCtx {
-    /// What a feature read from the session's configuration, if anything.
-    pub fn derived<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.derived.get::<T>()
-    }
-
-    /// The feature state of type `T`, if the session has one, for `f`
-    /// (reading puts nothing in: most sessions keep nothing for most
-    /// features).
-    pub fn peek<T: Send + Sync + 'static, R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
-        self.extensions.lock().get::<T>().map(f)
-    }
-
-    /// The feature state of type `T` (its default until set), for `f`.
-    pub fn ext<T: Default + Send + Sync + 'static, R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(self.extensions.lock().get_or_default::<T>())
-    }
-
-    /// Cancel the running turn, if any, and wait until it has recorded its
-    /// consistent end; whether a turn was still running. The cancelled turn
-    /// stays in the slot until its task has ended, so nothing else (an
-    /// inbox delivery, a loop tick, a claim on a shared store) starts a turn
-    /// while it is still finishing.
-    pub async fn cancel_turn(&self) -> bool {
-        // Cancelled under the lock: a turn that starts its own continuation
-        // (a goal) checks its token under the same lock.
-        let running = {
-            let slot = self.turn.lock().await;
-            slot.as_ref().map(|t| {
-                t.cancel.cancel();
-                (t.id, !t.handle.is_finished())
-            })
-        };
-        let Some((id, was_running)) = running else {
-            return false;
-        };
-        self.wait_turn_ended(id).await;
-        let ended = {
-            let mut slot = self.turn.lock().await;
-            if slot.as_ref().is_some_and(|t| t.id == id) {
-                slot.take()
-            } else {
-                None
-            }
-        };
-        if let Some(t) = ended {
-            let _ = t.handle.await;
-        }
-        was_running
-    }
-
-    /// Wait until turn `id`'s task has ended.
-    pub async fn wait_turn_ended(&self, id: u64) {
-        let mut ended = self.turns_finished.subscribe();
-        let _ = ended.wait_for(|last| *last >= id).await;
-    }
-
-    /// Wait for the running turn to finish by itself.
-    pub async fn wait_turn(&self) {
-        let running = self.turn.lock().await.take();
-        if let Some(t) = running {
-            let _ = t.handle.await;
-        }
-    }
-}
 
 impl Inner {
     /// Whether the runtime may give the model a turn by itself (a goal, a
@@ -237,8 +64,8 @@ impl Inner {
             .session_by_id(id)
             .await?
             .ok_or_else(|| RuntimeError::not_found("session", id))?;
-        let sub_agent = match &record.parent_id {
-            Some(parent_id) => Some(SubAgentInfo {
+        let parent = match &record.parent_id {
+            Some(parent_id) => Some(ParentLink {
                 parent_id: parent_id.clone(),
                 title: record.title.clone().unwrap_or_default(),
                 depth: self.store.sub_agent(id).await?.map_or(1, |a| a.depth),
@@ -246,7 +73,7 @@ impl Inner {
             None => None,
         };
         let extensions = self.load_features(&record, false).await?;
-        self.hold(record, sub_agent, extensions, false)
+        self.hold(record, parent, extensions, false)
     }
 
     /// Every feature's per-session state for a context built from `record`.
@@ -278,7 +105,7 @@ impl Inner {
     fn hold(
         &self,
         record: SessionRecord,
-        sub_agent: Option<SubAgentInfo>,
+        parent: Option<ParentLink>,
         extensions: Extensions,
         created: bool,
     ) -> Result<Arc<SessionCtx>, RuntimeError> {
@@ -297,7 +124,7 @@ impl Inner {
             id: record.id.clone(),
             workspace: record.workspace_id.clone(),
             root_id: record.root_id.clone(),
-            sub_agent,
+            parent,
             user_id: record.user_id.clone(),
             assistant: shared.assistant,
             derived: shared.derived,

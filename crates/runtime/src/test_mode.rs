@@ -9,20 +9,12 @@ use std::collections::BTreeMap;
 use rtc_core::mock_rules::{Mock, read_mock};
 use rtc_expr::NoLlm;
 use rtc_protocol::{ScriptedResult, Tool};
-use serde::{Deserialize, Serialize};
+
 use serde_json::{Map, Value};
 
 use crate::session::SessionCtx;
 
-/// What a test-mode session runs with.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TestMode {
-    /// A conversation test's results per tool name, in call order; they
-    /// come before the tool's `mockResponse`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub scripted: BTreeMap<String, Vec<ScriptedResult>>,
-}
+pub use rtc_session::test_mode::TestMode;
 
 /// The error a tool without a mock answers in test mode.
 pub(crate) const NO_MOCK: &str = "no mock response configured: this is a test-mode session, so the tool was not called; set the tool's `mockResponse` (or script the call in the test)";

@@ -5,7 +5,10 @@
 //! `rtc-runtime` through the runtime's `Feature` trait and keep their
 //! state in [`extensions::Extensions`].
 //!
-//! So far: a session's event log ([`events`]: numbering, durability,
+//! So far: the session context ([`context`]: configuration snapshot,
+//! state, history, turn slot, feature state) and the snapshots contexts
+//! share ([`config_cache`]) and test mode's settings
+//! ([`test_mode`]); a session's event log ([`events`]: numbering, durability,
 //! subscriptions) over the group-committing [`journal`] and the bounded
 //! [`live`] channel; the client-tool [`broker`]; the cluster identity
 //! ([`cluster`]); the typed map features keep their state in
@@ -15,6 +18,8 @@
 
 pub mod broker;
 pub mod cluster;
+pub mod config_cache;
+pub mod context;
 pub mod error;
 pub mod events;
 pub mod extensions;
@@ -22,6 +27,7 @@ pub mod journal;
 pub mod live;
 #[cfg(test)]
 mod store_tests;
+pub mod test_mode;
 
 pub use cluster::ClusterSettings;
 pub use error::RuntimeError;

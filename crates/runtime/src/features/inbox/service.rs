@@ -142,7 +142,7 @@ impl Inner {
         }
         let (name, content) = match item.kind {
             InboxKind::ParentMessage => {
-                if ctx.sub_agent.is_some() {
+                if ctx.parent.is_some() {
                     self.store.set_sub_agent_running(&ctx.id).await?;
                 }
                 ("parent", item.content)
@@ -167,7 +167,7 @@ impl Inner {
         self: &Arc<Self>,
         ctx: &SessionCtx,
     ) -> Result<(), RuntimeError> {
-        let Some(info) = &ctx.sub_agent else {
+        let Some(info) = &ctx.parent else {
             return Ok(());
         };
         let status = {

@@ -76,8 +76,8 @@ impl Inner {
             call_id: call.id.clone(),
             questions,
             asked_at: rtc_core::time::rfc3339_from_millis(now_millis()),
-            sub_session_id: ctx.sub_agent.as_ref().map(|_| ctx.id.clone()),
-            sub_session_title: ctx.sub_agent.as_ref().map(|s| s.title.clone()),
+            sub_session_id: ctx.parent.as_ref().map(|_| ctx.id.clone()),
+            sub_session_title: ctx.parent.as_ref().map(|s| s.title.clone()),
         };
         let asked = ctx.ext(|s: &mut InteractionState| {
             s.question.is_none() && {
@@ -103,7 +103,7 @@ impl Inner {
         ctx.events
             .emit_with(vec![event.clone().into()], update)
             .await?;
-        if ctx.sub_agent.is_some() {
+        if ctx.parent.is_some() {
             self.to_root(ctx, event.into()).await?;
         }
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
@@ -136,7 +136,7 @@ impl Inner {
             Durability::Committed,
         )
         .await?;
-        let Some(info) = &ctx.sub_agent else {
+        let Some(info) = &ctx.parent else {
             return Ok(());
         };
         let forwarded = AskUserAnswered {

@@ -150,7 +150,7 @@ impl Inner {
         args: sub_agent::SubAgent,
         call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
-        let depth = ctx.sub_agent.as_ref().map_or(0, |s| s.depth) + 1;
+        let depth = ctx.parent.as_ref().map_or(0, |s| s.depth) + 1;
         if let Some(problem) = self.sub_agent_limit(ctx, depth).await? {
             return Ok(CallOutcome::error(problem));
         }
@@ -401,7 +401,7 @@ impl Inner {
         self: &Arc<Self>,
         ctx: &Arc<SessionCtx>,
     ) -> Result<(), RuntimeError> {
-        if ctx.sub_agent.is_none()
+        if ctx.parent.is_none()
             || !self
                 .store
                 .sub_agent(&ctx.id)

@@ -16,12 +16,12 @@ use parking_lot::Mutex;
 
 use rtc_protocol::Assistant;
 
+use crate::context::SessionConfig;
 use crate::extensions::Extensions;
-use crate::session::SessionConfig;
 
 /// A session's configuration, its assistant, and what features read from
 /// it (`Feature::config_parsed`).
-pub(crate) struct SharedConfig {
+pub struct SharedConfig {
     pub config: Arc<SessionConfig>,
     pub assistant: Arc<Assistant>,
     pub derived: Arc<Extensions>,
@@ -30,7 +30,7 @@ pub(crate) struct SharedConfig {
 type Entry = (Weak<SessionConfig>, Weak<Assistant>, Weak<Extensions>);
 
 #[derive(Default)]
-pub(crate) struct ConfigCache {
+pub struct ConfigCache {
     entries: Mutex<Entries>,
 }
 
