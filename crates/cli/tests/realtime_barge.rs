@@ -231,6 +231,8 @@ async fn end_handoff_and_upstream_failure(engine: Engine) -> anyhow::Result<()> 
     host.speak(&utterance(400)).await?;
     host.until_type("handoff.requested").await?;
     host.until_type("tool.completed").await?;
+    // The first utterance's trailing silence may still be on its way.
+    host.drain(Duration::from_millis(300)).await?;
     let heard = st.mock.audio_ms_received();
     host.speak(&utterance(400)).await?;
     host.drain(Duration::from_millis(300)).await?;
@@ -279,6 +281,7 @@ async fn end_handoff_and_upstream_failure(engine: Engine) -> anyhow::Result<()> 
     );
     let session = st.ws.get(&format!("/v1/sessions/{sid}")).await?;
     assert_eq!(session.assert_status(200)["status"], "ended");
+    host.drain(Duration::from_millis(300)).await?;
     let heard = st.mock.audio_ms_received();
     host.speak(&utterance(200)).await?;
     host.drain(Duration::from_millis(300)).await?;

@@ -282,7 +282,8 @@ async fn status_and_cancel(engine: Engine) -> anyhow::Result<()> {
     // Cancel while the model call runs (an abort before OpenCode wrote its
     // assistant message leaves none to mark aborted).
     let mut calling = false;
-    for _ in 0..100 {
+    // OpenCode starts slowly on a loaded machine: up to 30 s.
+    for _ in 0..300 {
         let msgs = opencode_get(&oc, &format!("/session/{external}/message")).await?;
         calling = msgs
             .as_array()
