@@ -25,10 +25,5 @@ pub fn parse(arguments: &str) -> Result<GoalRef, ArgumentError> {
 
 crate::builtins::built_in!(CompleteGoal, goals, |cx| async move {
     let op = GoalOp::Complete(parsed!(parse(&cx.call.arguments)).goal_id);
-    let goals = crate::features::goals::service::GoalCx {
-        store: &cx.rt.store,
-        cluster: &cx.rt.config.cluster,
-        session: cx.session,
-    };
-    goals.run(op).await
+    super::run(cx, op).await
 });

@@ -53,12 +53,7 @@ pub fn parse(arguments: &str) -> Result<Create, ArgumentError> {
 
 crate::builtins::built_in!(CreateGoal, goals, |cx| async move {
     let op = GoalOp::Create(parsed!(parse(&cx.call.arguments)));
-    let goals = crate::features::goals::service::GoalCx {
-        store: &cx.rt.store,
-        cluster: &cx.rt.config.cluster,
-        session: cx.session,
-    };
-    goals.run(op).await
+    super::run(cx, op).await
 });
 
 #[cfg(test)]

@@ -9,6 +9,19 @@ pub mod create;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+/// Run one goal tool's call through the goal service.
+async fn run(
+    cx: crate::tool::ToolCx<'_>,
+    op: GoalOp,
+) -> Result<crate::tool::CallOutcome, crate::RuntimeError> {
+    let goals = super::service::GoalCx {
+        store: &cx.rt.store,
+        cluster: &cx.rt.config.cluster,
+        session: cx.session,
+    };
+    goals.run(op).await
+}
+
 /// A goal tool's call, parsed, for the goal service (`super::super::service`).
 pub(crate) enum GoalOp {
     Create(create::Create),

@@ -25,10 +25,5 @@ pub fn parse(arguments: &str) -> Result<LoopRef, ArgumentError> {
 
 crate::builtins::built_in!(CancelLoop, loops, |cx| async move {
     let op = LoopOp::Cancel(parsed!(parse(&cx.call.arguments)).loop_id);
-    let loops = crate::features::loops::service::LoopCx {
-        store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
-        session: cx.session,
-    };
-    loops.run(op).await
+    super::run(cx, op).await
 });

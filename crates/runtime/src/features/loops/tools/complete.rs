@@ -32,10 +32,5 @@ pub fn parse(arguments: &str) -> Result<Complete, ArgumentError> {
 
 crate::builtins::built_in!(CompleteLoop, loops, |cx| async move {
     let op = LoopOp::Complete(parsed!(parse(&cx.call.arguments)));
-    let loops = crate::features::loops::service::LoopCx {
-        store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
-        session: cx.session,
-    };
-    loops.run(op).await
+    super::run(cx, op).await
 });

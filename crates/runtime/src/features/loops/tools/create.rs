@@ -39,12 +39,7 @@ pub fn parse(arguments: &str) -> Result<Create, ArgumentError> {
 
 crate::builtins::built_in!(CreateLoop, loops, |cx| async move {
     let op = LoopOp::Create(parsed!(parse(&cx.call.arguments)));
-    let loops = crate::features::loops::service::LoopCx {
-        store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
-        session: cx.session,
-    };
-    loops.run(op).await
+    super::run(cx, op).await
 });
 
 #[cfg(test)]

@@ -28,10 +28,5 @@ crate::builtins::built_in!(ListLoops, loops, |cx| async move {
         parsed!(parse(&cx.call.arguments));
         LoopOp::List
     };
-    let loops = crate::features::loops::service::LoopCx {
-        store: &cx.rt.store,
-        settings: &cx.rt.config.loops,
-        session: cx.session,
-    };
-    loops.run(op).await
+    super::run(cx, op).await
 });

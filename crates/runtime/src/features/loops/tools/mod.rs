@@ -41,6 +41,19 @@ fn loop_id_parameters() -> Value {
         "required": ["loop_id"], "additionalProperties": false})
 }
 
+/// Run one loop tool's call through the loop service.
+async fn run(
+    cx: crate::tool::ToolCx<'_>,
+    op: LoopOp,
+) -> Result<crate::tool::CallOutcome, crate::RuntimeError> {
+    let loops = super::service::LoopCx {
+        store: &cx.rt.store,
+        settings: &cx.rt.config.loops,
+        session: cx.session,
+    };
+    loops.run(op).await
+}
+
 /// `{loop_id}` of cancelLoop, pauseLoop and resumeLoop.
 #[derive(Debug, Deserialize)]
 pub struct LoopRef {
