@@ -136,7 +136,7 @@ impl Runtime {
 
     /// The tools an MCP server offers, listed on its pooled connection (a
     /// stdio server is not started again) at most once per few seconds;
-    /// the inner error is safe to show (it never holds a secret value).
+    /// `McpToolsError::Unavailable` is safe to show (it never holds a secret value).
     /// The list is the server's answer to a request that carried the
     /// header secrets, so it is scrubbed like a tool result: a server that
     /// repeats its headers in a description or schema shows them to

@@ -16,7 +16,7 @@ use crate::{Inner, RuntimeConfig, RuntimeError};
 pub(crate) struct Realtime;
 
 /// Whether `ctx` runs a realtime assistant's bridge.
-fn bridged(ctx: &SessionCtx) -> bool {
+pub(super) fn bridged(ctx: &SessionCtx) -> bool {
     crate::features::workflow::snapshot::of(ctx).is_none()
         && ctx.config.assistant.run_mode == RunMode::Realtime
 }

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
-use rtc_protocol::{EphemeralFrame, HelloAudio, Message, RunMode, SessionStatus};
+use rtc_protocol::{EphemeralFrame, HelloAudio, Message, SessionStatus};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -198,8 +198,7 @@ impl Runtime {
         id: &str,
     ) -> Result<bool, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        Ok(crate::features::workflow::snapshot::of(&ctx).is_none()
-            && ctx.config.assistant.run_mode == RunMode::Realtime)
+        Ok(feature::bridged(&ctx))
     }
 
     /// Start the bridge of a realtime session for a new host socket (the
