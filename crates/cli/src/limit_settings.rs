@@ -111,6 +111,7 @@ impl LimitSettings {
     /// From the environment, else the file, else the defaults.
     pub(crate) fn load(file: &LimitFile, test_concurrency: u64) -> anyhow::Result<Self> {
         let runtime = rtc_runtime::SessionLimits::default();
+        let features = rtc_runtime::FeatureLimits::default();
         let wide = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
         Ok(Self {
             max_value_bytes: number(
@@ -136,12 +137,12 @@ impl LimitSettings {
             max_walk_hops: number(
                 "RTC_MAX_WALK_HOPS",
                 file.max_walk_hops,
-                u64::from(runtime.max_walk_hops),
+                u64::from(features.max_walk_hops),
             )?,
             max_walk_events: number(
                 "RTC_MAX_WALK_EVENTS",
                 file.max_walk_events,
-                wide(runtime.max_walk_events),
+                wide(features.max_walk_events),
             )?,
             max_history_bytes: number(
                 "RTC_MAX_HISTORY_BYTES",
@@ -166,7 +167,7 @@ impl LimitSettings {
             realtime_connects_per_minute: number(
                 "RTC_REALTIME_CONNECTS_PER_MINUTE",
                 file.realtime_connects_per_minute,
-                6,
+                u64::from(features.realtime_connects_per_minute),
             )?,
             max_upstream_body_bytes: number(
                 "RTC_MAX_UPSTREAM_BODY_BYTES",
@@ -181,7 +182,7 @@ impl LimitSettings {
             max_task_transcript_bytes: number(
                 "RTC_MAX_TASK_TRANSCRIPT_BYTES",
                 file.max_task_transcript_bytes,
-                4 * 1024 * 1024,
+                wide(features.max_task_transcript_bytes),
             )?,
             provider_checks_per_minute: number(
                 "RTC_PROVIDER_CHECKS_PER_MINUTE",

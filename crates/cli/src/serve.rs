@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use rtc_llm::{OpenAiClient, ProviderConfig};
 use rtc_runtime::{
-    ClusterSettings, LoopSettings, Provider, Runtime, RuntimeConfig, SessionLimits, SubAgentLimits,
-    TestQueueLimits,
+    ClusterSettings, FeatureLimits, KernelConfig, LoopSettings, Provider, Runtime, RuntimeConfig,
+    SessionLimits, SubAgentLimits, TestQueueLimits,
 };
 use rtc_server::{AdminAuth, AppState, Limits, PerMinute};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
@@ -174,10 +174,35 @@ fn build_runtime(
         providers.insert(name.clone(), provider(p, p.small_model.clone())?);
     }
     let l = &settings.limits;
-    let config = RuntimeConfig {
+    let kernel = KernelConfig {
         default_provider: provider(&settings.llm, Some(settings.small_model.clone()))?,
         providers,
         max_steps_per_turn: settings.max_steps_per_turn,
+        capture_content: std::env::var("RTC_OTEL_CAPTURE_CONTENT")
+            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+        idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
+        cluster: ClusterSettings {
+            instance: settings
+                .instance_id
+                .clone()
+                .unwrap_or_else(|| ClusterSettings::default().instance),
+            lease: Duration::from_secs(settings.loop_lease_secs),
+        },
+        limits: SessionLimits {
+            max_active_sessions: settings.max_sessions_per_workspace,
+            max_event_result_bytes: size(settings.max_event_result_bytes),
+            max_message_bytes: size(settings.max_message_bytes),
+            max_end_reason_chars: size(settings.max_end_reason_chars),
+            max_value_bytes: size(l.max_value_bytes),
+            max_variables_bytes: size(l.max_variables_bytes),
+            update: l.update_bounds(),
+            max_history_bytes: l.max_history_bytes,
+            max_subscribers: size(l.max_subscribers_per_session),
+            ..SessionLimits::default()
+        },
+    };
+    let config = RuntimeConfig {
+        kernel,
         http: HttpExecutor::new(policy, DEFAULT_MAX_RESPONSE_BYTES)?,
         mcp,
         mcp_call_timeout: std::time::Duration::from_secs(60),
@@ -192,41 +217,21 @@ fn build_runtime(
             max_line_bytes: size(l.max_upstream_line_bytes),
             ..UpstreamLimits::default()
         },
-        capture_content: std::env::var("RTC_OTEL_CAPTURE_CONTENT")
-            .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
-        idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
         loops: LoopSettings {
             poll: Duration::from_millis(settings.loop_poll_ms),
             max_lifetime: Duration::from_secs(settings.loop_max_hours * 3600),
-        },
-        cluster: ClusterSettings {
-            instance: settings
-                .instance_id
-                .clone()
-                .unwrap_or_else(|| ClusterSettings::default().instance),
-            lease: Duration::from_secs(settings.loop_lease_secs),
         },
         sub_agents: SubAgentLimits {
             max_depth: i64::try_from(settings.subagent_max_depth).unwrap_or(i64::MAX),
             max_children: size(settings.subagent_max_children),
             max_sessions: size(settings.subagent_max_sessions),
         },
-        limits: SessionLimits {
-            max_active_sessions: settings.max_sessions_per_workspace,
-            max_event_result_bytes: size(settings.max_event_result_bytes),
-            max_message_bytes: size(settings.max_message_bytes),
-            max_end_reason_chars: size(settings.max_end_reason_chars),
-            max_value_bytes: size(l.max_value_bytes),
-            max_variables_bytes: size(l.max_variables_bytes),
-            update: l.update_bounds(),
+        feature_limits: FeatureLimits {
             max_walk_hops: u32::try_from(l.max_walk_hops).unwrap_or(u32::MAX),
             max_walk_events: size(l.max_walk_events),
-            max_history_bytes: l.max_history_bytes,
-            max_subscribers: size(l.max_subscribers_per_session),
             realtime_connects_per_minute: u32::try_from(l.realtime_connects_per_minute)
                 .unwrap_or(u32::MAX),
             max_task_transcript_bytes: size(l.max_task_transcript_bytes),
-            ..SessionLimits::default()
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,

@@ -43,9 +43,9 @@ fn runtime(store: Store, mock: &MockLlm, instance: &str) -> Runtime {
         small_model: Some("mock-small".into()),
     };
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
-    config.max_steps_per_turn = 4;
-    config.idle_session_ttl = Duration::from_secs(3600);
-    config.cluster.instance = instance.to_owned();
+    config.kernel.max_steps_per_turn = 4;
+    config.kernel.idle_session_ttl = Duration::from_secs(3600);
+    config.kernel.cluster.instance = instance.to_owned();
     Runtime::new(store, config)
 }
 

@@ -147,9 +147,9 @@ async fn setup() -> Setup {
         small_model: Some("mock-small".into()),
     };
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
-    config.max_steps_per_turn = 64;
+    config.kernel.max_steps_per_turn = 64;
     // The idle phase holds 10,000 sessions beside those of the others.
-    config.limits.max_active_sessions = 1_000_000;
+    config.kernel.limits.max_active_sessions = 1_000_000;
     let runtime = Runtime::new(store, config);
     Setup {
         runtime,

@@ -28,7 +28,7 @@ macro_rules! built_in {
         /// The handler of this built-in.
         pub(crate) struct $ty;
 
-        impl $crate::tool::ToolHandler for $ty {
+        impl $crate::tool::ToolHandler<$crate::Inner> for $ty {
             fn spec(&self) -> rtc_core::llm::ToolSpec {
                 spec()
             }

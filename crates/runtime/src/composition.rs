@@ -101,7 +101,7 @@ impl Runtime {
             realtime_interface: deps.interface.as_ref(),
             providers: &providers,
             task_backend: deps.task_backend.as_ref(),
-            update_bounds: self.inner.config.limits.update,
+            update_bounds: self.inner.settings.limits.update,
         };
         Ok(validate_assistant(assistant, &ctx)?)
     }
@@ -146,36 +146,7 @@ impl Runtime {
         workspace: &str,
         server: &McpServer,
     ) -> Result<Vec<McpToolInfo>, McpToolsError> {
-        let mut revealed = Vec::new();
-        let headers = match self
-            .inner
-            .mcp_headers(workspace, &server.transport, &mut revealed)
-            .await
-        {
-            Ok(h) => h,
-            Err(e) => return Err(McpToolsError::Unavailable(e.for_model()?)),
-        };
-        let scrubber = rtc_tools::scrub::Scrubber::new(&revealed);
-        let key = crate::registry::mcp_pool_key(
-            workspace,
-            server.id.as_deref().unwrap_or(""),
-            server.updated_at.as_deref(),
-        );
-        self.inner
-            .mcp_pool
-            .tools(&self.inner.config.mcp, &key, &server.transport, &headers)
-            .await
-            .map(|mut tools| {
-                for tool in &mut tools {
-                    tool.name = scrubber.scrub_str(&tool.name);
-                    if let Some(d) = &mut tool.description {
-                        *d = scrubber.scrub_str(d);
-                    }
-                    scrubber.scrub_value(&mut tool.input_schema);
-                }
-                tools
-            })
-            .map_err(|e| McpToolsError::Unavailable(scrubber.scrub_str(&e.to_string())))
+        self.inner.executors.server_tools(workspace, server).await
     }
 
     /// An MCP server was changed or deleted: its pooled connections go now
@@ -183,8 +154,9 @@ impl Runtime {
     /// one with the new configuration.
     pub fn mcp_server_changed(&self, workspace: &str, server_id: &str) {
         self.inner
+            .executors
             .mcp_pool
-            .evict(&crate::registry::mcp_pool_key_prefix(workspace, server_id));
+            .evict(&crate::executor::mcp_pool_key_prefix(workspace, server_id));
     }
 
     /// A task backend was deleted: what its driver kept for it goes (an

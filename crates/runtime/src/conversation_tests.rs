@@ -320,7 +320,7 @@ impl Runtime {
         criterion: &str,
         run: &TestRun,
     ) -> (ExpectationResult, Option<String>) {
-        let model = SmallModel::for_assistant(&self.inner.config, assistant);
+        let model = SmallModel::for_assistant(&self.inner.settings, assistant);
         let system = "You judge whether a conversation between a user and an AI assistant meets a success criterion. Tool calls and their results are shown. Answer only a JSON object {\"pass\": true or false, \"reason\": \"one sentence\"}.";
         let user = format!(
             "Success criterion: {criterion}\n\nConversation:\n{}",

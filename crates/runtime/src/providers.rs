@@ -50,10 +50,11 @@ impl Runtime {
         std::iter::once(describe_provider(
             DEFAULT_PROVIDER,
             true,
-            &config.default_provider,
+            &config.kernel.default_provider,
         ))
         .chain(
             config
+                .kernel
                 .providers
                 .iter()
                 .map(|(n, p)| describe_provider(n, false, p)),
@@ -65,8 +66,9 @@ impl Runtime {
     pub async fn check_provider(&self, name: &str) -> Result<ProviderCheck, RuntimeError> {
         let config = &self.inner.config;
         let provider = match name {
-            DEFAULT_PROVIDER => &config.default_provider,
+            DEFAULT_PROVIDER => &config.kernel.default_provider,
             other => config
+                .kernel
                 .providers
                 .get(other)
                 .ok_or_else(|| RuntimeError::not_found("provider", other))?,

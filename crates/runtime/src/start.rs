@@ -4,18 +4,17 @@
 use futures::Stream;
 use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
-    CreateSessionParams, CreateSessionResponse, EventBody, HandoffReleased, Message,
-    MessageCompleted, MessageRole, SessionEvent, SessionStarted, SessionStatus, ToolCalled,
-    ToolCompleted,
+    CreateSessionParams, CreateSessionResponse, HandoffReleased, Message, MessageCompleted,
+    MessageRole, SessionEvent, SessionStarted, SessionStatus,
 };
 use rtc_store::{NewSession, SessionRecord, new_id, new_token};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::events::Durability;
 use crate::history::message;
 use crate::session::{ClientConnection, SessionCtx};
 use crate::variables::{SystemInfo, initial_variables};
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 impl Runtime {
     /// Open a session on an assistant: validate again (R-RT-5), set the
@@ -39,12 +38,12 @@ impl Runtime {
             run_mode: config.assistant.run_mode,
         };
         let vars = initial_variables(&config.assistant, &params.dynamic_variables, &sys)?;
-        inner.config.limits.check_initial(&vars)?;
+        inner.settings.limits.check_initial(&vars)?;
         let workflow_id = params.workflow_id.as_ref().map(|_| assistant_id);
         let config_json =
             serde_json::to_string(&config).map_err(|e| RuntimeError::Internal(e.to_string()))?;
         let client_token = new_token("rtc_ct");
-        let max = inner.config.limits.max_active_sessions;
+        let max = inner.settings.limits.max_active_sessions;
         let record = inner
             .store
             .create_session_within(
@@ -60,7 +59,7 @@ impl Runtime {
                     config: &config_json,
                     client_token: &client_token,
                     workflow_id,
-                    owner: Some(&inner.config.cluster.instance),
+                    owner: Some(&inner.settings.cluster.instance),
                 },
                 max,
             )
@@ -147,7 +146,7 @@ impl Runtime {
     /// Whether `text` may be a user message (size, not blank), before it
     /// is queued.
     pub fn check_message_text(&self, text: &str) -> Result<(), RuntimeError> {
-        self.inner.config.limits.check_text(text)
+        self.inner.settings.limits.check_text(text)
     }
 
     /// A user turn (R-RN-2): stored before it is acknowledged; interrupts a
@@ -160,8 +159,8 @@ impl Runtime {
     ) -> Result<Message, RuntimeError> {
         let inner = &self.inner;
         let ctx = inner.session_in(workspace, id).await?;
-        inner.config.limits.check_text(text)?;
-        inner.reload_shared(&ctx).await?;
+        inner.settings.limits.check_text(text)?;
+        inner.cluster().reload_shared(&ctx).await?;
         inner.check_history_room(&ctx, Some(text)).await?;
         let (status, keep_ending) = {
             let mut s = ctx.state.lock().await;
@@ -213,7 +212,7 @@ impl Runtime {
         }
         ctx.cancel_turn().await;
         // A turn another instance runs is cancelled there first.
-        inner.start_turn_for_request(&ctx, true).await?;
+        inner.cluster().start_turn_for_request(&ctx, true).await?;
         Ok(m)
     }
 
@@ -225,11 +224,11 @@ impl Runtime {
         reason: Option<String>,
     ) -> Result<(), RuntimeError> {
         self.inner
-            .config
+            .settings
             .limits
             .check_end_reason(reason.as_deref())?;
         let ctx = self.inner.session_in(workspace, id).await?;
-        self.inner.reload_shared(&ctx).await?;
+        self.inner.cluster().reload_shared(&ctx).await?;
         if ctx.state.lock().await.status == SessionStatus::Ended {
             return Ok(());
         }
@@ -247,8 +246,8 @@ impl Runtime {
         text: &str,
     ) -> Result<Message, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        self.inner.config.limits.check_text(text)?;
-        self.inner.reload_shared(&ctx).await?;
+        self.inner.settings.limits.check_text(text)?;
+        self.inner.cluster().reload_shared(&ctx).await?;
         self.inner.check_history_room(&ctx, Some(text)).await?;
         if ctx.state.lock().await.status != SessionStatus::Handoff {
             return Err(RuntimeError::Conflict {
@@ -268,7 +267,7 @@ impl Runtime {
     /// Hand the conversation back to the model.
     pub async fn handoff_release(&self, workspace: &str, id: &str) -> Result<(), RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        self.inner.reload_shared(&ctx).await?;
+        self.inner.cluster().reload_shared(&ctx).await?;
         {
             let mut s = ctx.state.lock().await;
             if s.status != SessionStatus::Handoff {
@@ -302,7 +301,7 @@ impl Runtime {
         // events in the journal that no live channel of this context will
         // carry: commit them first so the replay reads them.
         self.inner.journal.flush().await;
-        let max = self.inner.config.limits.max_subscribers;
+        let max = self.inner.settings.limits.max_subscribers;
         ctx.events
             .subscribe(after, max)
             .ok_or_else(|| RuntimeError::TooMany {
@@ -320,13 +319,7 @@ impl Runtime {
         id: &str,
     ) -> Result<ClientConnection, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        let conn = ctx.broker.connect();
-        Ok(ClientConnection {
-            ctx,
-            id: conn,
-            key: rtc_store::new_id("conn"),
-            inner: self.inner.clone(),
-        })
+        Ok(self.inner.connect_client(ctx))
     }
 
     /// Wait until the session's running turn (if any) has finished and
@@ -340,49 +333,10 @@ impl Runtime {
 }
 
 /// The test mode a new session asks for.
-fn test_mode(params: &CreateSessionParams) -> Option<crate::test_mode::TestMode> {
-    params.test_mode.then(|| crate::test_mode::TestMode {
+fn test_mode(params: &CreateSessionParams) -> Option<rtc_session::test_mode::TestMode> {
+    params.test_mode.then(|| rtc_session::test_mode::TestMode {
         scripted: params.scripted_results.clone(),
     })
-}
-
-impl Inner {
-    /// Startup actions (R-TB-3): deterministic calls before the first turn.
-    async fn run_startup_actions(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
-        for (i, binding) in ctx.config.assistant.startup_actions.iter().enumerate() {
-            let call_id = format!("startup_{i}");
-            let name = ctx
-                .config
-                .tools
-                .get(&binding.tool_id)
-                .map(|t| t.name.clone())
-                .unwrap_or_default();
-            let called = ToolCalled {
-                call_id: call_id.clone(),
-                name: name.clone(),
-                arguments: "{}".to_owned(),
-                startup: true,
-                origin: None,
-            };
-            ctx.events.emit(called.into()).await?;
-            let (is_error, result) = match self.run_binding(ctx, binding, &call_id, "{}").await {
-                Ok(v) => (false, rtc_core::model_tools::model_view(binding, &v)),
-                Err(e) => {
-                    let e = e.for_model()?;
-                    let message = format!("startup action {i} ({name}): {e}");
-                    ctx.events
-                        .emit(EventBody::error("startup_action_failed", message))
-                        .await?;
-                    (true, json!({"error": e}))
-                }
-            };
-            let mut completed = ToolCompleted::new(&call_id, &name, is_error, result)
-                .capped(self.config.limits.max_event_result_bytes);
-            completed.startup = true;
-            ctx.events.emit(completed.into()).await?;
-        }
-        Ok(())
-    }
 }
 
 /// Marks a user message whose turn is not started yet (see

@@ -61,7 +61,6 @@ impl SessionState {
 pub struct ParentLink {
     pub parent_id: String,
     pub title: String,
-    pub depth: i64,
 }
 
 pub struct RunningTurn {
@@ -120,7 +119,7 @@ pub struct SessionCtx {
     /// tick's turn would start between the message and its own turn).
     pub user_turns_pending: std::sync::atomic::AtomicUsize,
     /// Another instance wrote the session since its state was read (on
-    /// PostgreSQL): the next use reloads it (`Inner::refresh_if_stale`).
+    /// PostgreSQL): the next use reloads it (`Kernel::refresh_if_stale`).
     pub stale: AtomicBool,
     /// The state features keep per session (`crate::extensions`).
     pub extensions: parking_lot::Mutex<crate::extensions::Extensions>,

@@ -2,32 +2,55 @@
 //! what every feature of the runtime builds on and none of them owns. It
 //! depends on no feature crate (`rtc-runtime`, `rtc-tools`,
 //! `rtc-realtime`) and its code names no feature; features plug in from
-//! `rtc-runtime` through the runtime's `Feature` trait and keep their
+//! `rtc-runtime` through the kernel's [`feature::Feature`] trait and keep their
 //! state in [`extensions::Extensions`].
 //!
-//! So far: the session context ([`context`]: configuration snapshot,
-//! state, history, turn slot, feature state) and the snapshots contexts
-//! share ([`config_cache`]) and test mode's settings
-//! ([`test_mode`]); a session's event log ([`events`]: numbering, durability,
-//! subscriptions) over the group-committing [`journal`] and the bounded
-//! [`live`] channel; the client-tool [`broker`]; the cluster identity
-//! ([`cluster`]); the typed map features keep their state in
-//! ([`extensions`]); the errors of kernel operations ([`error`]). The
-//! session contexts, the turn lifecycle, the tool registry and the
-//! cluster's ownership move here next (see ARCHITECTURE.md).
+//! Its central type is [`Kernel`] (`kernel.rs`), which a host embeds
+//! (see [`Host`]). Around it: the session context ([`context`]) and the
+//! live contexts ([`contexts`]), the snapshots contexts share
+//! ([`config_cache`]); a session's history ([`history`]) and event log
+//! ([`events`]) over the group-committing [`journal`] and the bounded
+//! [`live`] channel; the turn lifecycle ([`lifecycle`]) and model loop
+//! ([`turn`]); the [`feature::Feature`] hooks; the tool registry
+//! ([`registry`], [`tool`]) with the client-tool [`broker`] and test
+//! mode's answers ([`mocks`]); variables and their bounds ([`variables`],
+//! [`limits`]); the cluster layer ([`cluster`], [`ownership`],
+//! [`remote_clients`], `control.rs`); the background work
+//! ([`background`], `scheduler.rs`); the small model ([`small_model`]),
+//! telemetry ([`telemetry`]) and the typed map features keep their state
+//! in ([`extensions`]).
 
+pub mod background;
 pub mod broker;
 pub mod cluster;
 pub mod config_cache;
 pub mod context;
+pub mod contexts;
+mod control;
 pub mod error;
 pub mod events;
 pub mod extensions;
+pub mod feature;
+pub mod history;
 pub mod journal;
+mod kernel;
+pub mod lifecycle;
+pub mod limits;
 pub mod live;
+pub mod mocks;
+pub mod ownership;
+pub mod registry;
+pub mod remote_clients;
+mod scheduler;
+pub mod small_model;
 #[cfg(test)]
 mod store_tests;
+pub mod telemetry;
 pub mod test_mode;
+pub mod tool;
+pub mod turn;
+pub mod variables;
 
 pub use cluster::ClusterSettings;
 pub use error::RuntimeError;
+pub use kernel::{Contexts, Host, Kernel, KernelConfig, KernelParts, Provider, ShutdownReport};

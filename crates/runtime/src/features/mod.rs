@@ -21,6 +21,7 @@ pub(crate) mod workflow;
 
 use std::sync::Arc;
 
+use crate::Inner;
 use crate::feature::Feature;
 
 /// Every feature, in the order of their hooks (and of their tools in a
@@ -28,7 +29,7 @@ use crate::feature::Feature;
 /// its input before a goal does; after a restart (or when adopting a dead
 /// instance's session) cut-off workflow actions are settled first, then
 /// cut-off sub-agents resume, then inboxes are delivered.
-pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
+pub(crate) fn registered() -> Vec<Arc<dyn Feature<Inner>>> {
     vec![
         Arc::new(workflow::Workflows),
         Arc::new(sub_agents::SubAgents),
@@ -41,4 +42,34 @@ pub(crate) fn registered() -> Vec<Arc<dyn Feature>> {
         Arc::new(tasks::Tasks),
         Arc::new(realtime::Realtime),
     ]
+}
+
+/// The features' own bounds (R-SEC-7), each configurable (README
+/// "Limits"); the kernel's are `SessionLimits`.
+#[derive(Debug, Clone, Copy)]
+pub struct FeatureLimits {
+    /// Most node entries of one workflow walk (between two user
+    /// messages), agent stages included, whatever the workflow's own
+    /// `maxHopsPerTurn` says (`workflow_walk_limit`).
+    pub max_walk_hops: u32,
+    /// Most events one workflow walk records (`workflow_walk_limit`).
+    pub max_walk_events: usize,
+    /// Most new realtime provider connections of one session per minute
+    /// (after a burst of 3); a socket opened past it is refused
+    /// (`realtime_connect_limited`).
+    pub realtime_connects_per_minute: u32,
+    /// Most bytes of a reasoner task's saved transcript; the oldest steps
+    /// give way first.
+    pub max_task_transcript_bytes: usize,
+}
+
+impl Default for FeatureLimits {
+    fn default() -> Self {
+        Self {
+            max_walk_hops: 200,
+            max_walk_events: 2_000,
+            realtime_connects_per_minute: 6,
+            max_task_transcript_bytes: 4 * 1024 * 1024,
+        }
+    }
 }

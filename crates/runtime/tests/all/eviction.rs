@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::harness::{Harness, WS};
 
 async fn harness(script: Vec<MockReply>, ttl: Duration) -> (Harness, String) {
-    let h = Harness::with(script, |c| c.idle_session_ttl = ttl).await;
+    let h = Harness::with(script, |c| c.kernel.idle_session_ttl = ttl).await;
     let a = h
         .assistant("asst", json!({"name": "a", "systemPrompt": "Hi."}))
         .await;

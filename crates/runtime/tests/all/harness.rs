@@ -37,9 +37,9 @@ pub fn config(mock: &MockLlm) -> RuntimeConfig {
         small_model: Some("mock-small".into()),
     };
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
-    config.max_steps_per_turn = 8;
+    config.kernel.max_steps_per_turn = 8;
     config.mcp_call_timeout = Duration::from_secs(5);
-    config.idle_session_ttl = Duration::from_secs(3600);
+    config.kernel.idle_session_ttl = Duration::from_secs(3600);
     config.loops.poll = Duration::from_millis(20);
     config
 }

@@ -29,7 +29,7 @@ async fn a_long_tool_result_is_cut_in_its_event_but_not_for_the_model() {
             MockReply::call("fetch_big", json!({})),
             MockReply::text("Done."),
         ],
-        |c| c.limits.max_event_result_bytes = 1_000,
+        |c| c.kernel.limits.max_event_result_bytes = 1_000,
     )
     .await;
     let base = big_tool_server().await;
@@ -79,7 +79,7 @@ async fn a_long_tool_result_is_cut_in_its_event_but_not_for_the_model() {
 
 #[tokio::test]
 async fn a_workspace_has_at_most_its_active_sessions() {
-    let h = Harness::with(vec![], |c| c.limits.max_active_sessions = 2).await;
+    let h = Harness::with(vec![], |c| c.kernel.limits.max_active_sessions = 2).await;
     h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))
         .await;
     let first = h.session("a").await;
@@ -102,8 +102,8 @@ async fn a_workspace_has_at_most_its_active_sessions() {
 #[tokio::test]
 async fn end_reasons_and_human_messages_are_bounded() {
     let h = Harness::with(vec![], |c| {
-        c.limits.max_message_bytes = 1_000;
-        c.limits.max_end_reason_chars = 10;
+        c.kernel.limits.max_message_bytes = 1_000;
+        c.kernel.limits.max_end_reason_chars = 10;
     })
     .await;
     h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))
@@ -138,8 +138,8 @@ async fn end_reasons_and_human_messages_are_bounded() {
 #[tokio::test]
 async fn a_full_history_takes_no_more_input() {
     let h = Harness::with((0..20).map(|_| MockReply::text("ok")).collect(), |c| {
-        c.limits.max_history_bytes = 6_300;
-        c.limits.history_memory_bytes = 1_000;
+        c.kernel.limits.max_history_bytes = 6_300;
+        c.kernel.limits.history_memory_bytes = 1_000;
     })
     .await;
     h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))

@@ -58,7 +58,7 @@ async fn the_judge_runs_on_the_provider_that_serves_a_small_model() {
         ("plain", provider(&without_small, None)),
     ];
     let h = Harness::on(default, |c| {
-        c.providers = providers
+        c.kernel.providers = providers
             .into_iter()
             .map(|(n, p)| (n.to_owned(), p))
             .collect();

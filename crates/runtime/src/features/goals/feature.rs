@@ -18,12 +18,12 @@ pub(crate) struct Goals;
 /// extension, set by `turn_ended`, taken by `next_input`).
 struct ToContinue(GoalRecord);
 
-impl Feature for Goals {
+impl Feature<Inner> for Goals {
     fn name(&self) -> &'static str {
         "goals"
     }
 
-    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler<Inner>>> {
         vec![
             Arc::new(crate::features::goals::tools::create::CreateGoal),
             Arc::new(crate::features::goals::tools::complete::CompleteGoal),
@@ -34,7 +34,7 @@ impl Feature for Goals {
     fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
         vec![Periodic {
             what: "renewing or taking over goals",
-            every: config.cluster.lease / 3,
+            every: config.kernel.cluster.lease / 3,
             work: |rt| Box::pin(async move { rt.sweep_goals().await }),
         }]
     }

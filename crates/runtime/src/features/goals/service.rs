@@ -17,10 +17,11 @@ use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, Store, new_id, now_millis};
 use serde_json::{Value, json};
 
-use crate::session::{RunningTurn, SessionCtx};
+use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
 use crate::{ClusterSettings, Inner, Runtime, RuntimeError};
+use rtc_session::context::RunningTurn;
 
 /// Most goals active at once in a session.
 const MAX_ACTIVE_GOALS: usize = 3;
@@ -181,7 +182,7 @@ impl Inner {
         };
         let system = "You judge whether a goal's condition holds, given a conversation between a user and an assistant. Be strict: the condition must clearly hold in what was said. Answer only JSON {\"satisfied\": true|false, \"reason\": \"one sentence\"}.";
         let user = format!("Condition: {condition}\n\nConversation:\n{transcript}");
-        let judge = SmallModel::for_assistant(&self.config, &ctx.config.assistant);
+        let judge = SmallModel::for_assistant(&self.settings, &ctx.config.assistant);
         match judge.ask(system, user, true).await {
             Ok(text) => match serde_json::from_str::<Value>(text.trim()) {
                 Ok(v) => (
@@ -333,9 +334,9 @@ impl Inner {
             goal.completed_turns + 1,
             goal.max_turns
         );
-        let until = now_millis() + self.config.cluster.lease_millis();
+        let until = now_millis() + self.settings.cluster.lease_millis();
         self.store
-            .set_goal_lease(&goal.id, &self.config.cluster.instance, until)
+            .set_goal_lease(&goal.id, &self.settings.cluster.instance, until)
             .await?;
         self.runtime_input(ctx, &text, "goal", |e| e.goal_id = Some(goal.id.clone()))
             .await?;
@@ -346,9 +347,9 @@ impl Inner {
     /// goals whose instance died (their lease ran out): each continues
     /// here if its session can go on (R-ST-2).
     pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
-        let me = &self.config.cluster.instance;
+        let me = &self.settings.cluster.instance;
         let now = now_millis();
-        let until = now + self.config.cluster.lease_millis();
+        let until = now + self.settings.cluster.lease_millis();
         self.store.renew_goal_leases(me, until).await?;
         for goal in self.store.claim_orphan_goals(me, now, until, 100).await? {
             tracing::info!(goal = %goal.id, session = %goal.session_id, "taking over a goal whose instance stopped");
@@ -356,10 +357,12 @@ impl Inner {
             self.refresh_if_stale(&ctx).await?;
             let mut slot = ctx.turn.lock().await;
             // A turn running here or elsewhere settles the goal when it ends.
-            if slot.as_ref().is_none_or(|t| t.handle.is_finished()) && self.claim(&ctx).await? {
+            if slot.as_ref().is_none_or(|t| t.handle.is_finished())
+                && self.cluster().claim(&ctx).await?
+            {
                 let continued = self.continue_goal(&ctx, &goal, &mut slot).await;
                 if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
-                    self.release(&ctx).await;
+                    self.cluster().release(&ctx).await;
                 }
                 continued?;
             }

@@ -15,9 +15,16 @@ use crate::{Inner, RuntimeError};
 
 pub(crate) struct Inbox;
 
-impl Feature for Inbox {
+impl Feature<Inner> for Inbox {
     fn name(&self) -> &'static str {
         "inbox"
+    }
+
+    fn report_names(&self) -> &'static [&'static str] {
+        &[
+            super::service::SUB_AGENT_REPORT_NAME,
+            super::service::TASK_REPORT_NAME,
+        ]
     }
 
     fn load<'a>(

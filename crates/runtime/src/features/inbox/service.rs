@@ -21,6 +21,11 @@ use crate::history::message;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
 
+/// The `name` of a sub-agent's report in its parent's history.
+pub(crate) const SUB_AGENT_REPORT_NAME: &str = "subagent";
+/// The `name` of a delegated task's report in its session's history.
+pub(crate) const TASK_REPORT_NAME: &str = "task";
+
 /// Whether something may wait in a session's inbox (R-BX-3), kept in its
 /// extensions: looked at the next turn boundary.
 #[derive(Debug, Default)]
@@ -35,11 +40,11 @@ impl Inner {
         if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
             return Ok(());
         }
-        if !self.claim(ctx).await? {
+        if !self.cluster().claim(ctx).await? {
             // The instance running the session's turn delivers them.
             if let Some(owner) = self
                 .store
-                .live_turn_owner(&ctx.id, self.live_since())
+                .live_turn_owner(&ctx.id, self.cluster().live_since())
                 .await?
             {
                 self.store
@@ -50,9 +55,9 @@ impl Inner {
         }
         match self.deliver_inbox(ctx).await {
             Ok(true) => *slot = Some(self.spawn_turn(ctx)),
-            Ok(false) => self.release(ctx).await,
+            Ok(false) => self.cluster().release(ctx).await,
             Err(e) => {
-                self.release(ctx).await;
+                self.cluster().release(ctx).await;
                 return Err(e);
             }
         }
@@ -148,9 +153,11 @@ impl Inner {
                 ("parent", item.content)
             }
             // A report, or a sync result nobody waits for any more.
-            InboxKind::Report | InboxKind::CallResult => ("subagent", report_text(&item.content)),
+            InboxKind::Report | InboxKind::CallResult => {
+                (SUB_AGENT_REPORT_NAME, report_text(&item.content))
+            }
             // A delegated task's report, written when it ended.
-            InboxKind::TaskReport => ("task", item.content),
+            InboxKind::TaskReport => (TASK_REPORT_NAME, item.content),
         };
         let mut m = message(MessageRole::User, &content);
         m.id = item.message_id;

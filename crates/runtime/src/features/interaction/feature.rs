@@ -17,12 +17,12 @@ use crate::{Inner, RuntimeError};
 
 pub(crate) struct Interaction;
 
-impl Feature for Interaction {
+impl Feature<Inner> for Interaction {
     fn name(&self) -> &'static str {
         "interaction"
     }
 
-    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler<Inner>>> {
         vec![
             Arc::new(crate::features::interaction::ask_user::AskUser),
             Arc::new(crate::features::interaction::todo_write::TodoWrite),

@@ -195,7 +195,7 @@ impl Inner {
     ) -> Result<AnswerResponse, RuntimeError> {
         let inner = self;
         // The question may have been asked by a turn on another instance.
-        inner.reload_shared(ctx).await?;
+        inner.cluster().reload_shared(ctx).await?;
         if ctx.state.lock().await.status == SessionStatus::Ended {
             return Err(RuntimeError::Conflict {
                 code: "session_ended",
@@ -214,7 +214,7 @@ impl Inner {
         inner.settle_question(ctx, &pending, &result, event).await?;
         ctx.wait_turn().await;
         // The turn that asked may still be ending on another instance.
-        inner.start_turn_for_request(ctx, false).await?;
+        inner.cluster().start_turn_for_request(ctx, false).await?;
         Ok(AnswerResponse {
             call_id: pending.call_id,
             answers,

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::Inner;
 use crate::RuntimeConfig;
 use crate::extensions::Extensions;
 use crate::feature::{Feature, Periodic};
@@ -12,7 +13,7 @@ use crate::tool::ToolHandler;
 
 pub(crate) struct Loops;
 
-impl Feature for Loops {
+impl Feature<Inner> for Loops {
     fn name(&self) -> &'static str {
         "loops"
     }
@@ -37,7 +38,7 @@ impl Feature for Loops {
         ]
     }
 
-    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler<Inner>>> {
         vec![
             Arc::new(crate::features::loops::tools::create::CreateLoop),
             Arc::new(crate::features::loops::tools::cancel::CancelLoop),

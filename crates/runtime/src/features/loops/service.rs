@@ -234,7 +234,7 @@ impl Inner {
     /// Run one claimed tick to its end and record it.
     async fn run_tick(self: Arc<Self>, tick: ClaimedTick) {
         let settings = &self.config.loops;
-        let instance = self.config.cluster.instance.clone();
+        let instance = self.settings.cluster.instance.clone();
         let outcome = match self.tick_turn(&tick).await {
             Ok(o) => o,
             Err(e) => {
@@ -316,8 +316,8 @@ impl Inner {
             || ctx.user_turns_pending.load(Ordering::SeqCst) > 0;
         // The turn may also run on another instance: then the tick is
         // skipped as for a turn running here.
-        let busy =
-            busy || (!waiting && status == SessionStatus::Active && !self.claim(&ctx).await?);
+        let busy = busy
+            || (!waiting && status == SessionStatus::Active && !self.cluster().claim(&ctx).await?);
         if busy || waiting || status == SessionStatus::Handoff {
             // A loop whose ticks are always skipped expires all the same.
             return Ok(TickOutcome {
@@ -337,7 +337,7 @@ impl Inner {
             .runtime_input(&ctx, &text, "loop", |e| e.loop_id = Some(l.id.clone()))
             .await
         {
-            self.release(&ctx).await;
+            self.cluster().release(&ctx).await;
             return Err(e);
         }
         // Set once nothing can fail before the turn runs (it is cleared
@@ -374,7 +374,7 @@ impl Inner {
         loop_id: &str,
         turn: u64,
     ) {
-        let lease = self.config.cluster.lease;
+        let lease = self.settings.cluster.lease;
         let ended = ctx.wait_turn_ended(turn);
         tokio::pin!(ended);
         loop {
@@ -382,7 +382,7 @@ impl Inner {
                 () = &mut ended => return,
                 () = tokio::time::sleep(lease / 3) => {
                     let until = now_millis() + millis(lease);
-                    if !self.store.heartbeat_tick(loop_id, &self.config.cluster.instance, until).await.unwrap_or(false) {
+                    if !self.store.heartbeat_tick(loop_id, &self.settings.cluster.instance, until).await.unwrap_or(false) {
                         tracing::warn!(loop_id, "lost the lease of a running loop tick");
                     }
                 }
@@ -392,7 +392,7 @@ impl Inner {
 
     /// Claim the loop ticks that are due and run each in a task.
     pub(crate) async fn claim_ticks(self: Arc<Self>) -> Result<(), RuntimeError> {
-        let cluster = &self.config.cluster;
+        let cluster = &self.settings.cluster;
         let claimed = self
             .store
             .claim_due_ticks(

@@ -3,17 +3,18 @@
 
 use std::sync::Arc;
 
+use crate::Inner;
 use crate::feature::Feature;
 use crate::tool::ToolHandler;
 
 pub(crate) struct Memory;
 
-impl Feature for Memory {
+impl Feature<Inner> for Memory {
     fn name(&self) -> &'static str {
         "memory"
     }
 
-    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler<Inner>>> {
         vec![
             Arc::new(crate::features::memory::tools::save::SaveMemory),
             Arc::new(crate::features::memory::tools::update::UpdateMemory),

@@ -522,7 +522,7 @@ impl Bridge {
             RtEvent::SpeechStopped { .. } | RtEvent::Truncated { .. } => {}
             RtEvent::UserTranscript { text, is_final, .. } => {
                 if is_final && !text.trim().is_empty() {
-                    let max = self.rt.config.limits.max_message_bytes;
+                    let max = self.rt.settings.limits.max_message_bytes;
                     let text = within(text.trim(), max);
                     // A history past its bound takes no more speech: the
                     // bridge stops (R-SEC-7, `history_full`).
@@ -573,7 +573,7 @@ impl Bridge {
                 is_final,
             } => {
                 let active = live.book.active().map(str::to_owned);
-                let max = self.rt.config.limits.max_message_bytes;
+                let max = self.rt.settings.limits.max_message_bytes;
                 let item = self.item(&item_id, active.as_deref());
                 if is_final {
                     item.final_text = Some(if delta.is_empty() {

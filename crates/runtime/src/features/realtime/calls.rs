@@ -4,16 +4,20 @@
 //! cancelled by a barge-in (design `realtime.md` pitfall 6). Each call
 //! ends in exactly one [`Finished`], whose content the bridge submits.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rtc_core::llm::ToolCall;
-use rtc_protocol::{MessageRole, ToolCompleted};
+use rtc_core::model_tools::{ToolTarget, model_tools};
+use rtc_protocol::{
+    Assistant, BuiltInToolName, MessageRole, RealtimePromptTools, Tool, ToolCompleted,
+};
 
 use crate::events::Durability;
 use crate::history::message;
-use crate::registry::SessionTools;
+use crate::registry::{BoundTool, Offered, PlatformTool, SessionTools};
 use crate::session::SessionCtx;
-use crate::tool::{CallOutcome, Interrupt, ToolCx};
+use crate::tool::{CallOutcome, Interrupt, ToolCx, ToolHandler};
 use crate::{Inner, RuntimeError};
 
 /// A call's output for the provider.
@@ -32,7 +36,7 @@ pub(crate) struct Finished {
 pub(crate) async fn run_call(
     rt: Arc<Inner>,
     ctx: Arc<SessionCtx>,
-    tools: Arc<SessionTools>,
+    tools: Arc<SessionTools<Inner>>,
     call: ToolCall,
 ) -> Finished {
     let nul = rtc_core::text::nul_field_in_json(&call.arguments);
@@ -111,7 +115,53 @@ async fn record(
         outcome.is_error,
         outcome.shown.clone(),
     )
-    .capped(rt.config.limits.max_event_result_bytes)
+    .capped(rt.settings.limits.max_event_result_bytes)
     .into();
     rt.append(ctx, m, vec![event], Durability::Queued).await
+}
+
+/// What a realtime model is offered (design `realtime.md` §5c): the
+/// bindings whose tool type and the platform built-ins the interface
+/// declares, never `skipTurn` and none of the LLM built-ins; each with
+/// the client function it runs, if it is a client tool.
+pub(crate) fn realtime_tools(
+    assistant: &Assistant,
+    session_tools: &BTreeMap<String, Tool>,
+    caps: &RealtimePromptTools,
+) -> (SessionTools<Inner>, BTreeMap<String, String>) {
+    let mut tools: Vec<Offered<Inner>> = Vec::new();
+    let mut client_functions = BTreeMap::new();
+    for (spec, target) in model_tools(assistant, session_tools) {
+        let spec = Arc::new(spec);
+        let handler: Arc<dyn ToolHandler<Inner>> = match target {
+            ToolTarget::BuiltIn(BuiltInToolName::SkipTurn) => continue,
+            ToolTarget::BuiltIn(name) if !caps.built_in_tools.contains(&name) => continue,
+            ToolTarget::BuiltIn(name) => Arc::new(PlatformTool {
+                name,
+                spec: spec.clone(),
+            }),
+            ToolTarget::Binding(_) if crate::is_reserved_tool_name(&spec.name) => continue,
+            ToolTarget::Binding(index) => {
+                let Some(tool) = assistant
+                    .tool_bindings
+                    .get(index)
+                    .and_then(|b| session_tools.get(&b.tool_id))
+                else {
+                    continue;
+                };
+                if !caps.tool_types.contains(&tool.kind) {
+                    continue;
+                }
+                if let Some(client) = &tool.client {
+                    client_functions.insert(spec.name.clone(), client.function_name.clone());
+                }
+                Arc::new(BoundTool {
+                    index,
+                    spec: spec.clone(),
+                })
+            }
+        };
+        tools.push((spec, handler));
+    }
+    (SessionTools::new(tools), client_functions)
 }

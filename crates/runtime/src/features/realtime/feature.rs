@@ -21,13 +21,15 @@ pub(super) fn bridged(ctx: &SessionCtx) -> bool {
         && ctx.config.assistant.run_mode == RunMode::Realtime
 }
 
-impl Feature for Realtime {
+impl Feature<Inner> for Realtime {
     fn name(&self) -> &'static str {
         "realtime"
     }
 
     fn services(&self, config: &RuntimeConfig, services: &mut Extensions) {
-        services.insert(Bridges::new(config.limits.realtime_connects_per_minute));
+        services.insert(Bridges::new(
+            config.feature_limits.realtime_connects_per_minute,
+        ));
     }
 
     fn shutdown_begins(&self, rt: &Inner) {

@@ -67,7 +67,7 @@ pub(crate) struct Plan {
     pub spec: SessionSpec,
     pub connection: RealtimeConnection,
     /// What the model may call, with their handlers.
-    pub tools: Arc<SessionTools>,
+    pub tools: Arc<SessionTools<Inner>>,
     /// The declared names (a call outside them is refused).
     pub declared: BTreeSet<String>,
     /// Declared client tools: tool name → client function.
@@ -131,7 +131,7 @@ impl Inner {
             .map(|i| i.field_schema.features.realtime_prompt_tools.clone())
             .unwrap_or_default();
         let (tools, client_functions) =
-            SessionTools::for_realtime(assistant, &ctx.config.tools, &caps);
+            super::calls::realtime_tools(assistant, &ctx.config.tools, &caps);
         let decls: Vec<ToolDecl> = tools
             .specs()
             .into_iter()

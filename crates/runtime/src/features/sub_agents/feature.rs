@@ -18,12 +18,12 @@ use crate::{Inner, RuntimeError};
 
 pub(crate) struct SubAgents;
 
-impl Feature for SubAgents {
+impl Feature<Inner> for SubAgents {
     fn name(&self) -> &'static str {
         "sub-agents"
     }
 
-    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler<Inner>>> {
         vec![
             Arc::new(crate::features::sub_agents::tools::sub_agent::StartSubAgent),
             Arc::new(crate::features::sub_agents::tools::list::ListSubAgent),

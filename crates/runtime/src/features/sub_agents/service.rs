@@ -150,7 +150,10 @@ impl Inner {
         args: sub_agent::SubAgent,
         call_id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
-        let depth = ctx.parent.as_ref().map_or(0, |s| s.depth) + 1;
+        let depth = match &ctx.parent {
+            Some(_) => self.store.sub_agent(&ctx.id).await?.map_or(1, |a| a.depth),
+            None => 0,
+        } + 1;
         if let Some(problem) = self.sub_agent_limit(ctx, depth).await? {
             return Ok(CallOutcome::error(problem));
         }
@@ -201,7 +204,7 @@ impl Inner {
                     config: &config,
                     client_token: &new_token("rtc_ct"),
                     workflow_id: None,
-                    owner: Some(&self.config.cluster.instance),
+                    owner: Some(&self.settings.cluster.instance),
                 },
                 &record,
                 &first,

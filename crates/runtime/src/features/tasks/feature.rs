@@ -20,12 +20,12 @@ use crate::tool::ToolHandler;
 
 pub(crate) struct Tasks;
 
-impl Feature for Tasks {
+impl Feature<Inner> for Tasks {
     fn name(&self) -> &'static str {
         "tasks"
     }
 
-    fn tools(&self) -> Vec<Arc<dyn ToolHandler>> {
+    fn tools(&self) -> Vec<Arc<dyn ToolHandler<Inner>>> {
         vec![
             Arc::new(crate::features::tasks::tools::delegate::DelegateTask),
             Arc::new(crate::features::tasks::tools::status::GetTaskStatus),
@@ -46,7 +46,7 @@ impl Feature for Tasks {
     fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
         vec![Periodic {
             what: "keeping tasks",
-            every: (config.cluster.lease / 3).max(std::time::Duration::from_millis(200)),
+            every: (config.kernel.cluster.lease / 3).max(std::time::Duration::from_millis(200)),
             work: |rt| Box::pin(async move { rt.keep_tasks().await }),
         }]
     }

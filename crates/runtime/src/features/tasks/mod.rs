@@ -196,7 +196,7 @@ impl Inner {
         task: &TaskRecord,
         ending: Ending,
     ) -> Result<(), RuntimeError> {
-        let me = self.config.cluster.instance.clone();
+        let me = self.settings.cluster.instance.clone();
         self.end_task_reported(task, ending, Some(&me))
             .await
             .map(|_| ())
@@ -292,7 +292,7 @@ impl Inner {
         };
         // The event carries the result within the event bound; the report
         // and the task carry it whole.
-        let max = self.config.limits.max_event_result_bytes;
+        let max = self.settings.limits.max_event_result_bytes;
         let event = TaskCompleted {
             task_id: task.id.clone(),
             title: task.title.clone(),
@@ -318,7 +318,7 @@ impl Inner {
             .store
             .save_task_progress(
                 &task.id,
-                &self.config.cluster.instance,
+                &self.settings.cluster.instance,
                 transcript,
                 i64::from(steps),
                 Some(&detail),
@@ -369,8 +369,8 @@ impl Inner {
             .service::<TaskDrivers>()
             .taking_back
             .load(std::sync::atomic::Ordering::SeqCst);
-        let me = &self.config.cluster.instance;
-        let lease = self.config.cluster.lease_millis();
+        let me = &self.settings.cluster.instance;
+        let lease = self.settings.cluster.lease_millis();
         let now = now_millis();
         let mine = self.service::<TaskDrivers>().ids();
         self.store.renew_task_leases(me, &mine, now + lease).await?;

@@ -269,7 +269,7 @@ impl Inner {
                     content: result,
                 });
             }
-            let max = self.config.limits.max_task_transcript_bytes;
+            let max = self.config.feature_limits.max_task_transcript_bytes;
             if !fit_transcript(&mut transcript, max) {
                 return Ok(Some(Ending::Failed(format!(
                     "task_transcript_full: the task's transcript passed its limit of {max} bytes even without its older tool results"

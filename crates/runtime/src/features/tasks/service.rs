@@ -82,7 +82,7 @@ impl Inner {
             test_mode: ctx.config.test.is_some(),
         };
         let now = now_millis();
-        let lease = self.config.cluster.lease_millis();
+        let lease = self.settings.cluster.lease_millis();
         let timeout = i64::from(backend.timeout_seconds) * 1000;
         let task = TaskRecord {
             id: new_id("task"),
@@ -101,7 +101,7 @@ impl Inner {
             external_id: None,
             transcript: "[]".to_owned(),
             steps: 0,
-            lease_owner: Some(self.config.cluster.instance.clone()),
+            lease_owner: Some(self.settings.cluster.instance.clone()),
             lease_until: Some(now + lease),
             deadline_at: now + timeout,
             created_at: now,
@@ -148,7 +148,7 @@ impl Inner {
             match driver.start(self, &task, backend).await {
                 Ok(None) => {}
                 Ok(Some(external)) => {
-                    let me = &self.config.cluster.instance;
+                    let me = &self.settings.cluster.instance;
                     still_running = self
                         .store
                         .set_task_external_id(&task.id, me, &external)

@@ -19,8 +19,8 @@ const EXTRACTION_INPUT_BYTES: usize = 400_000;
 /// scripted result answers, else an error the model can read.
 async fn test_mode_answer(ctx: &SessionCtx, name: &str) -> Option<CallOutcome> {
     ctx.config.test.as_ref()?;
-    Some(match crate::test_mode::next_scripted(ctx, name).await {
-        Some(result) => match crate::test_mode::scripted_outcome(result) {
+    Some(match crate::mocks::next_scripted(ctx, name).await {
+        Some(result) => match crate::mocks::scripted_outcome(result) {
             Ok(v) => CallOutcome::ok(v),
             Err(e) => CallOutcome::error(e.0),
         },
@@ -105,7 +105,7 @@ impl Inner {
         }
         let system = "You read a web page for another assistant. Answer its request using only the page. Be concise and exact: keep figures, names, dates, versions and code as written, and include the links that matter. If the page does not contain the answer, say so plainly.";
         let user = format!("Request: {prompt}\n\nPage: {}\n\n---\n{text}", page.url);
-        SmallModel::for_assistant(&self.config, &ctx.config.assistant)
+        SmallModel::for_assistant(&self.settings, &ctx.config.assistant)
             .ask(system, user, false)
             .await
     }

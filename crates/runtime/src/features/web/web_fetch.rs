@@ -53,7 +53,7 @@ pub fn parse(arguments: &str) -> Result<FetchCall, ArgumentError> {
 
 crate::builtins::built_in!(
     WebFetch,
-    offered = |offer| offer.assistant.features.web_fetch && offer.config.web_fetch.is_some(),
+    offered = |offer| offer.assistant.features.web_fetch && offer.host.config.web_fetch.is_some(),
     run = |cx| async move { Ok(cx.rt.web_fetch(cx.session, cx.call).await) }
 );
 

@@ -59,7 +59,7 @@ pub fn parse(arguments: &str) -> Result<SearchQuery, ArgumentError> {
 
 crate::builtins::built_in!(
     WebSearch,
-    offered = |offer| offer.assistant.features.web_search && offer.config.web_search.is_some(),
+    offered = |offer| offer.assistant.features.web_search && offer.host.config.web_search.is_some(),
     run = |cx| async move { Ok(cx.rt.web_search(cx.session, cx.call).await) }
 );
 

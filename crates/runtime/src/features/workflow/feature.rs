@@ -24,7 +24,7 @@ pub(crate) struct Workflows;
 #[derive(Default)]
 struct Opening(Option<Next>);
 
-impl Feature for Workflows {
+impl Feature<Inner> for Workflows {
     fn name(&self) -> &'static str {
         "workflow"
     }

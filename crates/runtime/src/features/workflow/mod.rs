@@ -167,7 +167,7 @@ impl Inner {
             // The server's own bound on a walk, whatever the workflow's
             // limits say: entries of any node (agent stages too) and the
             // events recorded since the walk's input.
-            let limits = &self.config.limits;
+            let limits = &self.config.feature_limits;
             let walked = walk.entries >= limits.max_walk_hops
                 || ctx.events.emitted().saturating_sub(walk.events_from)
                     >= limits.max_walk_events as u64;
@@ -268,7 +268,7 @@ impl Inner {
         ctx: &Arc<SessionCtx>,
         wf: &Workflow,
     ) -> Result<Step, RuntimeError> {
-        let limits = &self.config.limits;
+        let limits = &self.config.feature_limits;
         let message = format!(
             "this walk through the workflow passed the server's bound ({} node entries or {} events between two inputs; RTC_MAX_WALK_HOPS, RTC_MAX_WALK_EVENTS)",
             limits.max_walk_hops, limits.max_walk_events
@@ -373,7 +373,7 @@ impl Inner {
         expression: &rtc_protocol::Expr,
         vars: &BTreeMap<String, Value>,
     ) -> Result<bool, RuntimeError> {
-        match evaluate(expression, vars, &NoLlm, &self.config.limits.eval()).await {
+        match evaluate(expression, vars, &NoLlm, &self.settings.limits.eval()).await {
             Ok(v) => Ok(v == Value::Bool(true)),
             Err(e) => {
                 let first = ctx.ext(|w: &mut WorkflowState| {
@@ -465,7 +465,7 @@ impl Inner {
                 ToolCompleted::new(&call_id, &name, true, json!({"error": e})),
             ),
         };
-        completed = completed.capped(self.config.limits.max_event_result_bytes);
+        completed = completed.capped(self.settings.limits.max_event_result_bytes);
         completed.origin = Some(ORIGIN.to_owned());
         self.action_done(ctx, completed).await?;
         Ok(ok)
@@ -496,7 +496,7 @@ impl Inner {
         node: &UpdateStateNode,
     ) -> Result<(), RuntimeError> {
         let source = format!("workflow:{}", node.id);
-        variables::apply_rules(ctx, &self.config.limits, &node.rules, &NoLlm, &source).await?;
+        variables::apply_rules(ctx, &self.settings.limits, &node.rules, &NoLlm, &source).await?;
         Ok(())
     }
 

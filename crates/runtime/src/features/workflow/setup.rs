@@ -113,7 +113,7 @@ impl Runtime {
             assistants: &assistants,
             realtime_interface: iface.as_ref(),
             providers: &providers,
-            update_bounds: self.inner.config.limits.update,
+            update_bounds: self.inner.settings.limits.update,
         };
         validate_workflow(workflow, &ctx).map_err(|e| {
             RuntimeError::Invalid(ValidationError::new(
@@ -166,11 +166,11 @@ impl Inner {
         // Under the turn slot, as after a turn: a user message meanwhile
         // waits for the walk and then takes the slot.
         let mut slot = ctx.turn.lock().await;
-        self.own(ctx).await?;
+        self.cluster().own(ctx).await?;
         match self.release_walk(ctx).await? {
             Next::Idle => Ok(()),
             Next::Turn => {
-                if self.claim(ctx).await? {
+                if self.cluster().claim(ctx).await? {
                     *slot = Some(self.spawn_turn(ctx));
                 }
                 Ok(())

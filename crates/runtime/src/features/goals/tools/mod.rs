@@ -16,7 +16,7 @@ async fn run(
 ) -> Result<crate::tool::CallOutcome, crate::RuntimeError> {
     let goals = super::service::GoalCx {
         store: &cx.rt.store,
-        cluster: &cx.rt.config.cluster,
+        cluster: &cx.rt.settings.cluster,
         session: cx.session,
     };
     goals.run(op).await

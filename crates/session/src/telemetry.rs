@@ -13,7 +13,7 @@ use rtc_core::llm::{ChatMessage, ChatResponse, ToolCall};
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::session::SessionCtx;
+use crate::context::SessionCtx;
 
 /// The target of every span of this module.
 pub const SPAN_TARGET: &str = "gen_ai";
@@ -33,11 +33,7 @@ fn capped(text: String) -> String {
 }
 
 /// The span of one turn.
-pub(crate) fn turn_span(
-    ctx: &SessionCtx,
-    assistant: &rtc_protocol::Assistant,
-    turn_id: &str,
-) -> Span {
+pub fn turn_span(ctx: &SessionCtx, assistant: &rtc_protocol::Assistant, turn_id: &str) -> Span {
     let agent = assistant.id.as_deref().unwrap_or(&assistant.name);
     tracing::span!(target: SPAN_TARGET, tracing::Level::TRACE, "invoke_agent",
         otel.name = %format!("invoke_agent {}", assistant.name),
@@ -56,12 +52,7 @@ pub(crate) fn turn_span(
 }
 
 /// The span of one model call.
-pub(crate) fn chat_span(
-    ctx: &SessionCtx,
-    model: &str,
-    messages: &[ChatMessage],
-    capture: bool,
-) -> Span {
+pub fn chat_span(ctx: &SessionCtx, model: &str, messages: &[ChatMessage], capture: bool) -> Span {
     let span = tracing::span!(target: SPAN_TARGET, tracing::Level::TRACE, "chat",
         otel.name = %format!("chat {model}"),
         otel.kind = "client",
@@ -89,7 +80,7 @@ pub(crate) fn chat_span(
 }
 
 /// What the model answered, on its call's span.
-pub(crate) fn record_answer(span: &Span, r: &ChatResponse, capture: bool) {
+pub fn record_answer(span: &Span, r: &ChatResponse, capture: bool) {
     if span.is_disabled() {
         return;
     }
@@ -119,14 +110,14 @@ pub(crate) fn record_answer(span: &Span, r: &ChatResponse, capture: bool) {
 }
 
 /// A failure on `span`: its status and `error.type`.
-pub(crate) fn record_error(span: &Span, kind: &str, message: &str) {
+pub fn record_error(span: &Span, kind: &str, message: &str) {
     span.record("otel.status_code", "ERROR");
     span.record("otel.status_description", message);
     span.record("error.type", kind);
 }
 
 /// The span of one tool call.
-pub(crate) fn tool_span(ctx: &SessionCtx, call: &ToolCall, capture: bool) -> Span {
+pub fn tool_span(ctx: &SessionCtx, call: &ToolCall, capture: bool) -> Span {
     let span = tracing::span!(target: SPAN_TARGET, tracing::Level::TRACE, "execute_tool",
         otel.name = %format!("execute_tool {}", call.name),
         otel.kind = "internal",
@@ -148,7 +139,7 @@ pub(crate) fn tool_span(ctx: &SessionCtx, call: &ToolCall, capture: bool) -> Spa
 }
 
 /// A tool call's outcome on its span.
-pub(crate) fn record_tool(span: &Span, is_error: bool, content: &str, capture: bool) {
+pub fn record_tool(span: &Span, is_error: bool, content: &str, capture: bool) {
     if span.is_disabled() {
         return;
     }

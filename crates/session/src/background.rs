@@ -1,13 +1,13 @@
-//! The runtime's long-lived background work: periodic loops (the idle
+//! The kernel's long-lived background work: periodic loops (the idle
 //! sweeper, the scheduler of the features' periodic work, heartbeats) and the
 //! listeners of other instances' writes and control messages. They run as
 //! tasks of one supervised set under one cancellation token, which
-//! shutdown cancels and awaits (`Runtime::shutdown`). [`spawn_every`] is
-//! the one helper for periodic work: it holds the runtime weakly, so a
-//! dropped runtime stops its loops too, and it stops when shutdown begins.
+//! shutdown cancels and awaits (`Kernel::shutdown`). [`spawn_every`] is
+//! the one helper for periodic work: it holds the host weakly, so a
+//! dropped host stops its loops too, and it stops when shutdown begins.
 //!
-//! What is not here has an owner of its own: turns run in `Inner::tasks`
-//! (shutdown waits for them), task drivers in `TaskDrivers` (aborted at
+//! What is not here has an owner of its own: turns run in `Kernel::tasks`
+//! (shutdown waits for them), a feature's own workers with its service (aborted at
 //! shutdown), the journal's writer with its handle.
 
 use std::future::Future;
@@ -17,18 +17,18 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::Inner;
+use crate::kernel::Host;
 
 /// The supervised set of background tasks.
 #[derive(Default)]
-pub(crate) struct Background {
+pub struct Background {
     token: CancellationToken,
     tracker: TaskTracker,
 }
 
 impl Background {
     /// Run `work` until it ends or shutdown cancels it.
-    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
         let token = self.token.child_token();
         self.tracker.spawn(async move {
             tokio::select! {
@@ -39,7 +39,7 @@ impl Background {
     }
 
     /// Cancel every task and wait, at most `within`, for them to stop.
-    pub(crate) async fn stop(&self, within: Duration) {
+    pub async fn stop(&self, within: Duration) {
         self.token.cancel();
         self.tracker.close();
         if tokio::time::timeout(within, self.tracker.wait())
@@ -52,10 +52,11 @@ impl Background {
 }
 
 /// Run `work` every `period` (a late round delays the next), from now
-/// until the runtime is dropped or its shutdown begins.
-pub(crate) fn spawn_every<F, Fut>(inner: &Arc<Inner>, period: Duration, mut work: F)
+/// until the host is dropped or its shutdown begins.
+pub fn spawn_every<H, F, Fut>(inner: &Arc<H>, period: Duration, mut work: F)
 where
-    F: FnMut(Arc<Inner>) -> Fut + Send + 'static,
+    H: Host,
+    F: FnMut(Arc<H>) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let weak = Arc::downgrade(inner);

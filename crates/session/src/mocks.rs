@@ -12,16 +12,14 @@ use rtc_protocol::{ScriptedResult, Tool};
 
 use serde_json::{Map, Value};
 
-use crate::session::SessionCtx;
-
-pub use rtc_session::test_mode::TestMode;
+use crate::context::SessionCtx;
 
 /// The error a tool without a mock answers in test mode.
-pub(crate) const NO_MOCK: &str = "no mock response configured: this is a test-mode session, so the tool was not called; set the tool's `mockResponse` (or script the call in the test)";
+pub const NO_MOCK: &str = "no mock response configured: this is a test-mode session, so the tool was not called; set the tool's `mockResponse` (or script the call in the test)";
 
 /// The next scripted result of `name` in a test-mode session, counting
 /// the call.
-pub(crate) async fn next_scripted(ctx: &SessionCtx, name: &str) -> Option<ScriptedResult> {
+pub async fn next_scripted(ctx: &SessionCtx, name: &str) -> Option<ScriptedResult> {
     let test = ctx.config.test.as_ref()?;
     let results = test.scripted.get(name)?;
     let mut state = ctx.state.lock().await;
@@ -35,7 +33,7 @@ pub(crate) async fn next_scripted(ctx: &SessionCtx, name: &str) -> Option<Script
 /// no answer (the model reads it as the call's error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct MockFailure(pub String);
+pub struct MockFailure(pub String);
 
 impl From<MockFailure> for crate::tool::CallError {
     fn from(e: MockFailure) -> Self {
@@ -44,7 +42,7 @@ impl From<MockFailure> for crate::tool::CallError {
 }
 
 /// A scripted result as a call's outcome.
-pub(crate) fn scripted_outcome(result: ScriptedResult) -> Result<Value, MockFailure> {
+pub fn scripted_outcome(result: ScriptedResult) -> Result<Value, MockFailure> {
     match (result.response, result.error) {
         (Some(v), _) => Ok(v),
         (None, Some(e)) => Err(MockFailure(e)),
@@ -55,10 +53,7 @@ pub(crate) fn scripted_outcome(result: ScriptedResult) -> Result<Value, MockFail
 /// What `tool` answers to `args` in test mode: its mock's value, or the
 /// first case whose `when` holds over the arguments (an argument the
 /// call lacks makes a `when` false, never an error).
-pub(crate) async fn mock_answer(
-    tool: &Tool,
-    args: &Map<String, Value>,
-) -> Result<Value, MockFailure> {
+pub async fn mock_answer(tool: &Tool, args: &Map<String, Value>) -> Result<Value, MockFailure> {
     let Some(mock) = &tool.mock_response else {
         return Err(MockFailure(NO_MOCK.to_owned()));
     };

@@ -11,15 +11,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use rtc_store::ControlOp;
 
-use crate::Inner;
+use crate::kernel::Host;
 
-pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
+pub(crate) fn spawn_control_listener<H: Host>(inner: &Arc<H>) {
     if !inner.store.allows_several_instances() {
         return;
     }
-    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let weak: Weak<H> = Arc::downgrade(inner);
     let store = inner.store.clone();
-    let me = inner.config.cluster.instance.clone();
+    let me = inner.settings.cluster.instance.clone();
     inner.background.spawn(async move {
         loop {
             match store.controls().await {
@@ -35,7 +35,7 @@ pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
                         let rt = Arc::clone(&inner);
                         match control.op {
                             ControlOp::Cancel => inner.background.spawn(async move {
-                                rt.cancel_for_other(&argument).await;
+                                rt.cluster().cancel_for_other(&argument).await;
                             }),
                             ControlOp::Kick => inner.background.spawn(async move {
                                 let poked = async {
@@ -51,9 +51,9 @@ pub(crate) fn spawn_control_listener(inner: &Arc<Inner>) {
                                 }
                             }),
                             ControlOp::ClientReply => inner.background.spawn(async move {
-                                rt.client_reply_arrived(&argument).await;
+                                rt.remote_clients.reply_arrived(&argument).await;
                             }),
-                            ControlOp::ClientGone => inner.client_gone(&argument),
+                            ControlOp::ClientGone => inner.remote_clients.gone(&argument),
                         }
                     }
                 }

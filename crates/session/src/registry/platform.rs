@@ -7,38 +7,37 @@ use rtc_core::llm::{ToolCall, ToolSpec};
 use rtc_protocol::{Assistant, BuiltInToolName, EndMessageType, HandoffRequested, SessionStatus};
 use serde_json::{Map, Value, json};
 
-use crate::session::SessionCtx;
+use crate::context::SessionCtx;
+use crate::kernel::{Host, Kernel};
 use crate::small_model::SmallModel;
 use crate::tool::{CallOutcome, Interrupt, ToolCx, ToolHandler};
-use crate::{Inner, RuntimeError, variables};
+use crate::{RuntimeError, variables};
 
 /// A platform built-in the assistant enabled, with the spec its
 /// configuration gives it.
-pub(crate) struct PlatformTool {
+pub struct PlatformTool {
     pub name: BuiltInToolName,
     pub spec: std::sync::Arc<ToolSpec>,
 }
 
-impl ToolHandler for PlatformTool {
+impl<H: Host> ToolHandler<H> for PlatformTool {
     fn spec(&self) -> ToolSpec {
         ToolSpec::clone(&self.spec)
     }
 
-    fn call<'a>(&'a self, cx: ToolCx<'a>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {
-        Box::pin(
-            cx.rt
-                .platform_tool(cx.session, cx.assistant, cx.call, self.name),
-        )
+    fn call<'a>(&'a self, cx: ToolCx<'a, H>) -> BoxFuture<'a, Result<CallOutcome, RuntimeError>> {
+        Box::pin(self.run(cx.rt, cx.session, cx.assistant, cx.call))
     }
 }
 
-impl Inner {
-    async fn platform_tool(
+/// The calls, run on the kernel `k`.
+impl PlatformTool {
+    async fn run<H: Host>(
         &self,
+        k: &Kernel<H>,
         ctx: &SessionCtx,
         assistant: &Assistant,
         call: &ToolCall,
-        name: BuiltInToolName,
     ) -> Result<CallOutcome, RuntimeError> {
         let args: Map<String, Value> = serde_json::from_str(if call.arguments.trim().is_empty() {
             "{}"
@@ -51,7 +50,7 @@ impl Inner {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let built_ins = &assistant.built_in_tools;
-        match name {
+        match self.name {
             BuiltInToolName::EndConversation => {
                 let Some(cfg) = &built_ins.end_conversation else {
                     return Ok(CallOutcome::error("endConversation is not enabled"));
@@ -71,14 +70,14 @@ impl Inner {
                     }
                     EndMessageType::Custom => {
                         // A realtime model speaks it (the bridge asks).
-                        if !self.says_fixed_lines(ctx) {
-                            self.say(ctx, &cfg.custom_message).await?;
+                        if !k.says_fixed_lines(ctx) {
+                            k.say(ctx, &cfg.custom_message).await?;
                         }
                         Ok(CallOutcome::ok(json!({"ended": true})).interrupt(Interrupt::End))
                     }
                 }
             }
-            BuiltInToolName::UpdateState => Ok(self.update_state(ctx, assistant).await?),
+            BuiltInToolName::UpdateState => Ok(Self::update_state(k, ctx, assistant).await?),
             BuiltInToolName::SkipTurn => {
                 Ok(CallOutcome::ok(json!({"skipped": true})).interrupt(Interrupt::Skip))
             }
@@ -87,7 +86,7 @@ impl Inner {
                     let mut state = ctx.state.lock().await;
                     state.status = SessionStatus::Handoff;
                 }
-                self.store
+                k.store
                     .set_session_status(&ctx.id, SessionStatus::Handoff, None, None)
                     .await?;
                 ctx.events.emit(HandoffRequested { reason }.into()).await?;
@@ -95,9 +94,9 @@ impl Inner {
                     .request_human_handoff
                     .as_ref()
                     .and_then(|h| h.message.clone())
-                    .filter(|_| !self.says_fixed_lines(ctx))
+                    .filter(|_| !k.says_fixed_lines(ctx))
                 {
-                    self.say(ctx, &message).await?;
+                    k.say(ctx, &message).await?;
                 }
                 Ok(CallOutcome::ok(json!({"handedOff": true})).interrupt(Interrupt::Handoff))
             }
@@ -105,8 +104,8 @@ impl Inner {
     }
 
     /// Evaluate the `updateState` rules in order (R-BI-3).
-    async fn update_state(
-        &self,
+    async fn update_state<H: Host>(
+        k: &Kernel<H>,
         ctx: &SessionCtx,
         assistant: &Assistant,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -114,9 +113,9 @@ impl Inner {
             return Ok(CallOutcome::error("updateState is not enabled"));
         };
         let leaf =
-            SmallModel::for_assistant(&self.config, assistant).leaves(self.transcript(ctx).await?);
+            SmallModel::for_assistant(&k.settings, assistant).leaves(k.transcript(ctx).await?);
         let (applied, errors) =
-            variables::apply_rules(ctx, &self.config.limits, &cfg.rules, &leaf, "updateState")
+            variables::apply_rules(ctx, &k.settings.limits, &cfg.rules, &leaf, "updateState")
                 .await?;
         Ok(CallOutcome::ok(
             json!({"updated": applied, "errors": errors}),

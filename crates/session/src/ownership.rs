@@ -2,15 +2,15 @@
 //! PostgreSQL (R-ST-2; the rows are `rtc_store::instances`). On SQLite
 //! there is one instance and none of this does any IO.
 //!
-//! - Every turn starts through [`Inner::claim`]: the session's row names
+//! - Every turn starts through [`Cluster::claim`]: the session's row names
 //!   this instance as the turn's owner unless a live instance runs one.
 //! - An instance heartbeats its row; one not seen for a lease is dead and
 //!   the work it owned (a running turn, a working sub-agent, inbox items,
 //!   a workflow action) is adopted by exactly one live instance
-//!   ([`Inner::adopt_orphans`], at startup and every lease/3).
+//!   ([`Cluster::adopt_orphans`], at startup and every lease/3).
 //! - A request that needs a session's turn while another live instance
 //!   runs it asks that instance to cancel it, or waits for its end
-//!   ([`Inner::await_remote_turn`]).
+//!   ([`Cluster::await_remote_turn`]).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,8 +19,9 @@ use std::time::Duration;
 use rtc_protocol::TurnCompleted;
 use rtc_store::{ControlOp, SessionUpdate, TurnClaim, now_millis};
 
-use crate::session::SessionCtx;
-use crate::{Inner, RuntimeError};
+use crate::RuntimeError;
+use crate::context::SessionCtx;
+use crate::kernel::{Host, Kernel};
 
 /// Why a cut-off turn ended, as its `turn.completed` says.
 const OWNER_STOPPED: &str = "the server running the turn stopped during it";
@@ -31,23 +32,35 @@ const RE_ASK: Duration = Duration::from_millis(250);
 /// Sessions adopted per query.
 const ADOPT_BATCH: i64 = 200;
 
-impl Inner {
+/// The cluster layer's view of a kernel (`Kernel::cluster`): who runs a
+/// session's turns.
+pub struct Cluster<'a, H>(pub(crate) &'a Kernel<H>);
+
+impl<H> std::ops::Deref for Cluster<'_, H> {
+    type Target = Kernel<H>;
+
+    fn deref(&self) -> &Kernel<H> {
+        self.0
+    }
+}
+
+impl<H: Host> Cluster<'_, H> {
     fn shared(&self) -> bool {
         self.store.allows_several_instances()
     }
 
     fn me(&self) -> &str {
-        &self.config.cluster.instance
+        &self.settings.cluster.instance
     }
 
     /// Instances seen since then are alive.
-    pub(crate) fn live_since(&self) -> i64 {
-        now_millis() - self.config.cluster.lease_millis()
+    pub fn live_since(&self) -> i64 {
+        now_millis() - self.settings.cluster.lease_millis()
     }
 
     /// Write this instance's heartbeat (before its first claim, then every
     /// lease/3 from the scheduler).
-    pub(crate) async fn heartbeat(&self) -> Result<(), RuntimeError> {
+    pub async fn heartbeat(&self) -> Result<(), RuntimeError> {
         if self.shared() {
             let host = this_host();
             let pid = i64::from(std::process::id());
@@ -78,7 +91,7 @@ impl Inner {
     /// holds the turn slot and no turn of this process runs in it. A turn
     /// cut off by a dead owner (or by this instance's crash) is recorded
     /// as interrupted first.
-    pub(crate) async fn claim(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
+    pub async fn claim(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
         Ok(self.claim_closing(ctx).await?.is_some())
     }
 
@@ -112,7 +125,7 @@ impl Inner {
     }
 
     /// A claim that started no turn.
-    pub(crate) async fn release(&self, ctx: &SessionCtx) {
+    pub async fn release(&self, ctx: &SessionCtx) {
         if self.shared()
             && let Err(e) = self.store.release_turn(&ctx.id, self.me()).await
         {
@@ -138,7 +151,7 @@ impl Inner {
     /// message, an answer): while another live instance runs the session's
     /// turn, ask it to cancel it (`cancel`) or let it finish, and wait
     /// until it has ended (or its owner died) — within a lease.
-    pub(crate) async fn await_remote_turn(
+    pub async fn await_remote_turn(
         &self,
         ctx: &SessionCtx,
         cancel: bool,
@@ -146,7 +159,7 @@ impl Inner {
         if !self.shared() {
             return Ok(());
         }
-        let deadline = tokio::time::Instant::now() + self.config.cluster.lease;
+        let deadline = tokio::time::Instant::now() + self.settings.cluster.lease;
         // Asked again now and then: the owner may have started another
         // turn (a goal's continuation) after the first cancel.
         let mut asked_at = None::<tokio::time::Instant>;
@@ -184,12 +197,12 @@ impl Inner {
     /// answer): after [`Self::await_remote_turn`], claimed here; a claim
     /// another instance won in between (its turn's end looking for what
     /// comes next) is waited out again, within a lease.
-    pub(crate) async fn start_turn_for_request(
-        self: &Arc<Self>,
+    pub async fn start_turn_for_request(
+        &self,
         ctx: &Arc<SessionCtx>,
         cancel: bool,
     ) -> Result<(), RuntimeError> {
-        let deadline = tokio::time::Instant::now() + self.config.cluster.lease;
+        let deadline = tokio::time::Instant::now() + self.settings.cluster.lease;
         loop {
             self.await_remote_turn(ctx, cancel).await?;
             if ctx.state.lock().await.status != rtc_protocol::SessionStatus::Active
@@ -206,7 +219,7 @@ impl Inner {
 
     /// Make this instance the owner of `ctx`'s work done outside a turn (a
     /// workflow walk after a release), so no instance adopts it meanwhile.
-    pub(crate) async fn own(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub async fn own(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         if self.shared() {
             self.heartbeat_if_new().await?;
             self.store.own_session(&ctx.id, self.me()).await?;
@@ -223,7 +236,7 @@ impl Inner {
 
     /// Reload what another instance may have changed (shared stores): a
     /// request that may follow one answered elsewhere reads the store.
-    pub(crate) async fn reload_shared(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub async fn reload_shared(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         if self.shared() {
             self.refresh(ctx, true).await?;
         }
@@ -232,7 +245,7 @@ impl Inner {
 
     /// The session ended here: a turn another live instance runs for it
     /// is cancelled there.
-    pub(crate) async fn cancel_remote_turn(&self, ctx: &SessionCtx) {
+    pub async fn cancel_remote_turn(&self, ctx: &SessionCtx) {
         if !self.shared() {
             return;
         }
@@ -257,7 +270,7 @@ impl Inner {
 
     /// Another instance asked to cancel `session`'s turn (see
     /// [`Self::await_remote_turn`]).
-    pub(crate) async fn cancel_for_other(&self, session: &str) {
+    pub async fn cancel_for_other(&self, session: &str) {
         let ctx = self.sessions.lock().get(session).cloned();
         if let Some(ctx) = &ctx {
             ctx.stale.store(true, Ordering::SeqCst);
@@ -286,10 +299,7 @@ impl Inner {
     /// interrupted, cut-off workflow actions as failed, working sub-agents
     /// with an unanswered input run again, inbox items are delivered.
     /// Returns how many cut-off turns were closed.
-    pub(crate) async fn adopt_orphans(
-        self: &Arc<Self>,
-        startup: bool,
-    ) -> Result<usize, RuntimeError> {
+    pub async fn adopt_orphans(&self, startup: bool) -> Result<usize, RuntimeError> {
         self.heartbeat().await?;
         if startup {
             self.forget_dead_local_instances().await?;
@@ -342,7 +352,7 @@ impl Inner {
     }
 
     /// Go on with one adopted session; whether a cut-off turn was closed.
-    async fn resume_adopted(self: &Arc<Self>, id: &str) -> Result<bool, RuntimeError> {
+    async fn resume_adopted(&self, id: &str) -> Result<bool, RuntimeError> {
         let Some(record) = self.store.session_by_id(id).await? else {
             return Ok(false);
         };
@@ -361,8 +371,9 @@ impl Inner {
                 self.release(&ctx).await;
             }
         }
+        let host = self.host();
         for feature in &self.features {
-            feature.adopted(self, &ctx, &record).await?;
+            feature.adopted(&host, &ctx, &record).await?;
         }
         Ok(cut_off)
     }
@@ -389,13 +400,13 @@ fn busy() -> RuntimeError {
 
 /// On a shared store: this instance's heartbeat, every lease/3 on a task
 /// of its own (a busy scheduler must not make a live instance look dead).
-pub(crate) fn spawn_heartbeat(inner: &Arc<Inner>) {
+pub(crate) fn spawn_heartbeat<H: Host>(inner: &Arc<H>) {
     if !inner.store.allows_several_instances() {
         return;
     }
-    let period = (inner.config.cluster.lease / 3).max(Duration::from_millis(100));
+    let period = (inner.settings.cluster.lease / 3).max(Duration::from_millis(100));
     crate::background::spawn_every(inner, period, |inner| async move {
-        if let Err(e) = inner.heartbeat().await {
+        if let Err(e) = inner.cluster().heartbeat().await {
             tracing::warn!(error = %e, "writing this instance's heartbeat failed");
         }
     });

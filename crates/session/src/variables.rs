@@ -13,11 +13,11 @@ use rtc_store::{SessionUpdate, now_millis};
 use serde_json::{Map, Value, json};
 
 use crate::RuntimeError;
+use crate::context::SessionCtx;
 use crate::limits::{SessionLimits, variable_size, variables_size};
-use crate::session::SessionCtx;
 
 /// Identity of a new session, for its `system__*` variables.
-pub(crate) struct SystemInfo<'a> {
+pub struct SystemInfo<'a> {
     pub session_id: &'a str,
     pub root_id: &'a str,
     pub parent_id: Option<&'a str>,
@@ -28,7 +28,7 @@ pub(crate) struct SystemInfo<'a> {
 
 /// Declared defaults, overridden by the values given at start, plus the
 /// system variables.
-pub(crate) fn initial_variables(
+pub fn initial_variables(
     assistant: &Assistant,
     given: &BTreeMap<String, Value>,
     sys: &SystemInfo<'_>,
@@ -86,7 +86,7 @@ pub(crate) fn initial_variables(
 /// `state.updated`. Values of the wrong type, or past the size bounds
 /// (`value_too_large`, `variables_too_large`), are skipped and reported.
 /// Returns the applied changes and the problems.
-pub(crate) async fn apply(
+pub async fn apply(
     ctx: &SessionCtx,
     limits: &SessionLimits,
     changes: Vec<(String, Value)>,
@@ -152,7 +152,7 @@ pub(crate) async fn apply(
 /// set), apply the results with one `state.updated`, and report what could
 /// not be set as one `update_state_failed` error event. Returns the applied
 /// changes and the problems.
-pub(crate) async fn apply_rules<L: LlmLeafEvaluator>(
+pub async fn apply_rules<L: LlmLeafEvaluator>(
     ctx: &SessionCtx,
     limits: &SessionLimits,
     rules: &[UpdateStateRule],
@@ -196,7 +196,7 @@ pub(crate) async fn apply_rules<L: LlmLeafEvaluator>(
 
 /// Update the platform's own variables at the start of a turn; returns
 /// all values and the changed ones, for the caller to record.
-pub(crate) async fn begin_turn(ctx: &SessionCtx) -> (Map<String, Value>, Map<String, Value>) {
+pub async fn begin_turn(ctx: &SessionCtx) -> (Map<String, Value>, Map<String, Value>) {
     let snapshot = {
         let mut state = ctx.state.lock().await;
         let count = state

@@ -25,10 +25,13 @@ use rtc_store::{ClientConnectionRow, ControlOp, DeclaredFunctions, now_millis};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use rtc_store::Store;
+
+use crate::RuntimeError;
 use crate::broker::{ClientCall, ClientError, ClientOutcome, ClientReply, REMOTE};
 use crate::cluster::millis;
-use crate::session::SessionCtx;
-use crate::{Inner, RuntimeError};
+use crate::context::SessionCtx;
+use crate::kernel::{Contexts, Host};
 
 /// How often an instance tells its connections are open.
 const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -48,21 +51,35 @@ enum RowOp {
 }
 
 /// This instance's connection rows and the calls it routed elsewhere.
-#[derive(Default)]
-pub(crate) struct RemoteClients {
+pub struct RemoteClients {
+    store: Store,
+    /// The kernel's live contexts, where a waiting call's session is.
+    contexts: Arc<Contexts>,
+    /// This instance's id.
+    me: String,
     /// The writer of connection rows (shared stores only).
     rows: std::sync::OnceLock<mpsc::UnboundedSender<RowOp>>,
     calls: parking_lot::Mutex<RemoteCalls>,
 }
 
 impl RemoteClients {
+    pub(crate) fn new(store: Store, contexts: Arc<Contexts>, me: String) -> Self {
+        Self {
+            store,
+            contexts,
+            me,
+            rows: std::sync::OnceLock::new(),
+            calls: parking_lot::Mutex::default(),
+        }
+    }
+
     /// Connection `key` of `session` declared `functions`.
-    pub fn declared(&self, key: &str, session: &str, instance: &str, functions: DeclaredFunctions) {
+    pub fn declared(&self, key: &str, session: &str, functions: DeclaredFunctions) {
         if let Some(rows) = self.rows.get() {
             let _ = rows.send(RowOp::Put(ClientConnectionRow {
                 id: key.to_owned(),
                 session_id: session.to_owned(),
-                instance: instance.to_owned(),
+                instance: self.me.clone(),
                 functions,
                 seen_at: now_millis(),
             }));
@@ -85,24 +102,14 @@ impl RemoteClients {
             .map(|(key, c)| (key.clone(), c.clone()))
             .collect()
     }
-}
 
-fn fresh_since() -> i64 {
-    now_millis() - millis(FRESH)
-}
-
-impl Inner {
     /// Run a client function for `ctx`'s turn: on a client connected here,
     /// else (shared stores) on one connected to another instance.
-    pub(crate) async fn call_client(
-        &self,
-        ctx: &SessionCtx,
-        call: ClientCall<'_>,
-    ) -> ClientOutcome {
+    pub async fn call(&self, ctx: &SessionCtx, call: ClientCall<'_>) -> ClientOutcome {
         if !self.store.allows_several_instances() || ctx.broker.supports(call.function) {
             return ctx.broker.call(&ctx.events, call).await;
         }
-        let me = self.config.cluster.instance.as_str();
+        let me = self.me.as_str();
         let rows = match self.store.client_connections(&ctx.id, fresh_since()).await {
             Ok(rows) => rows,
             Err(e) => {
@@ -128,8 +135,7 @@ impl Inner {
                 tracing::warn!(session = %ctx.id, error = %e, "recording a client call failed");
                 return ClientOutcome::Error("the call could not be delivered".to_owned());
             }
-            self.remote_clients
-                .calls
+            self.calls
                 .lock()
                 .insert((ctx.id.clone(), call_id.clone()), row.id.clone());
         }
@@ -139,10 +145,7 @@ impl Inner {
             .call_via(&ctx.events, call, REMOTE, declared)
             .await;
         if wait {
-            self.remote_clients
-                .calls
-                .lock()
-                .remove(&(ctx.id.clone(), call_id.clone()));
+            self.calls.lock().remove(&(ctx.id.clone(), call_id.clone()));
             if let Err(e) = self.store.remove_client_call(&ctx.id, &call_id).await {
                 tracing::warn!(call_id, error = %e, "removing a client call failed");
             }
@@ -153,7 +156,7 @@ impl Inner {
     /// A host's reply to a call no turn of this process waits for: on a
     /// shared store, stored for the instance waiting for it, which is
     /// told. `false` when no call of `session` waits under that id.
-    pub(crate) async fn forward_client_reply(
+    pub async fn forward_reply(
         &self,
         session: &str,
         call_id: &str,
@@ -186,12 +189,12 @@ impl Inner {
     /// The reply to a call this process routed elsewhere arrived
     /// (`argument`: "<session> <call id>"), or may have (a notification
     /// lost while the listener reconnected).
-    pub(crate) async fn client_reply_arrived(&self, argument: &str) {
+    pub async fn reply_arrived(&self, argument: &str) {
         let Some((session, call_id)) = argument.split_once(' ') else {
             return;
         };
         let key = (session.to_owned(), call_id.to_owned());
-        if !self.remote_clients.calls.lock().contains_key(&key) {
+        if !self.calls.lock().contains_key(&key) {
             return;
         }
         let stored = match self.store.take_client_reply(session, call_id).await {
@@ -211,8 +214,8 @@ impl Inner {
 
     /// Connection `key` (on some instance) closed, or its instance
     /// stopped: the calls waiting on it fail at once (R-CT-4).
-    pub(crate) fn client_gone(&self, key: &str) {
-        for ((session, call_id), _) in self.remote_clients.waiting(Some(key)) {
+    pub fn gone(&self, key: &str) {
+        for ((session, call_id), _) in self.waiting(Some(key)) {
             self.resolve_remote(
                 &session,
                 &call_id,
@@ -222,7 +225,7 @@ impl Inner {
     }
 
     fn resolve_remote(&self, session: &str, call_id: &str, reply: ClientReply) {
-        let ctx = self.sessions.lock().get(session).cloned();
+        let ctx = self.contexts.lock().get(session).cloned();
         if let Some(ctx) = ctx
             && ctx.broker.waits_remotely(call_id)
         {
@@ -232,21 +235,22 @@ impl Inner {
 
     /// At startup: rows left by this instance's earlier run, and by
     /// instances long gone, are removed.
-    pub(crate) async fn forget_stale_clients(&self) -> Result<(), RuntimeError> {
+    pub async fn forget_stale(&self) -> Result<(), RuntimeError> {
         self.store
-            .remove_stale_client_connections(
-                &self.config.cluster.instance,
-                now_millis() - millis(FRESH) * 10,
-            )
+            .remove_stale_client_connections(&self.me, now_millis() - millis(FRESH) * 10)
             .await?;
         Ok(())
     }
 }
 
+fn fresh_since() -> i64 {
+    now_millis() - millis(FRESH)
+}
+
 /// On a shared store: the writer of this instance's connection rows (in
 /// the order connections declare and close) and their heartbeat, which
 /// also fails calls waiting on a connection whose instance stopped.
-pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
+pub(crate) fn spawn_client_rows<H: Host>(inner: &Arc<H>) {
     if !inner.store.allows_several_instances() {
         return;
     }
@@ -270,28 +274,30 @@ pub(crate) fn spawn_client_rows(inner: &Arc<Inner>) {
         }
     });
     crate::background::spawn_every(inner, HEARTBEAT, |inner| async move {
-        let me = &inner.config.cluster.instance;
-        if let Err(e) = inner
+        let clients = &inner.remote_clients;
+        if let Err(e) = clients
             .store
-            .heartbeat_client_connections(me, now_millis())
+            .heartbeat_client_connections(&clients.me, now_millis())
             .await
         {
             tracing::warn!(error = %e, "heartbeating client connections failed");
         }
-        let waiting = inner.remote_clients.waiting(None);
+        let waiting = clients.waiting(None);
         let mut connections: Vec<&String> = waiting.iter().map(|(_, c)| c).collect();
         connections.sort_unstable();
         connections.dedup();
         for key in connections {
-            if let Ok(false) = inner.store.client_connection_open(key, fresh_since()).await {
-                inner.client_gone(key);
+            if let Ok(false) = clients
+                .store
+                .client_connection_open(key, fresh_since())
+                .await
+            {
+                clients.gone(key);
             }
         }
         // A reply whose notification was lost is found here.
         for ((session, call_id), _) in &waiting {
-            inner
-                .client_reply_arrived(&format!("{session} {call_id}"))
-                .await;
+            clients.reply_arrived(&format!("{session} {call_id}")).await;
         }
     });
 }

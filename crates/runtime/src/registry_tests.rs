@@ -1,16 +1,32 @@
+//! The kernel's tool registry with the runtime's features: reserved
+//! names, shadowing, the order of the built-ins.
+
 use std::collections::BTreeMap;
 
-use rtc_protocol::{Assistant, Tool};
+use rtc_core::llm::ToolSpec;
+use rtc_protocol::{Assistant, BuiltInToolName, Tool};
+use rtc_store::{MasterKey, SecretBox, Store};
 use serde_json::json;
 
-use super::*;
+use crate::is_reserved_tool_name as is_reserved;
+use crate::registry::{SessionTools, reserved_names};
+
+/// The features' built-ins, in registration order.
+fn built_ins() -> Vec<ToolSpec> {
+    crate::features::registered()
+        .iter()
+        .flat_map(|f| f.tools())
+        .map(|h| h.spec())
+        .collect()
+}
 
 /// Every built-in is reserved (the task tools among them), and nothing
 /// else: the registry is the one list.
 #[test]
 fn reserved_names_are_the_registrys_built_ins() {
-    let reserved = &*RESERVED;
-    for (spec, _) in BUILT_INS.iter() {
+    let reserved = reserved_names(&crate::features::registered());
+    let built_ins = built_ins();
+    for spec in &built_ins {
         assert!(is_reserved(&spec.name), "{}", spec.name);
     }
     for b in BuiltInToolName::ALL {
@@ -21,7 +37,7 @@ fn reserved_names_are_the_registrys_built_ins() {
     }
     assert_eq!(
         reserved.len(),
-        BUILT_INS.len() + BuiltInToolName::ALL.len(),
+        built_ins.len() + BuiltInToolName::ALL.len(),
         "no name is registered twice"
     );
     assert!(!is_reserved("lookup_order"));
@@ -29,8 +45,8 @@ fn reserved_names_are_the_registrys_built_ins() {
 
 /// A stored binding whose tool carries a built-in's name (saved before
 /// the name was reserved) is not offered: it cannot shadow the built-in.
-#[test]
-fn a_binding_cannot_shadow_a_built_in() {
+#[tokio::test]
+async fn a_binding_cannot_shadow_a_built_in() {
     let tool: Tool = serde_json::from_value(json!({"id": "t1", "name": "askUser",
         "type": "client", "client": {"functionName": "f"}}))
     .unwrap();
@@ -38,8 +54,14 @@ fn a_binding_cannot_shadow_a_built_in() {
         "toolBindings": [{"toolId": "t1"}]}))
     .unwrap();
     let session_tools = BTreeMap::from([("t1".to_owned(), tool)]);
-    let config = crate::test_support::config();
-    let tools = SessionTools::for_session(&config, &assistant, &session_tools);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("r.db").display());
+    let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let rt = crate::Runtime::new(store, crate::test_support::config());
+    let tools = SessionTools::for_session(&rt.inner, &assistant, &session_tools);
     let names: Vec<String> = tools.specs().iter().map(|s| s.name.clone()).collect();
     assert_eq!(
         names.iter().filter(|n| *n == "askUser").count(),
@@ -53,7 +75,8 @@ fn a_binding_cannot_shadow_a_built_in() {
 /// saw them: the registration order of `crate::features` is also this.
 #[test]
 fn the_built_ins_keep_their_order() {
-    let names: Vec<&str> = BUILT_INS.iter().map(|(s, _)| s.name.as_str()).collect();
+    let built_ins = built_ins();
+    let names: Vec<&str> = built_ins.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
         [

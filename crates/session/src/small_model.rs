@@ -14,18 +14,18 @@ use rtc_expr::{LlmLeafEvaluator, LlmOutputType};
 use rtc_protocol::Assistant;
 use serde_json::Value;
 
-use crate::{Provider, RuntimeConfig};
+use crate::kernel::{KernelConfig, Provider};
 
 /// A provider and the small model it serves.
 #[derive(Clone, Copy)]
-pub(crate) struct SmallModel<'a> {
+pub struct SmallModel<'a> {
     pub provider: &'a Provider,
     pub model: &'a str,
 }
 
 impl<'a> SmallModel<'a> {
     /// The small model for `assistant`'s calls (see the module doc).
-    pub fn for_assistant(config: &'a RuntimeConfig, assistant: &Assistant) -> Self {
+    pub fn for_assistant(config: &'a KernelConfig, assistant: &Assistant) -> Self {
         let named = assistant
             .llm
             .provider
@@ -96,7 +96,7 @@ impl<'a> SmallModel<'a> {
 
 /// Why a model gave no whole answer (the small model's, or a reasoner's).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum AnswerError {
+pub enum AnswerError {
     /// The provider refused or failed the request.
     #[error(transparent)]
     Llm(#[from] rtc_core::llm::LlmError),
@@ -110,7 +110,7 @@ pub(crate) enum AnswerError {
 
 /// `llm` leaves (R-EX-1): a typed value extracted from the recent
 /// conversation as JSON.
-pub(crate) struct LeafEvaluator<'a> {
+pub struct LeafEvaluator<'a> {
     model: SmallModel<'a>,
     /// The recent conversation as plain text.
     transcript: String,

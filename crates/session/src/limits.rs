@@ -1,8 +1,8 @@
 //! R-SEC-6 / R-SEC-7 bounds on what one workspace (or a model acting for
 //! it) can make the server hold or do: active sessions, the text of a
 //! message, an end reason, the tool result one event records, variable
-//! values, `updateState` rules and `llm` leaves, a workflow walk, a
-//! session's history, live subscribers per session. Each is configurable
+//! values, `updateState` rules and `llm` leaves, a session's history,
+//! live subscribers per session (the features' own bounds are theirs). Each is configurable
 //! (README "Limits" lists the settings and their defaults) and has a
 //! stable error code.
 
@@ -36,12 +36,6 @@ pub struct SessionLimits {
     /// Rules and `llm` leaves per `updateState` (checked at save and at
     /// session start).
     pub update: UpdateBounds,
-    /// Most node entries of one workflow walk (between two user
-    /// messages), agent stages included, whatever the workflow's own
-    /// `maxHopsPerTurn` says (`workflow_walk_limit`).
-    pub max_walk_hops: u32,
-    /// Most events one workflow walk records (`workflow_walk_limit`).
-    pub max_walk_events: usize,
     /// Most bytes of a session's stored messages; past it the session
     /// takes no new turn (`history_full`).
     pub max_history_bytes: u64,
@@ -51,13 +45,6 @@ pub struct SessionLimits {
     /// Most live subscribers (SSE streams and WebSockets) of one session
     /// (`too_many_subscribers`).
     pub max_subscribers: usize,
-    /// Most new realtime provider connections of one session per minute
-    /// (after a burst of 3); a socket opened past it is refused
-    /// (`realtime_connect_limited`).
-    pub realtime_connects_per_minute: u32,
-    /// Most bytes of a reasoner task's saved transcript; the oldest steps
-    /// give way first.
-    pub max_task_transcript_bytes: usize,
 }
 
 impl Default for SessionLimits {
@@ -70,20 +57,16 @@ impl Default for SessionLimits {
             max_value_bytes: 16 * 1024,
             max_variables_bytes: 64 * 1024,
             update: UpdateBounds::default(),
-            max_walk_hops: 200,
-            max_walk_events: 2_000,
             max_history_bytes: 32 * 1024 * 1024,
             history_memory_bytes: 4 * 1024 * 1024,
             max_subscribers: 16,
-            realtime_connects_per_minute: 6,
-            max_task_transcript_bytes: 4 * 1024 * 1024,
         }
     }
 }
 
 impl SessionLimits {
     /// A message's text: not blank, at most `max_message_bytes`.
-    pub(crate) fn check_text(&self, text: &str) -> Result<(), RuntimeError> {
+    pub fn check_text(&self, text: &str) -> Result<(), RuntimeError> {
         let max = self.max_message_bytes;
         if text.trim().is_empty() || text.len() > max {
             return Err(ValidationError::new(
@@ -97,7 +80,7 @@ impl SessionLimits {
     }
 
     /// An end reason: at most `max_end_reason_chars` characters.
-    pub(crate) fn check_end_reason(&self, reason: Option<&str>) -> Result<(), RuntimeError> {
+    pub fn check_end_reason(&self, reason: Option<&str>) -> Result<(), RuntimeError> {
         let max = self.max_end_reason_chars;
         if reason.is_some_and(|r| r.chars().count() > max) {
             return Err(ValidationError::new(
@@ -111,7 +94,7 @@ impl SessionLimits {
     }
 
     /// What one evaluation of an expression may make.
-    pub(crate) fn eval(&self) -> EvalLimits {
+    pub fn eval(&self) -> EvalLimits {
         EvalLimits {
             max_string_bytes: self.max_value_bytes,
             max_llm_leaves: self.update.max_llm_leaves,
@@ -120,7 +103,7 @@ impl SessionLimits {
 
     /// Why `value` cannot be a variable's value (`value_too_large`), if
     /// it cannot.
-    pub(crate) fn value_problem(&self, name: &str, value: &Value) -> Option<VariableProblem> {
+    pub fn value_problem(&self, name: &str, value: &Value) -> Option<VariableProblem> {
         let size = json_size(value);
         (size > self.max_value_bytes).then(|| VariableProblem {
             code: "value_too_large",
@@ -133,7 +116,7 @@ impl SessionLimits {
 
     /// Why variables of `total` bytes cannot be kept
     /// (`variables_too_large`), if they cannot.
-    pub(crate) fn total_problem(&self, name: &str, total: usize) -> Option<VariableProblem> {
+    pub fn total_problem(&self, name: &str, total: usize) -> Option<VariableProblem> {
         (total > self.max_variables_bytes).then(|| VariableProblem {
             code: "variables_too_large",
             message: format!(
@@ -144,7 +127,7 @@ impl SessionLimits {
     }
 
     /// Initial values given at session start: each within the bounds.
-    pub(crate) fn check_initial(&self, vars: &Map<String, Value>) -> Result<(), RuntimeError> {
+    pub fn check_initial(&self, vars: &Map<String, Value>) -> Result<(), RuntimeError> {
         let mut total = 0;
         for (name, value) in vars {
             if let Some(p) = self.value_problem(name, value) {
@@ -166,17 +149,17 @@ impl SessionLimits {
 
 /// A change of a variable refused by a bound.
 #[derive(Debug, Clone)]
-pub(crate) struct VariableProblem {
+pub struct VariableProblem {
     pub code: &'static str,
     pub message: String,
 }
 
 /// What one variable adds to the session's stored variables.
-pub(crate) fn variable_size(name: &str, value: &Value) -> usize {
+pub fn variable_size(name: &str, value: &Value) -> usize {
     name.len() + json_size(value)
 }
 
 /// All variables' size, as [`SessionLimits::max_variables_bytes`] counts it.
-pub(crate) fn variables_size(vars: &Map<String, Value>) -> usize {
+pub fn variables_size(vars: &Map<String, Value>) -> usize {
     vars.iter().map(|(k, v)| variable_size(k, v)).sum()
 }

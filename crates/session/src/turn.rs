@@ -18,27 +18,28 @@ use rtc_store::{SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::context::SessionCtx;
 use crate::events::Durability;
 use crate::history::message;
+use crate::kernel::{Host, Kernel, Provider};
 use crate::registry::SessionTools;
-use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
-use crate::{Inner, Provider, RuntimeError, telemetry, variables};
+use crate::{RuntimeError, telemetry, variables};
 
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
 
 /// The stored history as the model sees it. Each call's result follows
-/// its call, wherever it was stored (a sub-agent's report may arrive after
-/// later messages); a call without a result (interrupted, or the server
+/// its call, wherever it was stored (a report may arrive after later
+/// messages); a call without a result (interrupted, or the server
 /// stopped) gets a "cancelled" one, so the history is always consistent
-/// (R-RN-2, R-RN-4).
-/// A report the platform wrote (a task's or a sub-agent's).
-fn is_report(m: &Message) -> bool {
-    matches!(m.name.as_deref(), Some("task" | "subagent"))
-}
-
-pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessage> {
+/// (R-RN-2, R-RN-4). `is_report` tells the platform's own reports (see
+/// `Feature::report_names`).
+pub fn chat_history(
+    system: String,
+    history: &[Message],
+    is_report: impl Fn(&Message) -> bool,
+) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::System { content: system }];
     let mut results: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for m in history {
@@ -91,12 +92,12 @@ pub(crate) fn chat_history(system: String, history: &[Message]) -> Vec<ChatMessa
     out
 }
 
-impl Inner {
+impl<H: Host> Kernel<H> {
     /// One turn's model loop; whether it came to its end (a final answer
     /// or a tool that ends the turn), not cut off by a cancellation, a
     /// failed model call or the step limit.
-    pub(crate) async fn turn_inner(
-        self: &Arc<Self>,
+    pub async fn turn_inner(
+        &self,
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn_id: &str,
@@ -114,7 +115,7 @@ impl Inner {
 
     /// The steps of [`Self::turn_inner`], inside the turn's span.
     async fn turn_steps(
-        self: &Arc<Self>,
+        &self,
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn_id: &str,
@@ -138,9 +139,9 @@ impl Inner {
             .model
             .clone()
             .unwrap_or_else(|| provider.default_model.clone());
-        let tools = SessionTools::for_session(&self.config, assistant, &ctx.config.tools);
+        let tools = SessionTools::for_session(self, assistant, &ctx.config.tools);
         let specs = tools.specs();
-        for _step in 0..self.config.max_steps_per_turn {
+        for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(false);
             }
@@ -150,7 +151,8 @@ impl Inner {
                 model: model.clone(),
                 messages: self
                     .with_history(ctx, |h| {
-                        chat_history(system, h.get(history_from..).unwrap_or_default())
+                        let h = h.get(history_from..).unwrap_or_default();
+                        chat_history(system, h, |m| self.is_report(m))
                     })
                     .await?,
                 tools: specs.clone(),
@@ -159,7 +161,7 @@ impl Inner {
                 output: rtc_core::llm::OutputFormat::Text,
             };
             let message_id = new_id("msg");
-            let capture = self.config.capture_content;
+            let capture = self.settings.capture_content;
             let span = telemetry::chat_span(ctx, &model, &request.messages, capture);
             let answer = stream_answer(provider, request, ctx, cancel, &message_id)
                 .instrument(span.clone())
@@ -193,7 +195,7 @@ impl Inner {
         }
         let limit = format!(
             "the turn stopped after {} model calls",
-            self.config.max_steps_per_turn
+            self.settings.max_steps_per_turn
         );
         ctx.events
             .emit(EventBody::error("step_limit", limit))
@@ -201,9 +203,19 @@ impl Inner {
         Ok(false)
     }
 
+    /// Whether `m` is one of the platform's own reports (a feature's, see
+    /// `Feature::report_names`).
+    fn is_report(&self, m: &Message) -> bool {
+        m.name.as_deref().is_some_and(|name| {
+            self.features
+                .iter()
+                .any(|f| f.report_names().contains(&name))
+        })
+    }
+
     /// The turn begins: what another instance wrote is reloaded, the
     /// platform's variables move on, `turn.started` is recorded.
-    pub(crate) async fn begin(&self, ctx: &SessionCtx, turn_id: &str) -> Result<(), RuntimeError> {
+    pub async fn begin(&self, ctx: &SessionCtx, turn_id: &str) -> Result<(), RuntimeError> {
         Box::pin(self.refresh_if_stale(ctx)).await?;
         let (variables, changes) = variables::begin_turn(ctx).await;
         let state = StateUpdated {
@@ -263,18 +275,20 @@ impl Inner {
     /// Run the calls of one model answer concurrently, recording each
     /// result as it arrives; on cancellation, record the rest as cancelled.
     async fn run_calls(
-        self: &Arc<Self>,
+        &self,
         ctx: &Arc<SessionCtx>,
         assistant: &rtc_protocol::Assistant,
         cancel: &CancellationToken,
         calls: &[ToolCall],
-        tools: &SessionTools,
+        tools: &SessionTools<H>,
     ) -> Result<Option<Interrupt>, RuntimeError> {
+        let host = self.host();
+        let host = &host;
         let mut running: FuturesUnordered<_> = calls
             .iter()
             .map(|call| {
                 let handler = tools.find(&call.name);
-                let capture = self.config.capture_content;
+                let capture = self.settings.capture_content;
                 let span = telemetry::tool_span(ctx, call, capture);
                 let recorded = span.clone();
                 async move {
@@ -286,7 +300,7 @@ impl Inner {
                         ))),
                         Some(h) => {
                             let cx = ToolCx {
-                                rt: self,
+                                rt: host,
                                 session: ctx,
                                 assistant,
                                 call,
@@ -324,7 +338,7 @@ impl Inner {
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
             let event = ToolCompleted::new(&call.id, &call.name, outcome.is_error, outcome.shown)
-                .capped(self.config.limits.max_event_result_bytes)
+                .capped(self.settings.limits.max_event_result_bytes)
                 .into();
             self.append(ctx, m, vec![event], Durability::Queued).await?;
         }
@@ -402,7 +416,7 @@ mod tests {
         let mut m = message(MessageRole::Assistant, "");
         m.tool_calls = vec![MessageToolCall {
             id: id.into(),
-            name: "subAgent".into(),
+            name: "lookup".into(),
             arguments: "{}".into(),
         }];
         m
@@ -415,7 +429,7 @@ mod tests {
     }
 
     fn shape(history: &[Message]) -> Vec<String> {
-        chat_history(String::new(), history)
+        chat_history(String::new(), history, |_| false)
             .into_iter()
             .skip(1)
             .map(|m| match m {

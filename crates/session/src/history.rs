@@ -5,16 +5,17 @@
 use rtc_protocol::{Assistant, EventBody, Message, MessageCompleted, MessageRole};
 use rtc_store::{SessionUpdate, new_id, now_millis};
 
+use crate::RuntimeError;
+use crate::context::SessionCtx;
 use crate::events::Durability;
-use crate::session::SessionCtx;
-use crate::{Inner, Provider, RuntimeError};
+use crate::kernel::{Host, Kernel, Provider};
 
 /// [`SessionCtx::history_bytes`] before the size is known.
-pub(crate) const UNKNOWN_SIZE: u64 = u64::MAX;
+pub const UNKNOWN_SIZE: u64 = u64::MAX;
 
 /// About how many bytes a message adds to the stored history (its text,
 /// its tool calls and a little for the rest).
-pub(crate) fn message_size(m: &Message) -> u64 {
+pub fn message_size(m: &Message) -> u64 {
     let calls: usize = m
         .tool_calls
         .iter()
@@ -24,7 +25,7 @@ pub(crate) fn message_size(m: &Message) -> u64 {
 }
 
 /// A new message of `role`, stamped now.
-pub(crate) fn message(role: MessageRole, content: &str) -> Message {
+pub fn message(role: MessageRole, content: &str) -> Message {
     Message {
         id: new_id("msg"),
         role,
@@ -38,10 +39,10 @@ pub(crate) fn message(role: MessageRole, content: &str) -> Message {
     }
 }
 
-impl Inner {
+impl<H: Host> Kernel<H> {
     /// Record a message with its events (one transaction) and keep the
     /// in-memory history in step.
-    pub(crate) async fn append(
+    pub async fn append(
         &self,
         ctx: &SessionCtx,
         m: Message,
@@ -54,7 +55,7 @@ impl Inner {
 
     /// [`Self::append`] with a change of the session row in the same
     /// transaction.
-    pub(crate) async fn append_with(
+    pub async fn append_with(
         &self,
         ctx: &SessionCtx,
         m: Message,
@@ -82,7 +83,7 @@ impl Inner {
 
     /// Run `f` over the session's history, from memory after the first
     /// read (no copy of the whole history per model call).
-    pub(crate) async fn with_history<T>(
+    pub async fn with_history<T>(
         &self,
         ctx: &SessionCtx,
         f: impl FnOnce(&[Message]) -> T,
@@ -101,7 +102,7 @@ impl Inner {
 
     /// About how many bytes the session's stored history holds (read from
     /// the store the first time it is asked).
-    pub(crate) async fn history_size(&self, ctx: &SessionCtx) -> Result<u64, RuntimeError> {
+    pub async fn history_size(&self, ctx: &SessionCtx) -> Result<u64, RuntimeError> {
         let known = ctx.history_bytes.load(std::sync::atomic::Ordering::SeqCst);
         if known != UNKNOWN_SIZE {
             return Ok(known);
@@ -118,12 +119,12 @@ impl Inner {
     /// Refuse `text` for a session whose history it would take past its
     /// bound (R-SEC-7, `history_full`); with no text, refuse a turn of a
     /// session already past it.
-    pub(crate) async fn check_history_room(
+    pub async fn check_history_room(
         &self,
         ctx: &SessionCtx,
         text: Option<&str>,
     ) -> Result<(), RuntimeError> {
-        let max = self.config.limits.max_history_bytes;
+        let max = self.settings.limits.max_history_bytes;
         let size = self.history_size(ctx).await?;
         let adding = text.map_or(0, |t| message_size(&message(MessageRole::User, t)));
         if size.saturating_add(adding) > max {
@@ -139,9 +140,9 @@ impl Inner {
 
     /// After a turn: a history larger than `history_memory_bytes` is not
     /// kept in memory until the next one (it is read again then).
-    pub(crate) async fn release_large_history(&self, ctx: &SessionCtx) {
+    pub async fn release_large_history(&self, ctx: &SessionCtx) {
         let size = ctx.history_bytes.load(std::sync::atomic::Ordering::SeqCst);
-        if size != UNKNOWN_SIZE && size > self.config.limits.history_memory_bytes {
+        if size != UNKNOWN_SIZE && size > self.settings.limits.history_memory_bytes {
             *ctx.history.lock().await = None;
         }
     }
@@ -150,7 +151,7 @@ impl Inner {
     /// continuation, a loop's tick), stored as a user message named after
     /// its `source` (the feature); `mark` names what sent it on the event
     /// (`goalId`, `loopId`).
-    pub(crate) async fn runtime_input(
+    pub async fn runtime_input(
         &self,
         ctx: &SessionCtx,
         text: &str,
@@ -170,19 +171,19 @@ impl Inner {
 
     /// Whether a feature says the assistant's fixed lines itself
     /// ([`crate::feature::Feature::says_fixed_lines`]).
-    pub(crate) fn says_fixed_lines(&self, ctx: &SessionCtx) -> bool {
+    pub fn says_fixed_lines(&self, ctx: &SessionCtx) -> bool {
         self.features.iter().any(|f| f.says_fixed_lines(ctx))
     }
 
     /// The assistant says `text` outside the model (first message, custom goodbye).
-    pub(crate) async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
+    pub async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
         let m = message(MessageRole::Assistant, text);
         let event = MessageCompleted::of(&m).into();
         self.append(ctx, m, vec![event], Durability::Queued).await
     }
 
     /// The recent conversation as text, for extraction and judges.
-    pub(crate) async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
+    pub async fn transcript(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
         self.with_history(ctx, |history| {
             let recent = history
                 .iter()
@@ -203,12 +204,12 @@ impl Inner {
         .await
     }
 
-    pub(crate) fn provider_for(&self, assistant: &Assistant) -> &Provider {
+    pub fn provider_for(&self, assistant: &Assistant) -> &Provider {
         assistant
             .llm
             .provider
             .as_ref()
-            .and_then(|p| self.config.providers.get(p))
-            .unwrap_or(&self.config.default_provider)
+            .and_then(|p| self.settings.providers.get(p))
+            .unwrap_or(&self.settings.default_provider)
     }
 }

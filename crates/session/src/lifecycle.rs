@@ -1,18 +1,18 @@
 //! The turn lifecycle, in one place: every turn of a session starts,
 //! runs, ends and is followed through here.
 //!
-//! - start: [`Inner::start_turn`] puts a new turn in the session's turn
+//! - start: [`Kernel::start_turn`] puts a new turn in the session's turn
 //!   slot (the caller holds no other lock; see `SessionCtx` for the order);
-//! - run: [`Inner::run_turn`] is the turn's task: the model loop
+//! - run: [`Kernel::run_turn`] is the turn's task: the model loop
 //!   (`crate::turn`), then the end;
 //! - end: the task records `turn.completed` and, for an ended session,
-//!   forgets its context and stops its sub-agents ([`Inner::end_session`]
+//!   forgets its context and stops its sub-agents ([`Kernel::end_session`]
 //!   ends a session from outside);
-//! - next: [`Inner::after_turn`] asks the registered features
-//!   (`crate::feature`, `crate::features`), under the slot's lock and
+//! - next: [`Kernel::after_turn`] asks the registered features
+//!   (`crate::feature`), under the slot's lock and
 //!   only while the slot is still its own, what comes after a turn that
 //!   ended by itself;
-//! - triggers from outside a turn: [`Inner::recover`] (after a restart,
+//! - triggers from outside a turn: [`Kernel::recover`] (after a restart,
 //!   with every feature's `recover`; the scheduler waits for it), and the
 //!   features' own (an inbox item arrived, a loop tick, a goal taken over
 //!   from a dead instance), which start their turn in the slot the same
@@ -25,9 +25,10 @@ use rtc_protocol::{EventBody, SessionEnded, SessionStatus, TurnCompleted};
 use rtc_store::{SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
 
+use crate::RuntimeError;
+use crate::context::{RunningTurn, SessionCtx};
 use crate::feature::{AfterTurn, TurnEnd};
-use crate::session::{RunningTurn, SessionCtx};
-use crate::{Inner, RuntimeError};
+use crate::kernel::{Host, Kernel};
 
 /// Tells the session, when the turn's task ends (a panic included), that
 /// everything the turn does, what comes after it included, is done.
@@ -42,14 +43,14 @@ impl Drop for TurnFinished {
     }
 }
 
-impl Inner {
+impl<H: Host> Kernel<H> {
     /// Start a turn in the session's slot; returns its id, or `None` when
     /// another instance runs the session's turn (see `ownership.rs`).
-    pub(crate) async fn start_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Option<u64> {
+    pub async fn start_turn(&self, ctx: &Arc<SessionCtx>) -> Option<u64> {
         let mut slot = ctx.turn.lock().await;
         let local = slot.as_ref().is_some_and(|t| !t.handle.is_finished());
         if !local {
-            match self.claim(ctx).await {
+            match self.cluster().claim(ctx).await {
                 Ok(true) => {}
                 Ok(false) => return None,
                 Err(e) => {
@@ -65,27 +66,23 @@ impl Inner {
     }
 
     /// Spawn a turn; the caller puts it in the session's turn slot.
-    pub(crate) fn spawn_turn(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> RunningTurn {
+    pub fn spawn_turn(&self, ctx: &Arc<SessionCtx>) -> RunningTurn {
         static NEXT_TURN: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_TURN.fetch_add(1, Ordering::Relaxed);
         let cancel = CancellationToken::new();
-        let run = self.clone().run_turn(ctx.clone(), cancel.clone(), id);
+        let host = self.host();
+        let (session, token) = (ctx.clone(), cancel.clone());
         let finished = TurnFinished(ctx.clone(), id);
         let handle = self.tasks.spawn(async move {
             let _finished = finished;
-            run.await;
+            host.run_turn(session, token, id).await;
         });
         RunningTurn { id, cancel, handle }
     }
 
     /// Run one turn to its end. Errors are reported as `error` events; the
     /// session stays usable.
-    pub(crate) async fn run_turn(
-        self: Arc<Self>,
-        ctx: Arc<SessionCtx>,
-        cancel: CancellationToken,
-        turn: u64,
-    ) {
+    pub async fn run_turn(&self, ctx: Arc<SessionCtx>, cancel: CancellationToken, turn: u64) {
         let turn_id = new_id("turn");
         let answered = match self.turn_inner(&ctx, &cancel, &turn_id).await {
             Ok(answered) => answered,
@@ -136,10 +133,7 @@ impl Inner {
     }
 
     /// End the session if `endConversation` asked for it.
-    pub(crate) async fn finish_ending(
-        self: &Arc<Self>,
-        ctx: &SessionCtx,
-    ) -> Result<(), RuntimeError> {
+    pub async fn finish_ending(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         let ending = {
             let mut state = ctx.state.lock().await;
             let Some((reason, _)) = state.ending.take() else {
@@ -173,16 +167,18 @@ impl Inner {
     /// its end): the features observe it, then decide under the turn
     /// slot what follows (see `crate::feature` for the order): a walk, a
     /// next turn's input, else idle.
-    pub(crate) async fn after_turn(
-        self: &Arc<Self>,
+    pub async fn after_turn(
+        &self,
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn: u64,
         answered: bool,
     ) {
         let end = TurnEnd { answered };
+        let host = self.host();
+        let host = &host;
         for feature in &self.features {
-            feature.turn_ended(self, ctx, end).await;
+            feature.turn_ended(host, ctx, end).await;
         }
         let mut slot = ctx.turn.lock().await;
         // Cancelled, or someone took the slot: they decide what comes next.
@@ -192,10 +188,10 @@ impl Inner {
         // The walk runs under the slot's lock: a user message waits for
         // the deterministic steps it leads through.
         for feature in &self.features {
-            match feature.walk(self, ctx, end).await {
+            match feature.walk(host, ctx, end).await {
                 AfterTurn::Pass => continue,
                 AfterTurn::Turn if !self.tasks.is_closed() => {
-                    if self.claim(ctx).await.unwrap_or_else(|e| {
+                    if self.cluster().claim(ctx).await.unwrap_or_else(|e| {
                         tracing::error!(session = %ctx.id, error = %e, "claiming the turn failed");
                         false
                     }) {
@@ -226,13 +222,13 @@ impl Inner {
             return;
         }
         let started = async {
-            if !self.claim(ctx).await? {
+            if !self.cluster().claim(ctx).await? {
                 // A request on another instance took the session's turn:
                 // that instance goes on from here.
                 return Ok(None);
             }
             for feature in &self.features {
-                match feature.next_input(self, ctx).await? {
+                match feature.next_input(host, ctx).await? {
                     AfterTurn::Pass => continue,
                     AfterTurn::Turn => {
                         *slot = Some(self.spawn_turn(ctx));
@@ -243,7 +239,7 @@ impl Inner {
             }
             let started = slot.as_ref().is_some_and(|t| t.id != turn);
             if !started {
-                self.release(ctx).await;
+                self.cluster().release(ctx).await;
             }
             Ok::<_, RuntimeError>(Some(started))
         };
@@ -257,12 +253,12 @@ impl Inner {
             Err(e) => {
                 tracing::error!(session = %ctx.id, error = %e, "starting the next turn failed");
                 if slot.as_ref().is_none_or(|t| t.id == turn) {
-                    self.release(ctx).await;
+                    self.cluster().release(ctx).await;
                 }
             }
         }
         for feature in &self.features {
-            if let Err(e) = feature.idle(self, ctx).await {
+            if let Err(e) = feature.idle(host, ctx).await {
                 tracing::error!(session = %ctx.id, feature = feature.name(), error = %e, "the idle work of a feature failed");
             }
         }
@@ -271,8 +267,8 @@ impl Inner {
 
     /// End a session (host, model, or a stopping parent): its turn stops,
     /// the end is recorded and announced, its sub-agents stop with it.
-    pub(crate) async fn end_session(
-        self: &Arc<Self>,
+    pub async fn end_session(
+        &self,
         ctx: &SessionCtx,
         reason: Option<&str>,
         by: &str,
@@ -283,7 +279,7 @@ impl Inner {
             .set_session_status(&ctx.id, SessionStatus::Ended, reason, Some(by))
             .await?;
         self.session_ending(ctx).await;
-        self.cancel_remote_turn(ctx).await;
+        self.cluster().cancel_remote_turn(ctx).await;
         let ended = SessionEnded {
             reason: reason.map(str::to_owned),
             ended_by: by.to_owned(),
@@ -296,22 +292,24 @@ impl Inner {
     /// After a session's end was announced: every feature's
     /// [`crate::feature::Feature::session_ended`] (its sub-agents stop, a sub-agent
     /// reports its end to its parent).
-    pub(crate) async fn after_end(self: &Arc<Self>, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub async fn after_end(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+        let host = self.host();
         for feature in &self.features {
-            feature.session_ended(self, ctx).await?;
+            feature.session_ended(&host, ctx).await?;
         }
         Ok(())
     }
 
     /// Every feature's [`crate::feature::Feature::session_ending`] for `ctx`.
-    async fn session_ending(self: &Arc<Self>, ctx: &SessionCtx) {
+    async fn session_ending(&self, ctx: &SessionCtx) {
+        let host = self.host();
         for feature in &self.features {
-            feature.session_ending(self, ctx).await;
+            feature.session_ending(&host, ctx).await;
         }
     }
 
     /// Recovery after a restart, once (see `Runtime::recover`).
-    pub(crate) async fn recover(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+    pub async fn recover(&self) -> Result<usize, RuntimeError> {
         self.recovered
             .get_or_try_init(|| self.recover_now())
             .await
@@ -321,10 +319,10 @@ impl Inner {
     /// Close the turns a crash cut off, then resume the trees. On a shared
     /// store only the work of this instance's earlier run and of dead
     /// instances is touched (see `ownership.rs`).
-    async fn recover_now(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+    async fn recover_now(&self) -> Result<usize, RuntimeError> {
         if self.store.allows_several_instances() {
-            self.forget_stale_clients().await?;
-            return self.adopt_orphans(true).await;
+            self.remote_clients.forget_stale().await?;
+            return self.cluster().adopt_orphans(true).await;
         }
         let ids = self.store.sessions_with_running_turn().await?;
         for id in &ids {
@@ -341,8 +339,9 @@ impl Inner {
             };
             ctx.events.emit_with(vec![event.into()], update).await?;
         }
+        let host = self.host();
         for feature in &self.features {
-            feature.recover(self).await?;
+            feature.recover(&host).await?;
         }
         // What recovery recorded is durable before the server serves.
         self.journal.flush().await;

@@ -1,4 +1,4 @@
-//! The scheduler: every round (`LoopSettings::poll`), once recovery after
+//! The scheduler: every round (as often as the most frequent job), once recovery after
 //! a restart is done, the adoption of stopped instances' work (on a
 //! shared store, every third of a lease), then each feature's periodic
 //! work that is due (`Feature::periodic`: goals renew and take over their
@@ -11,17 +11,17 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::Inner;
 use crate::background::spawn_every;
 use crate::feature::Periodic;
+use crate::kernel::Host;
 
 /// A periodic job and when it last ran.
-struct Job {
-    periodic: Periodic,
+struct Job<H> {
+    periodic: Periodic<H>,
     last: Option<Instant>,
 }
 
-impl Job {
+impl<H> Job<H> {
     /// Whether it is due in a round starting now. Rounds come a little
     /// late or early, so a job is due half a round before its time (a job
     /// of one round's period runs every round, not every other one).
@@ -31,20 +31,27 @@ impl Job {
     }
 }
 
-/// Start the scheduler; it runs until the runtime is dropped or shut down.
-pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
-    let round = inner.config.loops.poll;
+/// Start the scheduler; it runs until the host is dropped or shut down.
+pub(crate) fn spawn_scheduler<H: Host>(inner: &Arc<H>) {
     let started = Instant::now();
-    let mut jobs: Vec<Job> = inner
+    let mut jobs: Vec<Job<H>> = inner
         .features
         .iter()
-        .flat_map(|f| f.periodic(&inner.config))
+        .flat_map(|f| f.periodic(inner.config()))
         .map(|periodic| Job {
             last: None,
             periodic,
         })
         .collect();
-    let adopt_every = inner.config.cluster.lease / 3;
+    let adopt_every = inner.settings.cluster.lease / 3;
+    // As often as the most frequent job, within 10 ms and 1 s.
+    let round = jobs
+        .iter()
+        .map(|j| j.periodic.every)
+        .chain([adopt_every])
+        .min()
+        .unwrap_or(Duration::from_secs(1))
+        .clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut adopted = started;
     spawn_every(inner, round, move |inner| {
         let adopt = adopted.elapsed() >= adopt_every;
@@ -69,7 +76,7 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
             // The heartbeat, and the work of instances that stopped.
             if adopt
                 && inner.store.allows_several_instances()
-                && let Err(e) = inner.adopt_orphans(false).await
+                && let Err(e) = inner.cluster().adopt_orphans(false).await
             {
                 tracing::warn!(error = %e, "adopting the work of stopped instances failed");
             }
@@ -86,7 +93,7 @@ pub(crate) fn spawn_scheduler(inner: &Arc<Inner>) {
 mod tests {
     use super::*;
 
-    fn job(every: Duration, ran_ago: Option<Duration>) -> Job {
+    fn job(every: Duration, ran_ago: Option<Duration>) -> Job<()> {
         Job {
             periodic: Periodic {
                 what: "test",

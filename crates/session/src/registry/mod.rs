@@ -1,0 +1,129 @@
+//! The tool registry: one door for every function a model may call.
+//! Bound tool resources (HTTP, MCP, client; `bound`), the platform
+//! built-ins (`endConversation`, `updateState`, `skipTurn`,
+//! `requestHumanHandoff`; `platform`) and the features' built-ins
+//! ([`crate::feature::Feature::tools`]) all implement
+//! [`ToolHandler`](crate::tool::ToolHandler). [`SessionTools`] is what one
+//! session offers; reserved names come from here, so no tool resource can
+//! take a built-in's name.
+
+pub mod bound;
+pub mod platform;
+
+pub use bound::{BoundCall, BoundTool, CallMode, RemoteCall, RemoteTools};
+pub use platform::PlatformTool;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use rtc_core::llm::ToolSpec;
+use rtc_core::model_tools::{ToolTarget, model_tools};
+use rtc_protocol::{Assistant, BuiltInToolName, Tool};
+
+use crate::feature::Feature;
+use crate::kernel::{Host, Kernel};
+use crate::tool::{Offer, ToolHandler};
+
+/// A tool's spec, shared by every session that offers it, with its handler.
+pub type Offered<H> = (Arc<ToolSpec>, Arc<dyn ToolHandler<H>>);
+
+/// Every name a tool resource may not take: the platform built-ins' and
+/// the features' tools'.
+pub fn reserved_names<H: Host>(features: &[Arc<dyn Feature<H>>]) -> BTreeSet<String> {
+    features
+        .iter()
+        .flat_map(|f| f.tools())
+        .map(|h| h.spec().name)
+        .chain(BuiltInToolName::ALL.iter().map(|b| b.as_str().to_owned()))
+        .collect()
+}
+
+/// The features' built-ins with their specs, built once per kernel, and
+/// the reserved names.
+pub struct BuiltIns<H> {
+    tools: Vec<Offered<H>>,
+    reserved: BTreeSet<String>,
+}
+
+impl<H: Host> BuiltIns<H> {
+    pub(crate) fn of(features: &[Arc<dyn Feature<H>>]) -> Self {
+        Self {
+            tools: features
+                .iter()
+                .flat_map(|f| f.tools())
+                .map(|h| (Arc::new(h.spec()), h))
+                .collect(),
+            reserved: reserved_names(features),
+        }
+    }
+
+    /// Whether `name` belongs to the platform (R-TR-1).
+    pub fn is_reserved(&self, name: &str) -> bool {
+        self.reserved.contains(name)
+    }
+}
+
+/// The functions one session offers, each with its handler.
+pub struct SessionTools<H> {
+    tools: Vec<Offered<H>>,
+}
+
+impl<H: Host> SessionTools<H> {
+    /// The assistant's platform built-ins and bindings (see
+    /// `rtc_core::model_tools`) over the session's tools, then the
+    /// features' built-ins it offers.
+    pub fn for_session(
+        kernel: &Kernel<H>,
+        assistant: &Assistant,
+        session_tools: &BTreeMap<String, Tool>,
+    ) -> Self {
+        let host = kernel.host();
+        let offer = Offer {
+            assistant,
+            host: &*host,
+        };
+        let mut tools: Vec<Offered<H>> = Vec::new();
+        for (spec, target) in model_tools(assistant, session_tools) {
+            let spec = Arc::new(spec);
+            let handler: Arc<dyn ToolHandler<H>> = match target {
+                ToolTarget::BuiltIn(name) => Arc::new(PlatformTool {
+                    name,
+                    spec: spec.clone(),
+                }),
+                // Saved tools never carry a reserved name; a stored one
+                // that does (from before a name was reserved) is not offered.
+                ToolTarget::Binding(_) if kernel.built_ins.is_reserved(&spec.name) => continue,
+                ToolTarget::Binding(index) => Arc::new(BoundTool {
+                    index,
+                    spec: spec.clone(),
+                }),
+            };
+            tools.push((spec, handler));
+        }
+        for (spec, handler) in &kernel.built_ins.tools {
+            if handler.offered(&offer) {
+                tools.push((spec.clone(), handler.clone()));
+            }
+        }
+        Self { tools }
+    }
+
+    /// Exactly these tools (a host's own selection, such as a realtime
+    /// model's).
+    pub fn new(tools: Vec<Offered<H>>) -> Self {
+        Self { tools }
+    }
+
+    /// What the model is offered (shared, not copied).
+    pub fn specs(&self) -> Vec<Arc<ToolSpec>> {
+        self.tools.iter().map(|(s, _)| s.clone()).collect()
+    }
+
+    /// The handler of the function named `name`.
+    pub fn find(&self, name: &str) -> Option<&Arc<dyn ToolHandler<H>>> {
+        self.tools
+            .iter()
+            .find(|(s, _)| s.name == name)
+            .map(|(_, h)| h)
+    }
+}
