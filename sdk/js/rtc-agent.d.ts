@@ -26,12 +26,12 @@ export interface EventBase {
 
 export interface SessionStarted extends EventBase { type: "session.started"; assistantId: string; variables: Record<string, unknown> }
 export interface TurnStarted extends EventBase { type: "turn.started"; turnId: string }
-export interface TurnCompleted extends EventBase { type: "turn.completed"; turnId?: string; interrupted: boolean; reason?: string }
+export interface TurnCompleted extends EventBase { type: "turn.completed"; turnId?: string; interrupted: boolean; reason?: string; status?: string; finishReason?: string }
 export interface TurnSkipped extends EventBase { type: "turn.skipped"; turnId: string }
 export interface MessageDelta extends EventBase { type: "message.delta"; messageId: string; delta: string; role?: string; source?: string }
 export interface MessageCompleted extends EventBase {
   type: "message.completed"; messageId: string; role: "user" | "assistant" | "tool" | "human_agent"; content: string;
-  source?: string; interrupted?: boolean; goalId?: string; loopId?: string; fromSessionId?: string;
+  source?: string; interrupted?: boolean; refusal?: boolean; goalId?: string; loopId?: string; fromSessionId?: string;
 }
 export interface ToolCalled extends EventBase { type: "tool.called"; callId: string; name: string; arguments: string; startup?: boolean; origin?: string }
 export interface ToolCompleted extends EventBase { type: "tool.completed"; callId: string; name: string; isError: boolean; result?: unknown; cancelled?: boolean }

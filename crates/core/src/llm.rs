@@ -86,6 +86,8 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
     pub finish_reason: Option<String>,
     pub usage: Option<Usage>,
+    /// The model declined to answer: its refusal text (`delta.refusal`).
+    pub refusal: Option<String>,
 }
 
 /// What a streaming completion yields: text as it comes, then the whole answer.
@@ -105,6 +107,16 @@ pub enum LlmError {
     Timeout,
     #[error("the model provider's answer could not be understood: {0}")]
     Protocol(String),
+    /// The stream ended (or its connection broke) with neither `[DONE]`
+    /// nor a finish reason, after some of the answer was streamed.
+    #[error("the model's answer was cut off: the stream ended before the answer was complete")]
+    Cut,
+    /// The provider's account has no quota left (`insufficient_quota`):
+    /// not retried.
+    #[error(
+        "the model provider refused the request: the account's quota is exhausted ({0}); check its plan and billing"
+    )]
+    Quota(String),
 }
 
 pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, LlmError>> + Send>>;

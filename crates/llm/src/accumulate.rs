@@ -10,6 +10,7 @@ pub struct Accumulator {
     calls: Vec<ToolCall>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    refusal: String,
 }
 
 impl Accumulator {
@@ -59,6 +60,9 @@ impl Accumulator {
             };
             if let Some(piece) = delta.get("content").and_then(Value::as_str) {
                 text.push_str(piece);
+            }
+            if let Some(piece) = delta.get("refusal").and_then(Value::as_str) {
+                self.refusal.push_str(piece);
             }
             for call in delta
                 .get("tool_calls")
@@ -134,11 +138,21 @@ impl Accumulator {
         }
     }
 
-    /// The whole answer. Calls without an id get a generated one.
+    /// Whether a finish reason arrived: the answer is complete (a stream
+    /// that ends without one was cut).
+    pub fn finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    /// The whole answer. A call without an id, or with the id of an
+    /// earlier call of this answer, gets a generated one, unique in the
+    /// process (some providers send none, or `call_0` in every answer).
     pub fn finish(mut self) -> ChatResponse {
-        for (i, call) in self.calls.iter_mut().enumerate() {
-            if call.id.is_empty() {
-                call.id = format!("call_{i}");
+        let mut seen = std::collections::HashSet::new();
+        for call in &mut self.calls {
+            if call.id.is_empty() || !seen.insert(call.id.clone()) {
+                call.id = fresh_call_id();
+                seen.insert(call.id.clone());
             }
         }
         self.calls.retain(|c| !c.name.is_empty());
@@ -147,8 +161,14 @@ impl Accumulator {
             tool_calls: self.calls,
             finish_reason: self.finish_reason,
             usage: self.usage,
+            refusal: (!self.refusal.is_empty()).then_some(self.refusal),
         }
     }
+}
+
+/// A tool-call id no provider gave: `call_rtc` and 16 random hex digits.
+pub fn fresh_call_id() -> String {
+    format!("call_rtc{:016x}", rand::random::<u64>())
 }
 
 #[cfg(test)]

@@ -116,8 +116,44 @@ fn missing_ids_are_generated_and_errors_surface() {
     )
     .unwrap();
     acc.push(&chunk).unwrap();
-    assert_eq!(acc.finish().tool_calls, vec![call("call_0", "f", "{}")]);
+    let first = acc.finish().tool_calls;
+    assert_eq!(first.len(), 1);
+    assert!(first[0].id.starts_with("call_rtc"), "{:?}", first[0].id);
+    // Two answers without ids get different ones: a second step never
+    // reuses the id of a call that ran.
+    let mut acc = Accumulator::default();
+    acc.push(&chunk).unwrap();
+    assert_ne!(acc.finish().tool_calls[0].id, first[0].id);
     let mut acc = Accumulator::default();
     let err: Value = serde_json::from_str(r#"{"error":{"message":"overloaded"}}"#).unwrap();
     assert!(acc.push(&err).is_err());
+}
+
+#[test]
+fn a_repeated_id_in_one_answer_is_replaced_and_refusals_are_kept() {
+    let mut acc = Accumulator::default();
+    let chunk: Value = serde_json::from_str(
+        r#"{"choices":[{"delta":{"tool_calls":[
+            {"index":0,"id":"call_0","function":{"name":"f","arguments":"{}"}},
+            {"index":1,"id":"call_0","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+    )
+    .unwrap();
+    acc.push(&chunk).unwrap();
+    let calls = acc.finish().tool_calls;
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].id, "call_0");
+    assert_ne!(calls[1].id, "call_0");
+    let mut acc = Accumulator::default();
+    for piece in ["I can't ", "help with that."] {
+        let chunk = serde_json::json!({"choices":[{"delta":{"refusal": piece}}]});
+        assert_eq!(acc.push(&chunk).unwrap(), None, "a refusal is not text");
+    }
+    assert!(!acc.finished());
+    let stop = serde_json::json!({"choices":[{"delta":{},"finish_reason":"stop"}]});
+    acc.push(&stop).unwrap();
+    assert!(acc.finished());
+    assert_eq!(
+        acc.finish().refusal.as_deref(),
+        Some("I can't help with that.")
+    );
 }

@@ -1,9 +1,16 @@
-//! HTTP transport: retries before the first byte, SSE parsing, idle timeout.
+//! HTTP transport: retries before the first byte, SSE parsing, idle
+//! timeout. A stream that ends (or whose connection breaks) with neither
+//! `[DONE]` nor a finish reason was cut: before any text reached the
+//! caller it is sent again like a 5xx; after, it is [`LlmError::Cut`]. A
+//! finish reason without `[DONE]`, or `[DONE]` without a finish reason,
+//! is a tolerated quirk. `Retry-After` is read in every form
+//! (`retry-after-ms`, seconds, an HTTP date) and honoured up to a minute,
+//! as the official SDKs do; a 429 for an exhausted quota is not retried.
 
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use rtc_core::llm::{ChatRequest, LlmClient, LlmError, LlmEvent, LlmStream};
 use serde_json::Value;
 
@@ -64,13 +71,17 @@ impl OpenAiClient {
         )
     }
 
-    /// Send the request, retrying as [`ProviderConfig::max_retries`] says.
-    /// Each attempt writes the body anew and hands it over as a one-chunk
-    /// stream, so the bytes are freed once written: a request waiting on
-    /// its model holds the [`ChatRequest`] (shared tool specs), not a
-    /// second copy of its JSON for reqwest's own redirects and retries.
-    async fn send(&self, request: &ChatRequest) -> Result<reqwest::Response, LlmError> {
-        let mut attempt = 0;
+    /// Send the request, retrying as [`ProviderConfig::max_retries`] says
+    /// (`attempt`: the retries made so far for this answer, cut streams
+    /// included). Each attempt writes the body anew and hands it over as a
+    /// one-chunk stream, so the bytes are freed once written: a request
+    /// waiting on its model holds the [`ChatRequest`] (shared tool specs),
+    /// not a second copy of its JSON for reqwest's own redirects and retries.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        attempt: &mut u32,
+    ) -> Result<reqwest::Response, LlmError> {
         loop {
             let body = request_body(request);
             let length = body.len();
@@ -94,13 +105,11 @@ impl OpenAiClient {
                 Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
                 Ok(Ok(resp)) => {
                     let status = resp.status().as_u16();
-                    let retry_after = resp
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .map(|s| Duration::from_secs(s.min(20)));
+                    let retry_after = retry_after(resp.headers(), std::time::SystemTime::now());
                     let text = resp.text().await.unwrap_or_default();
+                    if status == 429 && is_quota_error(&text) {
+                        return Err(LlmError::Quota(error_message(&text)));
+                    }
                     let failure = LlmError::Http {
                         status,
                         message: error_message(&text),
@@ -111,19 +120,68 @@ impl OpenAiClient {
                     (failure, retry_after)
                 }
             };
-            if attempt >= self.config.max_retries {
+            if *attempt >= self.config.max_retries {
                 return Err(failure);
             }
-            let base = self.config.backoff.saturating_mul(1 << attempt.min(6));
-            let jitter = Duration::from_millis(rand::random_range(
-                0..=base.as_millis().min(1000) as u64 / 2,
-            ));
-            let wait = retry_after.unwrap_or(base + jitter);
-            tracing::warn!(attempt, ?wait, "model request failed; retrying");
-            tokio::time::sleep(wait).await;
-            attempt += 1;
+            self.back_off(*attempt, retry_after).await;
+            *attempt += 1;
         }
     }
+
+    /// Wait before retry `attempt`: what the provider asked, else the
+    /// doubling backoff with jitter.
+    async fn back_off(&self, attempt: u32, retry_after: Option<Duration>) {
+        let base = self.config.backoff.saturating_mul(1 << attempt.min(6));
+        let jitter = Duration::from_millis(rand::random_range(
+            0..=base.as_millis().min(1000) as u64 / 2,
+        ));
+        let wait = retry_after.unwrap_or(base + jitter);
+        tracing::warn!(attempt, ?wait, "model request failed; retrying");
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// The longest wait a provider's `Retry-After` is honoured for; a longer
+/// one falls back to the backoff (as the official SDKs do).
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// How long the provider asks to wait: `retry-after-ms` (milliseconds),
+/// else `retry-after` in seconds or as an HTTP date; `None` when absent,
+/// unreadable, not positive or past [`MAX_RETRY_AFTER`].
+pub fn retry_after(
+    headers: &reqwest::header::HeaderMap,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let wait = if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        Duration::try_from_secs_f64(ms / 1000.0).ok()
+    } else {
+        let value = header("retry-after")?;
+        match value.parse::<f64>() {
+            Ok(secs) => Duration::try_from_secs_f64(secs).ok(),
+            Err(_) => httpdate::parse_http_date(value)
+                .ok()?
+                .duration_since(now)
+                .ok(),
+        }
+    }?;
+    (!wait.is_zero() && wait <= MAX_RETRY_AFTER).then_some(wait)
+}
+
+/// Whether a 429's body says the account's quota is exhausted (OpenAI's
+/// `insufficient_quota`), which no retry cures.
+fn is_quota_error(body: &str) -> bool {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    parsed.is_some_and(|v| {
+        ["/error/code", "/error/type"]
+            .iter()
+            .any(|p| v.pointer(p).and_then(Value::as_str) == Some("insufficient_quota"))
+    })
 }
 
 /// The provider's error message, shortened.
@@ -171,83 +229,147 @@ impl LlmClient for OpenAiClient {
     }
 
     fn stream(&self, request: ChatRequest) -> LlmStream {
-        let this = self.clone();
-        let idle = self.config.idle_timeout;
-        let start = async move { this.send(&request).await };
-        futures::stream::once(start)
-            .map(move |resp| -> LlmStream {
-                match resp {
-                    Err(e) => Box::pin(futures::stream::once(async move { Err(e) })),
-                    Ok(resp) => Box::pin(events(resp, idle)),
-                }
-            })
-            .flatten()
-            .boxed()
+        let answer = Answer {
+            client: self.clone(),
+            request,
+            attempt: 0,
+            phase: Phase::Send,
+        };
+        futures::stream::unfold(answer, |mut answer| async move {
+            let item = answer.next().await?;
+            Some((item, answer))
+        })
+        .boxed()
     }
 }
 
-struct Reading<S> {
-    sse: S,
-    acc: Option<Accumulator>,
+type Sse = futures::stream::BoxStream<
+    'static,
+    Result<eventsource_stream::Event, eventsource_stream::EventStreamError<reqwest::Error>>,
+>;
+
+/// Where one answer is.
+enum Phase {
+    /// (Re)send the request.
+    Send,
+    /// Reading a streamed body; `streamed`: text reached the caller.
+    Reading {
+        sse: Sse,
+        acc: Accumulator,
+        streamed: bool,
+    },
+    Finished,
 }
 
-/// The events of one response: a streamed SSE body, or a whole JSON answer
-/// from a provider that ignores `stream: true`.
-fn events(
-    resp: reqwest::Response,
-    idle: Duration,
-) -> impl Stream<Item = Result<LlmEvent, LlmError>> + Send {
-    let is_json = resp
-        .headers()
+/// One answer being read, across the retries of a cut stream.
+struct Answer {
+    client: OpenAiClient,
+    request: ChatRequest,
+    /// Retries made so far (failed requests and cut streams alike).
+    attempt: u32,
+    phase: Phase,
+}
+
+impl Answer {
+    async fn next(&mut self) -> Option<Result<LlmEvent, LlmError>> {
+        let idle = self.client.config.idle_timeout;
+        loop {
+            match &mut self.phase {
+                Phase::Finished => return None,
+                Phase::Send => match self.client.send(&self.request, &mut self.attempt).await {
+                    Err(e) => return self.fail(e),
+                    Ok(resp) if is_json(&resp) => {
+                        self.phase = Phase::Finished;
+                        return Some(whole(resp, idle).await);
+                    }
+                    Ok(resp) => {
+                        self.phase = Phase::Reading {
+                            sse: resp.bytes_stream().eventsource().boxed(),
+                            acc: Accumulator::default(),
+                            streamed: false,
+                        }
+                    }
+                },
+                Phase::Reading { sse, acc, streamed } => {
+                    let next = match tokio::time::timeout(idle, sse.next()).await {
+                        Err(_) => return self.fail(LlmError::Timeout),
+                        Ok(next) => next,
+                    };
+                    let complete = match next {
+                        Some(Ok(event)) => {
+                            let data = event.data.trim();
+                            if data.is_empty() {
+                                continue;
+                            }
+                            if data != "[DONE]" {
+                                let chunk: Value = match serde_json::from_str(data) {
+                                    Ok(chunk) => chunk,
+                                    Err(e) => {
+                                        let e = LlmError::Protocol(format!("bad chunk: {e}"));
+                                        return self.fail(e);
+                                    }
+                                };
+                                match acc.push(&chunk) {
+                                    Ok(Some(text)) => {
+                                        *streamed = true;
+                                        return Some(Ok(LlmEvent::TextDelta(text)));
+                                    }
+                                    Ok(None) => continue,
+                                    Err(e) => return self.fail(e),
+                                }
+                            }
+                            true
+                        }
+                        // The body ended: complete only with a finish reason.
+                        None => acc.finished(),
+                        // The connection broke.
+                        Some(Err(_)) => false,
+                    };
+                    if complete {
+                        let Phase::Reading { acc, .. } =
+                            std::mem::replace(&mut self.phase, Phase::Finished)
+                        else {
+                            return None;
+                        };
+                        return Some(Ok(LlmEvent::Done(acc.finish())));
+                    }
+                    // Cut: sent again while nothing reached the caller.
+                    if *streamed || self.attempt >= self.client.config.max_retries {
+                        return self.fail(LlmError::Cut);
+                    }
+                    tracing::warn!("the model's stream was cut before any output");
+                    self.client.back_off(self.attempt, None).await;
+                    self.attempt += 1;
+                    self.phase = Phase::Send;
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, e: LlmError) -> Option<Result<LlmEvent, LlmError>> {
+        self.phase = Phase::Finished;
+        Some(Err(e))
+    }
+}
+
+/// Whether the provider answered with a whole JSON completion (it ignores
+/// `stream: true`).
+fn is_json(resp: &reqwest::Response) -> bool {
+    resp.headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/json"));
-    if is_json {
-        let whole = async move {
-            let body: Value = tokio::time::timeout(idle, resp.json())
-                .await
-                .map_err(|_| LlmError::Timeout)?
-                .map_err(|e| LlmError::Protocol(e.without_url().to_string()))?;
-            let mut acc = Accumulator::default();
-            acc.push(&body)?;
-            Ok(LlmEvent::Done(acc.finish()))
-        };
-        return futures::stream::once(whole).boxed();
-    }
-    let state = Reading {
-        sse: resp.bytes_stream().eventsource(),
-        acc: Some(Accumulator::default()),
-    };
-    futures::stream::try_unfold(state, move |mut st| async move {
-        loop {
-            let Some(acc) = st.acc.as_mut() else {
-                return Ok(None);
-            };
-            match tokio::time::timeout(idle, st.sse.next()).await {
-                Err(_) => return Err(LlmError::Timeout),
-                Ok(Some(Err(e))) => return Err(LlmError::Connect(e.to_string())),
-                Ok(Some(Ok(event))) => {
-                    let data = event.data.trim();
-                    if data.is_empty() {
-                        continue;
-                    }
-                    if data != "[DONE]" {
-                        let chunk: Value = serde_json::from_str(data)
-                            .map_err(|e| LlmError::Protocol(format!("bad chunk: {e}")))?;
-                        if let Some(text) = acc.push(&chunk)? {
-                            return Ok(Some((LlmEvent::TextDelta(text), st)));
-                        }
-                        continue;
-                    }
-                }
-                Ok(None) => {}
-            }
-            // `[DONE]` or the end of the body.
-            let done = st.acc.take().map(Accumulator::finish).unwrap_or_default();
-            return Ok(Some((LlmEvent::Done(done), st)));
-        }
-    })
-    .boxed()
+        .is_some_and(|ct| ct.starts_with("application/json"))
+}
+
+/// A whole JSON answer.
+async fn whole(resp: reqwest::Response, idle: Duration) -> Result<LlmEvent, LlmError> {
+    let body: Value = tokio::time::timeout(idle, resp.json())
+        .await
+        .map_err(|_| LlmError::Timeout)?
+        .map_err(|e| LlmError::Protocol(e.without_url().to_string()))?;
+    let mut acc = Accumulator::default();
+    acc.push(&body)?;
+    Ok(LlmEvent::Done(acc.finish()))
 }
 
 #[cfg(test)]
@@ -265,5 +387,56 @@ mod redaction_tests {
             "https://***:***@gw.example.com/v1?key=***&x=***"
         );
         assert_eq!(redacted_base_url("not a url"), "(not a URL)");
+    }
+}
+
+#[cfg(test)]
+mod retry_after_tests {
+    use std::time::{Duration, SystemTime};
+
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    use super::retry_after;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn every_form_is_read_and_long_waits_fall_back() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let wait = |pairs: &[(&'static str, &str)]| retry_after(&headers(pairs), now);
+        assert_eq!(wait(&[("retry-after", "2")]), Some(Duration::from_secs(2)));
+        assert_eq!(
+            wait(&[("retry-after", "0.5")]),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            wait(&[("retry-after-ms", "750"), ("retry-after", "9")]),
+            Some(Duration::from_millis(750)),
+            "retry-after-ms comes first"
+        );
+        // 784111777 is Sun, 06 Nov 1994 08:49:37 GMT.
+        assert_eq!(
+            wait(&[("retry-after", "Sun, 06 Nov 1994 08:49:47 GMT")]),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            wait(&[("retry-after", "Sun, 06 Nov 1994 08:49:27 GMT")]),
+            None,
+            "past"
+        );
+        assert_eq!(
+            wait(&[("retry-after", "120")]),
+            None,
+            "past a minute: the backoff"
+        );
+        assert_eq!(wait(&[("retry-after", "0")]), None);
+        assert_eq!(wait(&[("retry-after", "soon")]), None);
+        assert_eq!(wait(&[]), None);
     }
 }

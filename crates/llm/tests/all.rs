@@ -162,3 +162,111 @@ async fn unreachable_provider_is_a_connect_error() {
         "connection refused"
     );
 }
+
+mod misbehaving {
+    use super::*;
+    use rtc_testkit::Misbehaviour as M;
+
+    fn misbehave(m: M) -> MockReply {
+        MockReply::Misbehave(m)
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_before_any_output_is_sent_again() {
+        let mock = MockLlm::start(vec![misbehave(M::CutBeforeOutput), MockReply::text("ok")])
+            .await
+            .unwrap();
+        let (_, r) = collect(&client(&mock)).await;
+        assert_eq!(r.unwrap().content, "ok");
+        assert_eq!(mock.calls(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_after_output_is_an_error_not_an_answer() {
+        for cut in [
+            M::CutText("one two three four five six seven".into()),
+            M::EndsEarly("one two three four five six seven".into()),
+        ] {
+            let mock = MockLlm::start(vec![misbehave(cut), MockReply::text("never")])
+                .await
+                .unwrap();
+            let (deltas, r) = collect(&client(&mock)).await;
+            assert!(!deltas.is_empty(), "text reached the caller first");
+            assert_eq!(r.unwrap_err(), LlmError::Cut);
+            assert_eq!(mock.calls(), 1, "output was shown: not sent again");
+        }
+    }
+
+    #[tokio::test]
+    async fn cut_arguments_are_sent_again_while_no_text_was_shown() {
+        let mock = MockLlm::start(vec![
+            misbehave(M::CutCall {
+                name: "lookup".into(),
+                partial: r#"{"q": "abcdefghij"#.into(),
+            }),
+            MockReply::call("lookup", json!({"q": "x"})),
+        ])
+        .await
+        .unwrap();
+        let (_, r) = collect(&client(&mock)).await;
+        let r = r.unwrap();
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].arguments, r#"{"q":"x"}"#);
+    }
+
+    #[tokio::test]
+    async fn finish_reasons_refusals_and_missing_ids_come_through() {
+        let mock = MockLlm::start(vec![
+            misbehave(M::Finish {
+                text: "a long answer that".into(),
+                reason: "length".into(),
+            }),
+            misbehave(M::Refusal("I can't help with that.".into())),
+            misbehave(M::CallsWithoutIds(vec![
+                ("a".into(), json!({})),
+                ("b".into(), json!({})),
+            ])),
+            misbehave(M::EmptyFinish("quirky but whole".into())),
+        ])
+        .await
+        .unwrap();
+        let c = client(&mock);
+        let r = collect(&c).await.1.unwrap();
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        let r = collect(&c).await.1.unwrap();
+        assert_eq!(r.refusal.as_deref(), Some("I can't help with that."));
+        assert_eq!(r.content, "");
+        let r = collect(&c).await.1.unwrap();
+        assert_eq!(r.tool_calls.len(), 2);
+        assert!(r.tool_calls.iter().all(|c| !c.id.is_empty()));
+        assert_ne!(r.tool_calls[0].id, r.tool_calls[1].id);
+        let r = collect(&c).await.1.unwrap();
+        assert_eq!(r.content, "quirky but whole");
+    }
+
+    #[tokio::test]
+    async fn an_exhausted_quota_fails_at_once_and_retry_after_is_honoured() {
+        let mock = MockLlm::start(vec![misbehave(M::insufficient_quota())])
+            .await
+            .unwrap();
+        let (_, r) = collect(&client(&mock)).await;
+        let e = r.unwrap_err();
+        assert!(matches!(e, LlmError::Quota(_)), "{e:?}");
+        assert!(e.to_string().contains("quota"), "{e}");
+        assert_eq!(mock.calls(), 1, "not retried");
+
+        let mock = MockLlm::start(vec![
+            misbehave(M::rate_limited("retry-after-ms", "300")),
+            MockReply::text("ok"),
+        ])
+        .await
+        .unwrap();
+        let started = std::time::Instant::now();
+        let (_, r) = collect(&client(&mock)).await;
+        assert_eq!(r.unwrap().content, "ok");
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "waited as asked, not the 5 ms backoff"
+        );
+    }
+}

@@ -196,6 +196,10 @@ pub struct TurnCompleted {
     /// `incomplete` or `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The provider's finish reason for the turn's last model answer
+    /// (`stop`, `tool_calls`, `length`, `content_filter`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -249,9 +253,13 @@ pub struct MessageCompleted {
     /// The provider's item of a realtime transcript.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item_id: Option<String>,
-    /// The user spoke over it: the host stopped playing it part way.
+    /// The user spoke over it: the host stopped playing it part way; or
+    /// the model's stream was cut and only this part arrived.
     #[serde(default, skip_serializing_if = "is_false")]
     pub interrupted: bool,
+    /// The model declined to answer: `content` is its refusal.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub refusal: bool,
 }
 
 impl MessageCompleted {
@@ -267,6 +275,7 @@ impl MessageCompleted {
             source: m.source.clone(),
             item_id: None,
             interrupted: m.interrupted,
+            refusal: false,
         }
     }
 }

@@ -20,6 +20,7 @@
 //! telemetry ([`telemetry`]) and the typed map features keep their state
 //! in ([`extensions`]).
 
+pub mod answer;
 pub mod background;
 pub mod broker;
 pub mod cluster;

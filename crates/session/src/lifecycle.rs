@@ -29,6 +29,7 @@ use crate::RuntimeError;
 use crate::context::{RunningTurn, SessionCtx};
 use crate::feature::{AfterTurn, TurnEnd};
 use crate::kernel::{Host, Kernel};
+use crate::turn::TurnOutcome;
 
 /// Tells the session, when the turn's task ends (a panic included), that
 /// everything the turn does, what comes after it included, is done.
@@ -84,8 +85,8 @@ impl<H: Host> Kernel<H> {
     /// session stays usable.
     pub async fn run_turn(&self, ctx: Arc<SessionCtx>, cancel: CancellationToken, turn: u64) {
         let turn_id = new_id("turn");
-        let answered = match self.turn_inner(&ctx, &cancel, &turn_id).await {
-            Ok(answered) => answered,
+        let outcome = match self.turn_inner(&ctx, &cancel, &turn_id).await {
+            Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!(session = %ctx.id, error = %e, "turn failed");
                 let _ = ctx
@@ -95,7 +96,7 @@ impl<H: Host> Kernel<H> {
                         "the turn failed; see the server log",
                     ))
                     .await;
-                false
+                TurnOutcome::default()
             }
         };
         // What runs after the model loop is boxed, so a turn waiting on its
@@ -106,9 +107,10 @@ impl<H: Host> Kernel<H> {
         let interrupted = cancel.is_cancelled();
         let completed = TurnCompleted {
             turn_id: Some(turn_id),
-            interrupted,
-            reason: None,
+            interrupted: interrupted || outcome.cut,
+            reason: outcome.cut.then(|| "stream_cut".to_owned()),
             status: None,
+            finish_reason: outcome.finish_reason,
         };
         let not_running = SessionUpdate {
             turn_running: Some(false),
@@ -128,7 +130,7 @@ impl<H: Host> Kernel<H> {
                 tracing::error!(session = %ctx.id, error = %e, "stopping the sub-agents of an ended session failed");
             }
         } else if !interrupted {
-            Box::pin(self.after_turn(&ctx, &cancel, turn, answered)).await;
+            Box::pin(self.after_turn(&ctx, &cancel, turn, outcome.answered)).await;
         }
     }
 
@@ -332,6 +334,7 @@ impl<H: Host> Kernel<H> {
                 interrupted: true,
                 reason: Some("the server restarted during the turn".to_owned()),
                 status: None,
+                finish_reason: None,
             };
             let update = SessionUpdate {
                 turn_running: Some(false),

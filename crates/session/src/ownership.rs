@@ -141,6 +141,7 @@ impl<H: Host> Cluster<'_, H> {
             interrupted: true,
             reason: Some(OWNER_STOPPED.to_owned()),
             status: None,
+            finish_reason: None,
         };
         ctx.events
             .emit_with(vec![event.into()], SessionUpdate::default())

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rtc_core::llm::{ChatMessage, ChatRequest, ChatResponse, LlmEvent, ToolCall};
+use rtc_core::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmEvent, ToolCall};
 use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
     EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall, StateUpdated,
@@ -18,6 +18,7 @@ use rtc_store::{SessionUpdate, new_id};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::answer::CheckedAnswer;
 use crate::context::SessionCtx;
 use crate::events::Durability;
 use crate::history::message;
@@ -28,6 +29,34 @@ use crate::{RuntimeError, telemetry, variables};
 
 /// Shown to the model for tool calls that never ran.
 const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
+
+/// What the model reads for a tool result with no text (providers refuse
+/// empty content).
+const EMPTY_RESULT: &str = "(empty result)";
+
+/// How a turn's model loop ended.
+#[derive(Debug, Default)]
+pub struct TurnOutcome {
+    /// It came to its end (a final answer or a tool that ends the turn),
+    /// not cut off by a cancellation, a failed model call or the step
+    /// limit.
+    pub answered: bool,
+    /// The finish reason of the turn's last model answer.
+    pub finish_reason: Option<String>,
+    /// The model's stream was cut after part of its answer was shown.
+    pub cut: bool,
+}
+
+/// What one model call gave.
+enum Streamed {
+    Answer(ChatResponse),
+    /// The stream was cut after `shown` reached the host.
+    Cut {
+        shown: String,
+    },
+    /// Cancelled, or the call failed (reported as an `error` event).
+    Nothing,
+}
 
 /// The stored history as the model sees it. Each call's result follows
 /// its call, wherever it was stored (a report may arrive after later
@@ -40,7 +69,11 @@ pub fn chat_history(
     history: &[Message],
     is_report: impl Fn(&Message) -> bool,
 ) -> Vec<ChatMessage> {
-    let mut out = vec![ChatMessage::System { content: system }];
+    let mut out = Vec::with_capacity(history.len() + 1);
+    // An empty system message is refused by some providers.
+    if !system.trim().is_empty() {
+        out.push(ChatMessage::System { content: system });
+    }
     let mut results: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     for m in history {
         if let Some(id) = &m.tool_call_id {
@@ -62,6 +95,9 @@ pub fn chat_history(
                 content: format!("[human agent] {}", m.content),
                 tool_calls: vec![],
             }),
+            // An empty answer without calls (stored before refusals were
+            // kept) says nothing, and some providers refuse it.
+            MessageRole::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => {}
             MessageRole::Assistant => {
                 let calls: Vec<ToolCall> = m
                     .tool_calls
@@ -78,7 +114,10 @@ pub fn chat_history(
                     tool_calls: calls,
                 });
                 for id in ids {
-                    let content = results.remove(id.as_str()).unwrap_or(CANCELLED);
+                    let content = match results.remove(id.as_str()).unwrap_or(CANCELLED) {
+                        "" => EMPTY_RESULT,
+                        content => content,
+                    };
                     out.push(ChatMessage::Tool {
                         tool_call_id: id,
                         content: content.to_owned(),
@@ -101,7 +140,7 @@ impl<H: Host> Kernel<H> {
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn_id: &str,
-    ) -> Result<bool, RuntimeError> {
+    ) -> Result<TurnOutcome, RuntimeError> {
         let assistant = self.turn_assistant(ctx);
         let span = telemetry::turn_span(ctx, &assistant, turn_id);
         let done = Box::pin(self.turn_steps(ctx, cancel, turn_id, &assistant))
@@ -120,7 +159,8 @@ impl<H: Host> Kernel<H> {
         cancel: &CancellationToken,
         turn_id: &str,
         assistant: &rtc_protocol::Assistant,
-    ) -> Result<bool, RuntimeError> {
+    ) -> Result<TurnOutcome, RuntimeError> {
+        let mut outcome = TurnOutcome::default();
         self.begin(ctx, turn_id).await?;
         // A full history takes no more turns (by a user, a goal, a loop
         // tick or a report alike): the session stays readable.
@@ -128,7 +168,7 @@ impl<H: Host> Kernel<H> {
             Ok(()) => {}
             Err(RuntimeError::Conflict { code, message }) => {
                 ctx.events.emit(EventBody::error(code, message)).await?;
-                return Ok(false);
+                return Ok(outcome);
             }
             Err(e) => return Err(e),
         }
@@ -143,7 +183,7 @@ impl<H: Host> Kernel<H> {
         let specs = tools.specs();
         for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {
-                return Ok(false);
+                return Ok(outcome);
             }
             let vars = ctx.state.lock().await.variables.clone();
             let system = render_variables(&assistant.system_prompt, &vars);
@@ -166,23 +206,48 @@ impl<H: Host> Kernel<H> {
             let answer = stream_answer(provider, request, ctx, cancel, &message_id)
                 .instrument(span.clone())
                 .await?;
-            if let Some(r) = &answer {
+            if let Streamed::Answer(r) = &answer {
                 telemetry::record_answer(&span, r, capture);
             }
             drop(span);
-            let Some(response) = answer else {
-                return Ok(false);
+            let response = match answer {
+                Streamed::Answer(response) => response,
+                Streamed::Nothing => return Ok(outcome),
+                Streamed::Cut { shown } => {
+                    Box::pin(self.record_cut(ctx, shown, message_id)).await?;
+                    outcome.cut = true;
+                    return Ok(outcome);
+                }
             };
+            outcome.finish_reason.clone_from(&response.finish_reason);
+            let taken = self
+                .with_history(ctx, |h| {
+                    let known =
+                        |id: &str| h.iter().any(|m| m.tool_calls.iter().any(|c| c.id == id));
+                    response
+                        .tool_calls
+                        .iter()
+                        .map(|c| known(&c.id))
+                        .collect::<Vec<_>>()
+                })
+                .await?;
+            let answer = crate::answer::check(response, &taken);
             // Boxed, as what runs before and after the model is (R-PF-5).
-            Box::pin(self.record_answer(ctx, &response, message_id)).await?;
-            if response.tool_calls.is_empty() {
-                return Ok(true);
+            Box::pin(self.record_answer(ctx, &answer, message_id)).await?;
+            if answer.response.finish_reason.as_deref() == Some("content_filter") {
+                let message = "the provider's content filter stopped the model's answer";
+                ctx.events
+                    .emit(EventBody::error("content_filter", message))
+                    .await?;
+            }
+            if answer.response.tool_calls.is_empty() {
+                outcome.answered = true;
+                return Ok(outcome);
             }
             // Boxed: a turn waiting on its model does not carry the state
             // of its tool calls.
             if let Some(interrupt) =
-                Box::pin(self.run_calls(ctx, assistant, cancel, &response.tool_calls, &tools))
-                    .await?
+                Box::pin(self.run_calls(ctx, assistant, cancel, &answer, &tools)).await?
             {
                 if interrupt == Interrupt::Skip {
                     let skipped = TurnSkipped {
@@ -190,7 +255,8 @@ impl<H: Host> Kernel<H> {
                     };
                     ctx.events.emit(skipped.into()).await?;
                 }
-                return Ok(true);
+                outcome.answered = true;
+                return Ok(outcome);
             }
         }
         let limit = format!(
@@ -200,7 +266,7 @@ impl<H: Host> Kernel<H> {
         ctx.events
             .emit(EventBody::error("step_limit", limit))
             .await?;
-        Ok(false)
+        Ok(outcome)
     }
 
     /// Whether `m` is one of the platform's own reports (a feature's, see
@@ -241,9 +307,10 @@ impl<H: Host> Kernel<H> {
     async fn record_answer(
         &self,
         ctx: &SessionCtx,
-        response: &ChatResponse,
+        answer: &CheckedAnswer,
         message_id: String,
     ) -> Result<(), RuntimeError> {
+        let response = &answer.response;
         let mut stored = message(MessageRole::Assistant, &response.content);
         stored.id = message_id;
         stored.tool_calls = response
@@ -257,18 +324,41 @@ impl<H: Host> Kernel<H> {
             .collect();
         let mut events: Vec<EventBody> = Vec::new();
         if !response.content.is_empty() || response.tool_calls.is_empty() {
-            events.push(MessageCompleted::of(&stored).into());
+            let mut completed = MessageCompleted::of(&stored);
+            completed.refusal = answer.refusal;
+            events.push(completed.into());
         }
         for c in &response.tool_calls {
             let called = ToolCalled {
                 call_id: c.id.clone(),
                 name: c.name.clone(),
-                arguments: c.arguments.clone(),
+                arguments: answer.written.get(&c.id).unwrap_or(&c.arguments).clone(),
                 startup: false,
                 origin: None,
             };
             events.push(called.into());
         }
+        self.append(ctx, stored, events, Durability::Queued).await
+    }
+
+    /// Store the part of an answer that reached the host before its
+    /// stream was cut, marked interrupted, with a `stream_cut` error.
+    async fn record_cut(
+        &self,
+        ctx: &SessionCtx,
+        shown: String,
+        message_id: String,
+    ) -> Result<(), RuntimeError> {
+        let mut stored = message(MessageRole::Assistant, &shown);
+        stored.id = message_id;
+        stored.interrupted = true;
+        let events = vec![
+            MessageCompleted::of(&stored).into(),
+            EventBody::error(
+                "stream_cut",
+                "the model's answer was cut off: the provider's stream ended before the answer was complete; only what arrived is kept",
+            ),
+        ];
         self.append(ctx, stored, events, Durability::Queued).await
     }
 
@@ -279,9 +369,10 @@ impl<H: Host> Kernel<H> {
         ctx: &Arc<SessionCtx>,
         assistant: &rtc_protocol::Assistant,
         cancel: &CancellationToken,
-        calls: &[ToolCall],
+        answer: &CheckedAnswer,
         tools: &SessionTools<H>,
     ) -> Result<Option<Interrupt>, RuntimeError> {
+        let calls = &answer.response.tool_calls;
         let host = self.host();
         let host = &host;
         let mut running: FuturesUnordered<_> = calls
@@ -294,6 +385,10 @@ impl<H: Host> Kernel<H> {
                 async move {
                     let nul = rtc_core::text::nul_field_in_json(&call.arguments);
                     let outcome = match handler {
+                        // Arguments cut off or not JSON: not run.
+                        Some(_) if let Some(problem) = answer.refused.get(&call.id) => {
+                            Ok(CallOutcome::error(problem.clone()))
+                        }
                         // Nothing a NUL reaches could be stored on PostgreSQL.
                         Some(_) if let Some(field) = &nul => Ok(CallOutcome::error(format!(
                             "the argument `{field}` must not contain the NUL character (U+0000)"
@@ -359,23 +454,25 @@ impl<H: Host> Kernel<H> {
 }
 
 /// Stream the model's answer to `request`, emitting `message.delta`s and
-/// counting its tokens; `None` when the turn was cancelled or the model
-/// failed (reported as an `error` event).
+/// counting its tokens.
 async fn stream_answer(
     provider: &Provider,
     request: ChatRequest,
     ctx: &SessionCtx,
     cancel: &CancellationToken,
     message_id: &str,
-) -> Result<Option<ChatResponse>, RuntimeError> {
+) -> Result<Streamed, RuntimeError> {
     let mut stream = provider.client.stream(request);
+    // What reached the host, kept if the stream is cut.
+    let mut shown = String::new();
     loop {
         let next = tokio::select! {
-            () = cancel.cancelled() => return Ok(None),
+            () = cancel.cancelled() => return Ok(Streamed::Nothing),
             next = stream.next() => next,
         };
         match next {
             Some(Ok(LlmEvent::TextDelta(delta))) => {
+                shown.push_str(&delta);
                 let delta = MessageDelta::text(message_id, delta);
                 ctx.events.emit(delta.into()).await?;
             }
@@ -386,14 +483,18 @@ async fn stream_answer(
                     ctx.turn_tokens
                         .fetch_add(used, std::sync::atomic::Ordering::Relaxed);
                 }
-                return Ok(Some(r));
+                return Ok(Streamed::Answer(r));
+            }
+            Some(Err(LlmError::Cut)) if !shown.is_empty() => {
+                telemetry::record_error(&tracing::Span::current(), "stream_cut", "cut");
+                return Ok(Streamed::Cut { shown });
             }
             Some(Err(e)) => {
                 telemetry::record_error(&tracing::Span::current(), "llm_failed", &e.to_string());
                 ctx.events
                     .emit(EventBody::error("llm_failed", e.to_string()))
                     .await?;
-                return Ok(None);
+                return Ok(Streamed::Nothing);
             }
             None => {
                 ctx.events
@@ -402,7 +503,7 @@ async fn stream_answer(
                         "the model stream ended without an answer",
                     ))
                     .await?;
-                return Ok(None);
+                return Ok(Streamed::Nothing);
             }
         }
     }
@@ -431,7 +532,6 @@ mod tests {
     fn shape(history: &[Message]) -> Vec<String> {
         chat_history(String::new(), history, |_| false)
             .into_iter()
-            .skip(1)
             .map(|m| match m {
                 ChatMessage::User { content } => format!("user:{content}"),
                 ChatMessage::Assistant { tool_calls, .. } => format!("calls:{}", tool_calls.len()),
@@ -462,6 +562,28 @@ mod tests {
             shape(&stray),
             ["user:hi"],
             "a result without its call is dropped"
+        );
+    }
+
+    #[test]
+    fn providers_get_no_empty_content() {
+        let empty = [
+            call("c1"),
+            result("c1", ""),
+            message(MessageRole::Assistant, ""),
+        ];
+        assert_eq!(
+            shape(&empty),
+            ["calls:1", format!("c1:{EMPTY_RESULT}").as_str()]
+        );
+        let with_system = chat_history("Help.".into(), &[], |_| false);
+        assert!(matches!(
+            with_system.as_slice(),
+            [ChatMessage::System { .. }]
+        ));
+        assert!(
+            chat_history("  ".into(), &[], |_| false).is_empty(),
+            "no empty system message"
         );
     }
 }

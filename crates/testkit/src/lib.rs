@@ -13,6 +13,7 @@
 mod db;
 mod hostile_http;
 mod mcp;
+mod misbehaving;
 mod mock_llm;
 mod opencode;
 mod processes;
@@ -25,7 +26,7 @@ mod workflow_stand_ins;
 pub use db::{Engine, TestDatabase};
 pub use hostile_http::{Hostile, hostile_http};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
-pub use mock_llm::{MockLlm, MockReply};
+pub use mock_llm::{Misbehaviour, MockLlm, MockReply};
 pub use opencode::{
     OPENCODE_MODELS, OPENCODE_OFFLINE_ENV, OpencodeServer, opencode_binary, opencode_reply,
     opencode_test_config, twenty_words,

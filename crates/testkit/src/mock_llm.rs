@@ -1,7 +1,10 @@
 //! A scripted OpenAI-compatible chat-completions server for tests and
 //! benchmarks: each request takes the next scripted reply (or asks a
 //! responder), answers streaming or not as the request asks, and is
-//! recorded for inspection.
+//! recorded for inspection. Besides well-behaved answers it misbehaves the
+//! way real providers do (`misbehaving.rs`): streams cut mid-text and
+//! mid-arguments, `length` and `content_filter` endings, refusals, tool
+//! calls without ids, errors with every form of `Retry-After`.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -15,6 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+pub use crate::misbehaving::Misbehaviour;
+
 /// One scripted answer.
 #[derive(Debug, Clone)]
 pub enum MockReply {
@@ -26,6 +31,8 @@ pub enum MockReply {
     Error(u16, String),
     /// Wait, then give the inner reply (for timeouts and interruptions).
     Delayed(Duration, Box<MockReply>),
+    /// Misbehaviour of real providers (see [`Misbehaviour`]).
+    Misbehave(Misbehaviour),
 }
 
 impl MockReply {
@@ -209,12 +216,13 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
                 json!({"role": "assistant", "content": null, "tool_calls": tool_calls(&calls)});
             axum::Json(completion(msg, "tool_calls")).into_response()
         }
+        MockReply::Misbehave(m) => m.respond(),
         MockReply::Delayed(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
 }
 
 /// A call id unique in the process, as real providers give.
-fn next_call_id() -> String {
+pub(crate) fn next_call_id() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     format!(
         "call_{}",
@@ -234,11 +242,11 @@ fn completion(message: Value, finish: &str) -> Value {
            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> Value {
+pub(crate) fn chunk(delta: Value, finish: Option<&str>) -> Value {
     json!({"id": "mock", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 }
 
-fn text_chunks(text: &str) -> Vec<Value> {
+pub(crate) fn text_chunks(text: &str) -> Vec<Value> {
     let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), None)];
     let words: Vec<&str> = text.split_inclusive(' ').collect();
     for piece in words.chunks(3) {
@@ -268,7 +276,7 @@ fn call_chunks(calls: &[(String, Value)]) -> Vec<Value> {
     out
 }
 
-fn sse(chunks: Vec<Value>) -> Response {
+pub(crate) fn sse(chunks: Vec<Value>) -> Response {
     let mut body = String::new();
     for c in chunks {
         body.push_str("data: ");

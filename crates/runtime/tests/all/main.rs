@@ -18,6 +18,7 @@ mod eviction;
 mod features;
 mod limits;
 mod loops;
+mod providers;
 mod secrets;
 mod shutdown;
 mod small_model;

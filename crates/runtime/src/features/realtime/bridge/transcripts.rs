@@ -26,6 +26,7 @@ impl Bridge {
             interrupted,
             reason: None,
             status: Some(status.to_owned()),
+            finish_reason: None,
         };
         let update = SessionUpdate {
             turn_running: Some(false),
