@@ -11,6 +11,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Deserialize;
 
+use rtc_core::model_caps::{CapsOverride, TokenParameter};
+
 use crate::limit_settings::{LimitFile, LimitSettings};
 use crate::web_config::{WebFetchFile, WebSearchFile, WebSettings};
 
@@ -44,6 +46,9 @@ struct FileConfig {
     llm_api_key: Option<String>,
     llm_model: Option<String>,
     small_model: Option<String>,
+    llm_token_parameter: Option<TokenParameter>,
+    llm_sampling: Option<bool>,
+    llm_max_tools: Option<u64>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
@@ -82,6 +87,29 @@ pub struct ProviderSettings {
     /// extraction; without one those calls go to the default provider.
     #[serde(default)]
     pub small_model: Option<String>,
+    /// What its models accept, over the capability table
+    /// (`rtc_core::model_caps`): `max_tokens` or `max_completion_tokens`.
+    #[serde(default)]
+    pub token_parameter: Option<TokenParameter>,
+    /// Whether its models take `temperature`.
+    #[serde(default)]
+    pub sampling: Option<bool>,
+    /// The same, per model name (`[providers.NAME.models."MODEL"]`).
+    #[serde(default)]
+    pub models: BTreeMap<String, CapsOverride>,
+    /// Most functions one request may offer (default 128).
+    #[serde(default)]
+    pub max_tools: Option<u64>,
+}
+
+impl ProviderSettings {
+    /// What the configuration says of all this provider's models.
+    pub fn caps(&self) -> CapsOverride {
+        CapsOverride {
+            token_parameter: self.token_parameter,
+            sampling: self.sampling,
+        }
+    }
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -207,6 +235,17 @@ fn redact_url(url: &str) -> String {
     }
 }
 
+/// `RTC_LLM_TOKEN_PARAMETER`: `max_tokens` or `max_completion_tokens`.
+fn token_parameter(v: &str) -> anyhow::Result<TokenParameter> {
+    match v {
+        "max_tokens" => Ok(TokenParameter::MaxTokens),
+        "max_completion_tokens" => Ok(TokenParameter::MaxCompletionTokens),
+        other => anyhow::bail!(
+            "RTC_LLM_TOKEN_PARAMETER must be max_tokens or max_completion_tokens, not `{other}`"
+        ),
+    }
+}
+
 pub(crate) fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
@@ -315,6 +354,17 @@ impl Settings {
                 api_key: env("RTC_LLM_API_KEY").or(file.llm_api_key),
                 model: llm_model.unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
                 small_model: None,
+                token_parameter: match env("RTC_LLM_TOKEN_PARAMETER") {
+                    Some(v) => Some(token_parameter(&v)?),
+                    None => file.llm_token_parameter,
+                },
+                sampling: env_flag("RTC_LLM_SAMPLING")?.or(file.llm_sampling),
+                models: BTreeMap::new(),
+                max_tools: Some(number(
+                    "RTC_LLM_MAX_TOOLS",
+                    file.llm_max_tools,
+                    rtc_runtime::DEFAULT_MAX_TOOLS as u64,
+                )?),
             },
             max_steps_per_turn: match env("RTC_MAX_STEPS_PER_TURN") {
                 Some(v) => v

@@ -155,11 +155,17 @@ pub(crate) fn provider(
         .pool_max_idle_per_host(64)
         .pool_idle_timeout(std::time::Duration::from_secs(30))
         .build()?;
-    let client = OpenAiClient::new(ProviderConfig::new(&p.base_url, p.api_key.clone()), http);
+    let mut config = ProviderConfig::new(&p.base_url, p.api_key.clone());
+    config.caps = p.caps();
+    config.model_caps = p.models.clone();
+    let max_tools = p.max_tools.map_or(rtc_runtime::DEFAULT_MAX_TOOLS, |n| {
+        usize::try_from(n).unwrap_or(usize::MAX)
+    });
     Ok(Provider {
-        client: Arc::new(client),
+        client: Arc::new(OpenAiClient::new(config, http)),
         default_model: p.model.clone(),
         small_model,
+        max_tools,
     })
 }
 

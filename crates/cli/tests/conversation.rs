@@ -527,3 +527,57 @@ async fn named_providers_from_the_config_file() -> anyhow::Result<()> {
     assert_eq!(default.requests()[0]["model"], "mock-model");
     Ok(())
 }
+
+/// A provider's configuration overrides the capability table per
+/// provider and per model, and bounds the functions of a request
+/// (R-RN-6): past `max_tools` an assistant is refused at save.
+#[tokio::test]
+async fn provider_capabilities_and_function_bounds_from_the_config_file() -> anyhow::Result<()> {
+    let default = MockLlm::start(vec![]).await?;
+    let strict = MockLlm::start(vec![MockReply::text("ok")]).await?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("rtc-agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[providers.strict]\nbase_url = \"{}\"\nmodel = \"house-reasoner\"\nsampling = false\nmax_tools = 12\n\n[providers.strict.models.\"house-reasoner\"]\ntoken_parameter = \"max_completion_tokens\"\n",
+            strict.base_url
+        ),
+    )?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), default.base_url.clone()),
+        ("RTC_CONFIG".to_owned(), config.display().to_string()),
+    ]);
+    let srv = start(Engine::Sqlite, env).await?.unwrap();
+    let (_, ws) = srv.workspace("A").await?;
+    // Every built-in family on: more than 12 functions.
+    ws.post(
+        "/v1/assistants",
+        json!({"name": "wide", "llm": {"provider": "strict"}}),
+    )
+    .await?
+    .assert_error(422, "too_many_functions", Some("toolBindings"));
+    let lean = assistant(
+        &ws,
+        json!({"name": "lean", "llm": {"provider": "strict", "temperature": 0.3, "maxTokens": 50},
+            "features": {"subAgents": false, "goals": false, "loops": false, "memory": false}}),
+    )
+    .await?;
+    let (sid, token) = open(&ws, json!({"assistantId": lean})).await?;
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "hi"}),
+    )
+    .await?
+    .assert_status(202);
+    events_until(&srv, &token, &sid, 0, turn_done).await?;
+    let sent = &strict.requests()[0];
+    assert_eq!(sent["model"], "house-reasoner");
+    assert_eq!(sent["max_completion_tokens"], 50, "{sent}");
+    assert!(
+        sent.get("temperature").is_none() && sent.get("max_tokens").is_none(),
+        "{sent}"
+    );
+    assert!(sent["tools"].as_array().is_some_and(|t| t.len() <= 12));
+    Ok(())
+}

@@ -14,6 +14,7 @@ pub mod error;
 pub mod llm;
 pub mod mcp_rules;
 pub mod mock_rules;
+pub mod model_caps;
 pub mod model_tools;
 pub mod names;
 pub mod placeholders;

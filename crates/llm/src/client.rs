@@ -7,11 +7,13 @@
 //! (`retry-after-ms`, seconds, an HTTP date) and honoured up to a minute,
 //! as the official SDKs do; a 429 for an exhausted quota is not retried.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use rtc_core::llm::{ChatRequest, LlmClient, LlmError, LlmEvent, LlmStream};
+use rtc_core::model_caps::{CapsOverride, ModelCaps, model_caps};
 use serde_json::Value;
 
 use crate::accumulate::Accumulator;
@@ -29,6 +31,10 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// First backoff; doubled each retry, with jitter.
     pub backoff: Duration,
+    /// What this provider's models accept, over the table
+    /// (`rtc_core::model_caps`): for all of them, then per model name.
+    pub caps: CapsOverride,
+    pub model_caps: BTreeMap<String, CapsOverride>,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -48,6 +54,8 @@ impl ProviderConfig {
             idle_timeout: Duration::from_secs(60),
             max_retries: 3,
             backoff: Duration::from_millis(250),
+            caps: CapsOverride::default(),
+            model_caps: BTreeMap::new(),
         }
     }
 }
@@ -62,6 +70,15 @@ pub struct OpenAiClient {
 impl OpenAiClient {
     pub fn new(config: ProviderConfig, http: reqwest::Client) -> Self {
         Self { config, http }
+    }
+
+    /// What `model` accepts: the table, then this provider's overrides.
+    pub fn caps(&self, model: &str) -> ModelCaps {
+        let caps = self.config.caps.apply(model_caps(model));
+        match self.config.model_caps.get(model) {
+            Some(o) => o.apply(caps),
+            None => caps,
+        }
     }
 
     fn url(&self) -> String {
@@ -82,8 +99,9 @@ impl OpenAiClient {
         request: &ChatRequest,
         attempt: &mut u32,
     ) -> Result<reqwest::Response, LlmError> {
+        let caps = self.caps(&request.model);
         loop {
-            let body = request_body(request);
+            let body = request_body(request, caps);
             let length = body.len();
             let once = futures::stream::once(std::future::ready(Ok::<_, std::io::Error>(body)));
             let mut req = self

@@ -3,12 +3,16 @@
 //! every tool's schema) is built or kept while the model answers.
 
 use rtc_core::llm::{ChatMessage, ChatRequest, OutputFormat, ToolCall, ToolSpec};
+use rtc_core::model_caps::{ModelCaps, TokenParameter};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
-/// The JSON body of a `/chat/completions` request.
-pub fn request_body(req: &ChatRequest) -> Vec<u8> {
+/// The JSON body of a `/chat/completions` request to a model that
+/// accepts `caps` (its token-limit parameter; `temperature` only where it
+/// takes sampling parameters).
+pub fn request_body(req: &ChatRequest, caps: ModelCaps) -> Vec<u8> {
+    let completion = caps.token_parameter == TokenParameter::MaxCompletionTokens;
     let body = Body {
         model: &req.model,
         messages: Messages(&req.messages),
@@ -17,8 +21,9 @@ pub fn request_body(req: &ChatRequest) -> Vec<u8> {
             include_usage: true,
         },
         tools: req.tools.iter().map(|t| Function { function: t }).collect(),
-        temperature: req.temperature,
-        max_tokens: req.max_tokens,
+        temperature: req.temperature.filter(|_| caps.sampling),
+        max_tokens: req.max_tokens.filter(|_| !completion),
+        max_completion_tokens: req.max_tokens.filter(|_| completion),
         response_format: ResponseFormat(&req.output),
     };
     // Serializing borrowed strings and values cannot fail.
@@ -37,6 +42,8 @@ struct Body<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "ResponseFormat::is_text")]
     response_format: ResponseFormat<'a>,
 }
@@ -190,9 +197,34 @@ impl Serialize for ResponseFormat<'_> {
 #[cfg(test)]
 mod tests {
     use rtc_core::llm::{ToolCall, ToolSpec};
+    use rtc_core::model_caps::model_caps;
     use serde_json::json;
 
     use super::*;
+
+    /// Reasoning models get `max_completion_tokens` and no `temperature`
+    /// (the API answers 400 otherwise); the rest keep `max_tokens`.
+    #[test]
+    fn parameters_follow_the_model() {
+        let req = |model: &str| ChatRequest {
+            model: model.into(),
+            temperature: Some(0.0),
+            max_tokens: Some(64),
+            ..ChatRequest::default()
+        };
+        let body = |model: &str| -> Value {
+            serde_json::from_slice(&request_body(&req(model), model_caps(model))).unwrap()
+        };
+        let o3 = body("o3-mini");
+        assert_eq!(o3["max_completion_tokens"], 64);
+        assert!(o3.get("max_tokens").is_none() && o3.get("temperature").is_none());
+        let gpt5 = body("gpt-5-mini");
+        assert!(gpt5.get("temperature").is_none() && gpt5.get("max_tokens").is_none());
+        let classic = body("gpt-4o-mini");
+        assert_eq!(classic["max_tokens"], 64);
+        assert_eq!(classic["temperature"], 0.0);
+        assert!(classic.get("max_completion_tokens").is_none());
+    }
 
     #[test]
     fn builds_openai_body() {
@@ -227,7 +259,8 @@ mod tests {
             max_tokens: None,
             output: OutputFormat::Text,
         };
-        let body: Value = serde_json::from_slice(&request_body(&req)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&request_body(&req, model_caps(&req.model))).unwrap();
         assert_eq!(body["model"], "m");
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
@@ -266,7 +299,8 @@ mod tests {
             },
             ..ChatRequest::default()
         };
-        let body: Value = serde_json::from_slice(&request_body(&req)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&request_body(&req, model_caps(&req.model))).unwrap();
         assert_eq!(
             body["response_format"],
             serde_json::json!({"type": "json_schema", "json_schema": {"name": "out", "strict": true, "schema": {"type": "object"}}})
@@ -280,7 +314,8 @@ mod tests {
             output: OutputFormat::JsonObject,
             ..ChatRequest::default()
         };
-        let body: Value = serde_json::from_slice(&request_body(&json_object)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&request_body(&json_object, model_caps("m"))).unwrap();
         assert_eq!(
             body["response_format"],
             serde_json::json!({"type": "json_object"})

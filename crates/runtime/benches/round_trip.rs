@@ -145,6 +145,7 @@ async fn setup() -> Setup {
         client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
         default_model: "mock".into(),
         small_model: Some("mock-small".into()),
+        max_tools: rtc_runtime::DEFAULT_MAX_TOOLS,
     };
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
     config.kernel.max_steps_per_turn = 64;

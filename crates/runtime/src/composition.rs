@@ -17,6 +17,7 @@ use rtc_protocol::{
 use rtc_store::{Store, StoreError};
 
 use crate::features::tasks::backends::TaskBackends;
+use crate::registry::SessionTools;
 use crate::session::SessionConfig;
 use crate::{Runtime, RuntimeError};
 
@@ -103,7 +104,30 @@ impl Runtime {
             task_backend: deps.task_backend.as_ref(),
             update_bounds: self.inner.settings.limits.update,
         };
-        Ok(validate_assistant(assistant, &ctx)?)
+        validate_assistant(assistant, &ctx)?;
+        self.check_function_count(assistant, &deps.tools)
+    }
+
+    /// An assistant whose model would be offered more functions than its
+    /// provider accepts (OpenAI: 128) is refused: its bindings, platform
+    /// built-ins and the built-ins of every family it enables, counted as
+    /// a session would offer them (R-RN-6).
+    fn check_function_count(
+        &self,
+        assistant: &Assistant,
+        tools: &BTreeMap<String, Tool>,
+    ) -> Result<(), RuntimeError> {
+        let offered = SessionTools::for_session(&self.inner, assistant, tools)
+            .specs()
+            .len();
+        let max = self.inner.provider_for(assistant).max_tools;
+        if offered <= max {
+            return Ok(());
+        }
+        let message = format!(
+            "the assistant would offer its model {offered} functions (its tool bindings, its platform built-ins and the built-ins of the families it enables); its provider accepts at most {max} (`max_tools`): remove bindings or turn a built-in family off"
+        );
+        Err(rtc_core::ValidationError::new("too_many_functions", "toolBindings", message).into())
     }
 
     /// Validate an assistant against its workspace (its tools, realtime

@@ -52,7 +52,7 @@ pub use features::sub_agents::service::SubAgentLimits;
 pub use providers::{DEFAULT_PROVIDER, check_provider, describe_provider};
 pub use rtc_session::limits::SessionLimits;
 pub use rtc_session::telemetry::SPAN_TARGET;
-pub use rtc_session::{KernelConfig, Provider, ShutdownReport};
+pub use rtc_session::{DEFAULT_MAX_TOOLS, KernelConfig, Provider, ShutdownReport};
 pub use session::{ClientConnection, SessionConfig};
 
 pub(crate) use host::Inner;

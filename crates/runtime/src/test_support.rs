@@ -10,6 +10,7 @@ pub(crate) fn config() -> crate::RuntimeConfig {
         client: Arc::new(rtc_llm::OpenAiClient::new(llm, reqwest::Client::new())),
         default_model: "m".into(),
         small_model: None,
+        max_tools: crate::DEFAULT_MAX_TOOLS,
     };
     crate::RuntimeConfig::with_defaults(provider, rtc_tools::net_guard::AddressPolicy::AllowPrivate)
         .unwrap()

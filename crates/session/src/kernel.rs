@@ -57,7 +57,14 @@ pub struct Provider {
     /// For the default provider `RTC_SMALL_MODEL`; a named provider without
     /// one leaves small-model calls to the default provider.
     pub small_model: Option<String>,
+    /// Most functions one request may offer its models (OpenAI refuses
+    /// more than 128): an assistant that could offer more is refused.
+    pub max_tools: usize,
 }
+
+/// What a provider accepts when its configuration does not say: the
+/// OpenAI API's bound on the functions of one request.
+pub const DEFAULT_MAX_TOOLS: usize = 128;
 
 /// The kernel's settings.
 #[derive(Clone)]

@@ -54,4 +54,6 @@ pub mod variables;
 
 pub use cluster::ClusterSettings;
 pub use error::RuntimeError;
-pub use kernel::{Contexts, Host, Kernel, KernelConfig, KernelParts, Provider, ShutdownReport};
+pub use kernel::{
+    Contexts, DEFAULT_MAX_TOOLS, Host, Kernel, KernelConfig, KernelParts, Provider, ShutdownReport,
+};

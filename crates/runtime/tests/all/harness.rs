@@ -35,6 +35,7 @@ pub fn config(mock: &MockLlm) -> RuntimeConfig {
         client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
         default_model: "mock".into(),
         small_model: Some("mock-small".into()),
+        max_tools: rtc_runtime::DEFAULT_MAX_TOOLS,
     };
     let mut config = RuntimeConfig::with_defaults(provider, AddressPolicy::AllowPrivate).unwrap();
     config.kernel.max_steps_per_turn = 8;

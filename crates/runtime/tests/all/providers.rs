@@ -6,6 +6,8 @@
 use rtc_testkit::{Misbehaviour as M, MockReply};
 use serde_json::{Value, json};
 
+use rtc_runtime::RuntimeError;
+
 use crate::harness::{Harness, WS};
 
 fn misbehave(m: M) -> MockReply {
@@ -217,4 +219,72 @@ async fn call_ids_are_unique_whatever_the_provider_sends() {
         !last.to_string().contains("Cancelled"),
         "no call that ran is told cancelled"
     );
+}
+
+/// An assistant that could offer more functions than its provider takes
+/// is refused at save, naming the count; within the bound it is saved.
+#[tokio::test]
+async fn more_functions_than_the_provider_takes_are_refused_at_save() {
+    let h = Harness::start(vec![]).await;
+    let mut bindings = Vec::new();
+    for i in 0..120 {
+        let tool: rtc_protocol::Tool = serde_json::from_value(json!({"name": format!("tool_{i}"),
+            "type": "client", "description": "A tool.", "client": {"functionName": format!("f{i}")}}))
+        .unwrap();
+        h.store
+            .insert(WS, Some(format!("t{i}")), tool)
+            .await
+            .unwrap();
+        bindings.push(json!({"toolId": format!("t{i}")}));
+    }
+    let assistant: rtc_protocol::Assistant =
+        serde_json::from_value(json!({"name": "big", "toolBindings": bindings})).unwrap();
+    let e =
+        h.rt.validate_assistant(WS, &assistant, None)
+            .await
+            .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("at most 128"), "{text}");
+    let RuntimeError::Invalid(v) = e else {
+        panic!("{text}")
+    };
+    assert_eq!(v.code, "too_many_functions");
+    assert_eq!(v.field, "toolBindings");
+    // Without the built-in families it fits.
+    let lean: rtc_protocol::Assistant = serde_json::from_value(json!({"name": "lean",
+        "toolBindings": bindings, "features": {"subAgents": false, "askUser": false, "todo": false,
+        "webSearch": false, "webFetch": false, "goals": false, "loops": false, "memory": false}}))
+    .unwrap();
+    h.rt.validate_assistant(WS, &lean, None).await.unwrap();
+}
+
+/// A reasoning model gets `max_completion_tokens` and no `temperature`,
+/// the small model included; a classic one keeps `max_tokens`.
+#[tokio::test]
+async fn parameters_follow_the_models_capabilities() {
+    let h = Harness::start(vec![MockReply::text("one"), MockReply::text("two")]).await;
+    h.assistant(
+        "o",
+        json!({"name": "o", "systemPrompt": "Help.",
+            "llm": {"model": "o3-mini", "temperature": 0.2, "maxTokens": 300}}),
+    )
+    .await;
+    h.assistant(
+        "c",
+        json!({"name": "c", "systemPrompt": "Help.",
+            "llm": {"model": "gpt-4o-mini", "temperature": 0.2, "maxTokens": 300}}),
+    )
+    .await;
+    for a in ["o", "c"] {
+        let s = h.session(a).await;
+        let mut events = h.events(&s).await;
+        h.rt.send_user_message(WS, &s, "hi").await.unwrap();
+        events.next_of("turn.completed").await;
+    }
+    let requests = h.mock.requests();
+    assert_eq!(requests[0]["model"], "o3-mini");
+    assert_eq!(requests[0]["max_completion_tokens"], 300);
+    assert!(requests[0].get("temperature").is_none() && requests[0].get("max_tokens").is_none());
+    assert_eq!(requests[1]["max_tokens"], 300);
+    assert_eq!(requests[1]["temperature"], 0.2);
 }

@@ -33,6 +33,7 @@ fn provider(mock: &MockLlm, small: Option<&str>) -> Provider {
         client: Arc::new(OpenAiClient::new(cfg, reqwest::Client::new())),
         default_model: "named-main".into(),
         small_model: small.map(str::to_owned),
+        max_tools: rtc_runtime::DEFAULT_MAX_TOOLS,
     }
 }
 

@@ -1,0 +1,150 @@
+//! What a chat model accepts (R-RN-6): which token-limit parameter, and
+//! whether it takes sampling parameters. A documented table of well-known
+//! families decides by the model's name; a provider's configuration may
+//! override it for all its models and per model (`[providers.NAME]`
+//! `token_parameter`, `sampling`, `[providers.NAME.models.MODEL]`).
+//!
+//! | models | token limit | `temperature` |
+//! |---|---|---|
+//! | `o1`, `o3`, `o4-mini` and their dated or sized variants | `max_completion_tokens` | never sent |
+//! | `gpt-5`, `gpt-5-mini`, `gpt-5-nano`, `gpt-5.1`, … | `max_completion_tokens` | never sent |
+//! | `gpt-5-chat-latest` and other `gpt-5*-chat*` | `max_completion_tokens` | sent |
+//! | anything else | `max_tokens` | sent |
+//!
+//! A gateway's prefix (`openai/o3-mini`) is ignored; the name is matched
+//! without regard to case.
+
+use serde::{Deserialize, Serialize};
+
+/// The request field that bounds an answer's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenParameter {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenParameter {
+    /// Its name in a request.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// What one model accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelCaps {
+    pub token_parameter: TokenParameter,
+    /// Whether it takes `temperature` (reasoning models answer 400 to any
+    /// value but the default).
+    pub sampling: bool,
+}
+
+/// What a configuration says of a model, each unset field left to the
+/// table (or to a broader override).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapsOverride {
+    #[serde(default)]
+    pub token_parameter: Option<TokenParameter>,
+    #[serde(default)]
+    pub sampling: Option<bool>,
+}
+
+impl CapsOverride {
+    /// `caps` with what this override sets.
+    pub fn apply(&self, caps: ModelCaps) -> ModelCaps {
+        ModelCaps {
+            token_parameter: self.token_parameter.unwrap_or(caps.token_parameter),
+            sampling: self.sampling.unwrap_or(caps.sampling),
+        }
+    }
+}
+
+/// The table's answer for `model`.
+pub fn model_caps(model: &str) -> ModelCaps {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    let reasoning = ["o1", "o3", "o4"].iter().any(|family| {
+        name.strip_prefix(family)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    });
+    let gpt5 = name.starts_with("gpt-5");
+    if reasoning || gpt5 {
+        return ModelCaps {
+            token_parameter: TokenParameter::MaxCompletionTokens,
+            sampling: gpt5 && name.contains("-chat"),
+        };
+    }
+    ModelCaps {
+        token_parameter: TokenParameter::MaxTokens,
+        sampling: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caps(model: &str) -> (&'static str, bool) {
+        let c = model_caps(model);
+        (c.token_parameter.as_str(), c.sampling)
+    }
+
+    #[test]
+    fn the_table() {
+        for m in [
+            "o1",
+            "o1-mini",
+            "o3",
+            "o3-mini-2025-01-31",
+            "o4-mini",
+            "openai/o3-mini",
+            "O3",
+        ] {
+            assert_eq!(caps(m), ("max_completion_tokens", false), "{m}");
+        }
+        for m in [
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5-nano",
+            "gpt-5.1",
+            "openai/gpt-5-mini",
+        ] {
+            assert_eq!(caps(m), ("max_completion_tokens", false), "{m}");
+        }
+        assert_eq!(caps("gpt-5-chat-latest"), ("max_completion_tokens", true));
+        for m in [
+            "gpt-4o-mini",
+            "gpt-4.1",
+            "o1x",
+            "llama-3.1-70b",
+            "mock",
+            "orca",
+        ] {
+            assert_eq!(caps(m), ("max_tokens", true), "{m}");
+        }
+    }
+
+    #[test]
+    fn overrides_set_only_what_they_name() {
+        let base = model_caps("my-reasoner");
+        let o = CapsOverride {
+            sampling: Some(false),
+            ..CapsOverride::default()
+        };
+        assert_eq!(
+            o.apply(base),
+            ModelCaps {
+                token_parameter: TokenParameter::MaxTokens,
+                sampling: false
+            }
+        );
+    }
+}
