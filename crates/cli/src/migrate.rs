@@ -282,6 +282,7 @@ async fn validate(
                 .parameters
                 .clone()
                 .unwrap_or_else(rtc_core::tool_rules::empty_parameters),
+            output_schema: None,
         });
         let ctx = ToolContext {
             secret_exists: &|n| secrets.contains(n),

@@ -23,6 +23,9 @@ pub enum McpServerRejection {
     Invalid(#[from] ValidationError),
 }
 
+/// The longest per-call timeout an MCP server may set.
+pub const MAX_CALL_TIMEOUT_SECS: u32 = 600;
+
 /// Validate an MCP server resource.
 pub fn validate_mcp_server(
     server: &McpServer,
@@ -31,6 +34,16 @@ pub fn validate_mcp_server(
 ) -> Result<(), McpServerRejection> {
     check_display_name(&server.name, "name", 200)?;
     check_max_chars(&server.description, "description", 4_096)?;
+    if let Some(t) = server.timeout_seconds
+        && !(1..=MAX_CALL_TIMEOUT_SECS).contains(&t)
+    {
+        return Err(ValidationError::new(
+            "invalid_timeout",
+            "timeoutSeconds",
+            format!("`timeoutSeconds` must be 1 to {MAX_CALL_TIMEOUT_SECS} seconds"),
+        )
+        .into());
+    }
     match &server.transport {
         McpTransport::Stdio { command, args, env } => {
             if caller != Caller::Admin {

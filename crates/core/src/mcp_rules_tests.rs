@@ -17,6 +17,7 @@ fn stdio(env: &[(&str, &str)]) -> McpServer {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect::<BTreeMap<_, _>>(),
         },
+        timeout_seconds: None,
         created_at: None,
         updated_at: None,
     }
@@ -56,4 +57,26 @@ fn env_values_are_masked_and_kept_when_sent_back_masked() {
     assert_eq!(err.field, "transport.env.OTHER");
     let mut created = stdio(&[("TOKEN", "***")]);
     assert!(keep_masked_env(&mut created, None).is_err());
+}
+
+#[test]
+fn a_call_timeout_is_bounded() {
+    let mut server = stdio(&[]);
+    for (t, ok) in [
+        (None, true),
+        (Some(1), true),
+        (Some(600), true),
+        (Some(0), false),
+        (Some(601), false),
+    ] {
+        server.timeout_seconds = t;
+        let r = validate_mcp_server(&server, Caller::Admin, &|_| true);
+        assert_eq!(r.is_ok(), ok, "{t:?}");
+        if let Err(McpServerRejection::Invalid(e)) = r {
+            assert_eq!(
+                (e.code, e.field.as_str()),
+                ("invalid_timeout", "timeoutSeconds")
+            );
+        }
+    }
 }

@@ -325,6 +325,7 @@ fn mcp_tool_takes_the_discovered_schema() {
         name: "echo".into(),
         description: None,
         input_schema: json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+        output_schema: None,
     };
     let t = validate_tool(tool(base.clone()), &ctx_with(Some(&remote))).unwrap();
     assert_eq!(t.parameters.as_ref(), Some(&remote.input_schema));

@@ -18,6 +18,11 @@ pub struct McpServer {
     #[schema(max_length = 4096)]
     pub description: String,
     pub transport: McpTransport,
+    /// Longest wait for one tool call of this server, in seconds (1 to
+    /// 600); the server's default (`60`) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 600)]
+    pub timeout_seconds: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
     pub created_at: Option<String>,
@@ -57,4 +62,9 @@ pub struct McpToolInfo {
     pub description: Option<String>,
     #[schema(value_type = Object)]
     pub input_schema: Value,
+    /// The schema of the tool's structured results, if it declares one:
+    /// a structured result that does not match is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub output_schema: Option<Value>,
 }

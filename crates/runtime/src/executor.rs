@@ -188,7 +188,9 @@ impl Executors {
             tool: &mcp.remote_tool_name,
             pinned_schema: tool.parameters.as_ref().unwrap_or(&fallback),
             arguments: args,
-            timeout: self.mcp_call_timeout,
+            timeout: server
+                .timeout_seconds
+                .map_or(self.mcp_call_timeout, |s| Duration::from_secs(u64::from(s))),
         };
         self.mcp_pool
             .call(&self.mcp, call)

@@ -51,6 +51,7 @@ export async function mcpEditor(id) {
   const headers = headerRows(s.transport.headers, "transport.headers");
   const command = text(s.transport.command);
   const args = text((s.transport.args || []).join(" "), { placeholder: "space-separated" });
+  const timeout = text(s.timeoutSeconds == null ? "" : String(s.timeoutSeconds), { type: "number", min: "1", max: "600", placeholder: "60" });
   const httpPart = h("div", {}, field("URL", "transport.url", url), h("div", { class: "field", dataset: { field: "transport.headers" } }, h("span", { class: "label" }, "Headers"), headers, h("p", { class: "error" })));
   const stdioPart = h("div", {}, field("Command", "transport.command", command), field("Arguments", "transport.args", args));
   const sync = () => { httpPart.hidden = kind.value !== "streamableHttp"; stdioPart.hidden = kind.value !== "stdio"; };
@@ -60,6 +61,7 @@ export async function mcpEditor(id) {
   const form = h("form", { class: "card", "aria-label": "MCP server" },
     field("Name", "name", name), field("Description", "description", description),
     field("Transport", "transport.type", kind), httpPart, stdioPart,
+    field("Call timeout (seconds)", "timeoutSeconds", timeout),
     h("div", { class: "actions" },
       h("button", { type: "submit" }, isNew ? "Create" : "Save"),
       isNew ? null : h("button", { type: "button", class: "ghost", onclick: discover }, "Discover tools"),
@@ -82,6 +84,7 @@ export async function mcpEditor(id) {
       ? { type: "stdio", command: command.value.trim(), args: args.value.split(/\s+/).filter(Boolean) }
       : { type: "streamableHttp", url: url.value.trim(), headers: readHeaders(headers) };
     const body = { name: name.value.trim(), description: description.value, transport };
+    if (timeout.value.trim()) body.timeoutSeconds = Number(timeout.value);
     try {
       await saveResource({ collection: "/v1/mcp-servers", route: "mcp", id, body: body, what: "MCP server", redraw: mcpEditor });
     } catch (e) { showError(form, e); }

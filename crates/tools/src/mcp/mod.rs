@@ -77,6 +77,7 @@ fn tool_infos(tools: Vec<rmcp::model::Tool>) -> Vec<McpToolInfo> {
             name: t.name.to_string(),
             description: t.description.map(|d| d.to_string()),
             input_schema: Value::Object((*t.input_schema).clone()),
+            output_schema: t.output_schema.map(|o| Value::Object((*o).clone())),
         })
         .collect()
 }

@@ -329,7 +329,9 @@ impl McpPool {
                     slot.forget(&conn).await;
                     return Err(McpError::Timeout(call.timeout));
                 }
-                Ok(Ok(result)) => return tool_result(&result, MAX_RESULT_BYTES),
+                Ok(Ok(result)) => {
+                    return tool_result(&result, MAX_RESULT_BYTES, remote.output_schema.as_ref());
+                }
                 Ok(Err(e)) if stale.is_none() && never_sent(&e) => {
                     tracing::warn!(error = %describe(&e), "MCP request not sent; reconnecting");
                     stale = Some(conn);
@@ -365,22 +367,28 @@ async fn open(
     Ok(Pooled { service, tools })
 }
 
-/// A tool result as JSON: the structured content if given, else the text;
-/// refused when its JSON is over `limit` bytes.
-fn tool_result(result: &rmcp::model::CallToolResult, limit: usize) -> Result<Value, McpError> {
+/// A tool result as JSON: the structured content if given (checked
+/// against the tool's `outputSchema`, if it declares one), else its content
+/// as text (see [`content_text`]); refused when its JSON is over `limit`
+/// bytes.
+fn tool_result(
+    result: &rmcp::model::CallToolResult,
+    limit: usize,
+    output_schema: Option<&Value>,
+) -> Result<Value, McpError> {
     let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
     let size = json_len(&value);
     if size > limit {
         return Err(McpError::TooLarge { size, limit });
     }
-    let text: Vec<&str> = value
+    let parts: Vec<String> = value
         .get("content")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .filter_map(content_text)
         .collect();
-    let text = text.join("\n");
+    let text = parts.join("\n");
     if value
         .get("isError")
         .and_then(Value::as_bool)
@@ -389,9 +397,88 @@ fn tool_result(result: &rmcp::model::CallToolResult, limit: usize) -> Result<Val
         return Err(McpError::ToolFailed(text));
     }
     if let Some(structured) = value.get("structuredContent").filter(|v| !v.is_null()) {
+        if let Some(schema) = output_schema {
+            check_output(schema, structured)?;
+        }
         return Ok(structured.clone());
     }
-    Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    // One text item may be JSON; several items read as text.
+    if let [only] = parts.as_slice()
+        && let Ok(parsed) = serde_json::from_str(only)
+    {
+        return Ok(parsed);
+    }
+    Ok(Value::String(text))
+}
+
+/// A structured result against the tool's `outputSchema`: what the MCP
+/// specification asks of clients. A schema that does not compile is not
+/// held against the result.
+fn check_output(schema: &Value, structured: &Value) -> Result<(), McpError> {
+    let validator = match jsonschema::validator_for(schema) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(error = %e, "an MCP tool's outputSchema does not compile");
+            return Ok(());
+        }
+    };
+    match validator.iter_errors(structured).next() {
+        None => Ok(()),
+        Some(e) => Err(McpError::Protocol(format!(
+            "the tool's structured result does not match its outputSchema at `{}`: {e}",
+            e.instance_path()
+        ))),
+    }
+}
+
+/// One content item as the model reads it: text as it is; a text resource
+/// inlined under its URI; an image, audio or binary resource described by
+/// its type and size (its base64 would only fill the context); a resource
+/// link by its name and URI. `None` for an item of an unknown type.
+pub(crate) fn content_text(item: &Value) -> Option<String> {
+    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let kind = item.get("type").and_then(Value::as_str)?;
+    match kind {
+        "text" => field(item, "text"),
+        "image" | "audio" => {
+            let mime = field(item, "mimeType").unwrap_or_else(|| "unknown type".to_owned());
+            let size = field(item, "data").map_or(0, |d| base64_bytes(&d));
+            Some(format!("[{kind}: {mime}, {}]", human_size(size)))
+        }
+        "resource" => {
+            let r = item.get("resource")?;
+            let uri = field(r, "uri").unwrap_or_default();
+            match field(r, "text") {
+                Some(text) => Some(format!("[resource {uri}]\n{text}")),
+                None => {
+                    let mime = field(r, "mimeType").unwrap_or_else(|| "unknown type".to_owned());
+                    let size = field(r, "blob").map_or(0, |b| base64_bytes(&b));
+                    Some(format!("[resource {uri}: {mime}, {}]", human_size(size)))
+                }
+            }
+        }
+        "resource_link" => {
+            let uri = field(item, "uri").unwrap_or_default();
+            let name = field(item, "name").unwrap_or_else(|| uri.clone());
+            Some(format!("[resource link: {name} <{uri}>]"))
+        }
+        _ => None,
+    }
+}
+
+/// How many bytes a base64 text decodes to.
+fn base64_bytes(data: &str) -> usize {
+    let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
+    (data.len() / 4 * 3).saturating_sub(padding)
+}
+
+/// `812 bytes`, `12.3 KB`, `4.0 MB`.
+fn human_size(bytes: usize) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} bytes"),
+        1024..1_048_576 => format!("{:.1} KB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
 }
 
 /// The length of `value` as compact JSON, counted without building it.

@@ -369,3 +369,61 @@ async fn discovery_reuses_the_pooled_connection_and_is_rate_limited() {
         "{lists} listings for five concurrent discoveries"
     );
 }
+
+/// The real everything server's rich results (R-RN-6): an image is
+/// described by its type and size (no base64 reaches the model), an
+/// embedded resource is inlined, a structured result is checked against
+/// the tool's `outputSchema` and passed on.
+#[tokio::test]
+async fn images_resources_and_structured_results_of_a_real_server() -> anyhow::Result<()> {
+    let (command, args) = everything_stdio_command()?;
+    let transport = McpTransport::Stdio {
+        command,
+        args,
+        env: BTreeMap::new(),
+    };
+    let conn = connector(Duration::from_secs(30));
+    let headers = ResolvedHeaders(BTreeMap::new());
+    let tools = conn.list_tools(&transport, &headers).await?;
+    let pool = McpPool::default();
+    let call = async |tool: &str, arguments: Value| {
+        let remote = tools.iter().find(|t| t.name == tool).unwrap();
+        pool.call(
+            &conn,
+            McpCall {
+                key: "ws1/mcp_rich/v1",
+                transport: &transport,
+                headers: &headers,
+                tool,
+                pinned_schema: &remote.input_schema,
+                arguments: arguments.as_object().unwrap().clone(),
+                timeout: Duration::from_secs(10),
+            },
+        )
+        .await
+    };
+    let image = call("get-tiny-image", json!({})).await?.to_string();
+    assert!(image.contains("[image: image/png, "), "{image}");
+    assert!(
+        !image.contains("iVBOR"),
+        "no base64 reaches the model: {image}"
+    );
+    let resource = call(
+        "get-resource-reference",
+        json!({"resourceType": "Text", "resourceId": 2}),
+    )
+    .await?
+    .to_string();
+    assert!(resource.contains("[resource "), "{resource}");
+    let structured_tool = tools
+        .iter()
+        .find(|t| t.name == "get-structured-content")
+        .unwrap();
+    assert!(
+        structured_tool.output_schema.is_some(),
+        "the tool declares its output"
+    );
+    let weather = call("get-structured-content", json!({"location": "New York"})).await?;
+    assert!(weather.is_object(), "{weather}");
+    Ok(())
+}
