@@ -21,6 +21,7 @@ pub mod placeholders;
 pub mod realtime;
 pub mod report_marks;
 pub mod result_path;
+pub mod schema_changes;
 pub mod system_vars;
 pub mod task_backend_rules;
 pub mod test_rules;

@@ -147,6 +147,26 @@ fn check_connection(c: &RealtimeConnection, secret_exists: &dyn Fn(&str) -> bool
             ));
         }
     }
+    // What the dialect's provider takes: a rate it does not would only
+    // fail at connect.
+    let (inputs, outputs) = c.dialect.supported_rates();
+    for (rate, field, supported) in [
+        (c.input_rate, "connection.inputRate", inputs),
+        (c.output_rate, "connection.outputRate", outputs),
+    ] {
+        if let Some(rate) = rate.filter(|r| !supported.contains(r)) {
+            let list: Vec<String> = supported.iter().map(u32::to_string).collect();
+            return Err(ValidationError::new(
+                "unsupported_rate",
+                field,
+                format!(
+                    "the {} dialect's provider takes {} Hz PCM here, not {rate} (the server resamples the host's audio to it)",
+                    c.dialect.as_str(),
+                    list.join(" or ")
+                ),
+            ));
+        }
+    }
     let secret = api_key_secret(&c.api_key);
     let Some(secret) = secret else {
         return Err(ValidationError::new(
@@ -277,5 +297,38 @@ pub fn cleanup(assistant: &mut Assistant, issues: &[CompatibilityIssue]) {
         {
             assistant.built_in_tools.remove(*b);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rates the dialect's provider does not take are refused at save,
+    /// naming the rates it does; the shipped interfaces pass.
+    #[test]
+    fn rates_follow_the_dialect() {
+        for iface in shipped_interfaces() {
+            assert!(
+                validate_interface(&iface, &|_| true).is_ok(),
+                "{}",
+                iface.name
+            );
+        }
+        let mut iface = shipped_interfaces().remove(1);
+        let conn = iface.connection.as_mut().unwrap();
+        conn.dialect = RealtimeDialect::Openai;
+        conn.input_rate = Some(16_000);
+        let e = validate_interface(&iface, &|_| true).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            ("unsupported_rate", "connection.inputRate")
+        );
+        assert!(e.message.contains("24000"), "{}", e.message);
+        let conn = iface.connection.as_mut().unwrap();
+        conn.dialect = RealtimeDialect::Qwen;
+        conn.output_rate = Some(16_000);
+        let e = validate_interface(&iface, &|_| true).unwrap_err();
+        assert_eq!(e.field, "connection.outputRate");
     }
 }

@@ -59,6 +59,16 @@ impl RealtimeDialect {
 
     /// The provider's PCM16 rates (input, output) when the interface
     /// names none: OpenAI 24/24 kHz, Qwen 16/24 kHz, StepFun 24/24 kHz.
+    /// The PCM rates the provider takes and gives, in Hz: OpenAI GA PCM
+    /// is 24 kHz only; DashScope takes 16 kHz and gives 24 kHz; StepFun's
+    /// `pcm16` is 24 kHz. The server resamples the host's audio to them.
+    pub fn supported_rates(self) -> (&'static [u32], &'static [u32]) {
+        match self {
+            Self::Openai | Self::Stepfun => (&[24_000], &[24_000]),
+            Self::Qwen => (&[16_000], &[24_000]),
+        }
+    }
+
     pub fn default_rates(self) -> (u32, u32) {
         match self {
             Self::Qwen => (16_000, 24_000),

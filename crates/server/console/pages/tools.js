@@ -134,4 +134,45 @@ export async function toolEditor(id) {
     } catch (e) { showError(form, e); }
   });
   page(isNew ? "New tool" : `Tool ${t.name}`, form);
+  if (!isNew && t.type === "mcp" && t.mcp) pinnedNotice(t, form, parameters);
+}
+
+/// What changed between the schema a tool was pinned with and its
+/// server's (the same words as the server's refusal, R-BX-7).
+export function schemaChanges(pinned, current) {
+  if (JSON.stringify(pinned) === JSON.stringify(current)) return [];
+  const props = (s) => (s && s.properties) || {};
+  const req = (s) => (s && s.required) || [];
+  const [old, now, oldReq, nowReq] = [props(pinned), props(current), req(pinned), req(current)];
+  const type = (s) => (s && s.type !== undefined ? (typeof s.type === "string" ? s.type : JSON.stringify(s.type)) : "any");
+  const out = [];
+  for (const [name, schema] of Object.entries(now)) {
+    const before = old[name];
+    if (!before) out.push(nowReq.includes(name) ? `parameter \`${name}\` added (required)` : `parameter \`${name}\` added`);
+    else if (JSON.stringify(before.type) !== JSON.stringify(schema.type)) out.push(`parameter \`${name}\` changed type from ${type(before)} to ${type(schema)}`);
+    else if (JSON.stringify(before) !== JSON.stringify(schema)) out.push(`parameter \`${name}\` changed`);
+  }
+  for (const name of Object.keys(old)) if (!(name in now)) out.push(`parameter \`${name}\` removed`);
+  for (const name of nowReq) if (name in old && !oldReq.includes(name)) out.push(`parameter \`${name}\` became required`);
+  for (const name of oldReq) if (name in now && !nowReq.includes(name)) out.push(`parameter \`${name}\` became optional`);
+  return out.length ? out : ["other details of the schema changed"];
+}
+
+/// An MCP tool whose server now offers other parameters than the pinned
+/// ones is refused until re-accepted: say what changed, offer the re-accept
+/// (saving the tool pins the server's current schema).
+async function pinnedNotice(t, form, parameters) {
+  let found;
+  try { found = (await discoveredTools(t.mcp.serverId)).find((d) => d.name === t.mcp.remoteToolName); } catch { return; }
+  if (!found) {
+    form.prepend(h("div", { class: "banner bad", role: "alert" }, `The MCP server no longer offers \`${t.mcp.remoteToolName}\`: calls of this tool fail.`));
+    return;
+  }
+  const changes = schemaChanges(t.parameters, found.inputSchema);
+  if (!changes.length) return;
+  const accept = h("button", { type: "button" }, "Re-accept");
+  accept.addEventListener("click", () => { parameters.value = JSON.stringify(found.inputSchema, null, 2); form.requestSubmit(); });
+  form.prepend(h("div", { class: "banner bad", role: "alert", dataset: { notice: "schema-changed" } },
+    h("p", {}, "The MCP server changed this tool's parameters since it was saved; calls are refused until you re-accept them:"),
+    h("ul", {}, changes.map((c) => h("li", {}, c))), accept));
 }

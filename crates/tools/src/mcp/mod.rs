@@ -54,9 +54,9 @@ pub enum McpError {
     #[error("the MCP server no longer offers the tool `{0}`")]
     ToolGone(String),
     #[error(
-        "the MCP server changed the schema of `{0}`; an operator must re-accept it (save the tool again) before it can be called"
+        "the MCP server changed the parameters of `{tool}` since the tool was saved ({}); until an operator re-accepts them (the console's \"Re-accept\" on the tool, or saving the tool again) it is not called", changes.join("; ")
     )]
-    SchemaChanged(String),
+    SchemaChanged { tool: String, changes: Vec<String> },
     #[error("the tool reported an error: {0}")]
     ToolFailed(String),
     #[error("the MCP result is {size} bytes; the limit is {limit}")]

@@ -313,7 +313,13 @@ impl McpPool {
                 return Err(McpError::ToolGone(call.tool.to_owned()));
             };
             if &remote.input_schema != call.pinned_schema {
-                return Err(McpError::SchemaChanged(call.tool.to_owned()));
+                return Err(McpError::SchemaChanged {
+                    tool: call.tool.to_owned(),
+                    changes: rtc_core::schema_changes::schema_changes(
+                        call.pinned_schema,
+                        &remote.input_schema,
+                    ),
+                });
             }
             let params = rmcp::model::CallToolRequestParams::new(call.tool.to_owned())
                 .with_arguments(call.arguments.clone());

@@ -215,10 +215,12 @@ mod mcp_calls {
         assert!(call(schema.clone()).await?.to_string().contains("42"));
         let mut changed = schema.clone();
         changed["properties"]["c"] = json!({"type": "number"});
-        assert!(matches!(
-            call(changed).await,
-            Err(McpError::SchemaChanged(_))
-        ));
+        let e = call(changed).await.unwrap_err();
+        assert!(
+            matches!(&e, McpError::SchemaChanged { changes, .. } if changes == &["parameter `c` removed"]),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("Re-accept"), "{e}");
         Ok(())
     }
 }
