@@ -34,6 +34,7 @@ export interface MessageCompleted extends EventBase {
   source?: string; interrupted?: boolean; refusal?: boolean; goalId?: string; loopId?: string; fromSessionId?: string;
 }
 export interface ToolCalled extends EventBase { type: "tool.called"; callId: string; name: string; arguments: string; startup?: boolean; origin?: string }
+export interface ToolProgress extends EventBase { type: "tool.progress"; callId: string; name: string; progress: number; total?: number; message?: string }
 export interface ToolCompleted extends EventBase { type: "tool.completed"; callId: string; name: string; isError: boolean; result?: unknown; cancelled?: boolean }
 export interface ClientToolCall extends EventBase {
   type: "client_tool.call"; callId: string; functionName: string; arguments: Record<string, unknown>; waitForResponse: boolean;
@@ -59,6 +60,7 @@ export interface EventMap {
   "message.completed": MessageCompleted;
   "tool.called": ToolCalled;
   "tool.completed": ToolCompleted;
+  "tool.progress": ToolProgress;
   "client_tool.call": ClientToolCall;
   "state.updated": StateUpdated;
   "ask_user.question": AskUserQuestion;

@@ -39,7 +39,8 @@ async fn doctor_checks_the_whole_configuration() -> anyhow::Result<()> {
     let data = tempfile::tempdir()?;
     let mock = MockLlm::start((0..4).map(|_| MockReply::text("ok")).collect()).await?;
     let config = data.path().join("rtc-agent.toml");
-    let dead = format!("http://127.0.0.1:{}/v1", rtc_testkit::free_port()?);
+    let closed = rtc_testkit::ClosedPort::new()?;
+    let dead = format!("http://127.0.0.1:{}/v1", closed.port);
     std::fs::write(
         &config,
         format!(

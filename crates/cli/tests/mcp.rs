@@ -311,3 +311,72 @@ async fn mcp_results_are_scrubbed_sqlite() -> anyhow::Result<()> {
 async fn mcp_results_are_scrubbed_postgres() -> anyhow::Result<()> {
     mcp_results_are_scrubbed(Engine::Postgres).await
 }
+
+/// A long MCP call reports its progress to the host as `tool.progress`
+/// events while it runs (the everything server's long-running operation).
+#[tokio::test]
+async fn mcp_progress_reaches_the_host() -> anyhow::Result<()> {
+    use crate::conversation::{assistant, events_until, open, server, turn_done};
+
+    let mock = rtc_testkit::MockLlm::start(vec![
+        rtc_testkit::MockReply::call("slow_job", json!({"duration": 1.2, "steps": 4})),
+        rtc_testkit::MockReply::text("done"),
+    ])
+    .await?;
+    let Some(srv) = server(Engine::Sqlite, &mock).await? else {
+        return Ok(());
+    };
+    let (ws_id, ws) = srv.workspace("A").await?;
+    let (command, args) = everything_stdio_command()?;
+    let created = srv
+        .admin_in(&ws_id)
+        .create(
+            "/v1/mcp-servers",
+            json!({"name": "everything", "timeoutSeconds": 30,
+            "transport": {"type": "stdio", "command": command, "args": args}}),
+        )
+        .await?;
+    assert_eq!(created["timeoutSeconds"], 30);
+    let tool = ws
+        .create("/v1/tools", json!({"name": "slow_job", "type": "mcp",
+            "mcp": {"serverId": created["id"], "remoteToolName": "trigger-long-running-operation"}}))
+        .await?;
+    let a = assistant(
+        &ws,
+        json!({"name": "a", "systemPrompt": "Hi.", "toolBindings": [{"toolId": tool["id"],
+        "argumentBindings": {"duration": {"source": "model"}, "steps": {"source": "model"}}}]}),
+    )
+    .await?;
+    let (sid, token) = open(&ws, json!({"assistantId": a})).await?;
+    ws.post(
+        &format!("/v1/sessions/{sid}/messages"),
+        json!({"text": "run it"}),
+    )
+    .await?
+    .assert_status(202);
+    let events = events_until(&srv, &token, &sid, 0, turn_done).await?;
+    let progress: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool.progress")
+        .collect();
+    assert!(!progress.is_empty(), "{events:#?}");
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["name"] == "slow_job" && p["total"] == 4.0),
+        "{progress:?}"
+    );
+    let called = events.iter().find(|e| e["type"] == "tool.called").unwrap();
+    assert!(progress.iter().all(|p| p["callId"] == called["callId"]));
+    let completed = events
+        .iter()
+        .find(|e| e["type"] == "tool.completed")
+        .unwrap();
+    assert_eq!(completed["isError"], false, "{completed}");
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["seq"].as_i64() < completed["seq"].as_i64())
+    );
+    Ok(())
+}

@@ -408,7 +408,7 @@ async fn opencode_dying_mid_task_fails_the_task() -> anyhow::Result<()> {
     let (sid, _) = open(&ws, json!({"assistantId": id})).await?;
     say(&ws, &sid, "Start it.").await?;
     answered(&ws, &sid, 1).await?;
-    oc.kill().await;
+    let _closed = oc.kill().await;
     let killed = std::time::Instant::now();
     let (text, _) = report(&ws, &sid).await?;
     assert!(
@@ -434,7 +434,10 @@ async fn opencode_retrying_model_fails_at_the_timeout() -> anyhow::Result<()> {
     let Some(srv) = server(Engine::Sqlite, &mock).await? else {
         return Ok(());
     };
-    let dead_llm = format!("http://127.0.0.1:{}/v1", rtc_testkit::free_port()?);
+    // Refused for the whole test: a port merely free now could be taken by
+    // another test's server (which would answer "Unauthorized").
+    let closed = rtc_testkit::ClosedPort::new()?;
+    let dead_llm = format!("http://127.0.0.1:{}/v1", closed.port);
     let oc = OpencodeServer::start(&binary, &dead_llm).await?;
     let (_, ws) = srv.workspace("A").await?;
     let id = setup(&ws, "tb_code", &oc.base_url, &oc.password, "tools-0", 6).await?;

@@ -81,6 +81,8 @@ event_kinds! {
     MessageCompleted(MessageCompleted) = "message.completed",
     ToolCalled(ToolCalled) = "tool.called",
     ToolCompleted(ToolCompleted) = "tool.completed",
+    /// A running tool call's progress, as its MCP server reports it.
+    ToolProgress(ToolProgress) = "tool.progress",
     /// The host's client must run a function (R-CT-3).
     ClientToolCall(ClientToolCall) = "client_tool.call",
     TodoUpdated(TodoUpdated) = "todo.updated",
@@ -293,6 +295,20 @@ pub struct ToolCalled {
     /// `workflow` for a workflow's action node (not the model's call).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolProgress {
+    pub call_id: String,
+    pub name: String,
+    /// Grows as the call goes on.
+    pub progress: f64,
+    /// What `progress` reaches at the end, when the server knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

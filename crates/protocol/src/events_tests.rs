@@ -64,6 +64,10 @@ fn every_kind_has_one_shape_on_the_wire() {
             json!({"callId": "c", "name": "n", "isError": true, "cancelled": true}),
         ),
         (
+            "tool.progress",
+            json!({"callId": "c", "name": "n", "progress": 2.0, "total": 5.0, "message": "step 2"}),
+        ),
+        (
             "client_tool.call",
             json!({"callId": "c", "functionName": "f", "arguments": {}, "waitForResponse": true}),
         ),

@@ -12,7 +12,7 @@ use rtc_core::model_tools::template_inputs;
 use rtc_core::placeholders::{self, Placeholder};
 use rtc_core::tool_rules::referenced_secrets;
 use rtc_protocol::{McpServer, McpToolInfo, McpTransport, Tool, ToolBinding, ToolKind};
-use rtc_session::registry::{RemoteCall, RemoteTools};
+use rtc_session::registry::{CallProgress, ProgressSink, RemoteCall, RemoteTools};
 use rtc_session::tool::CallError;
 use rtc_store::Store;
 use rtc_tools::http_exec::{CallSecrets, HttpExecutor};
@@ -61,6 +61,7 @@ impl RemoteTools for Executors {
                 binding,
                 args,
                 vars,
+                progress,
             } = call;
             // The secret values revealed for this call, whatever its family.
             let mut revealed = Vec::new();
@@ -69,7 +70,10 @@ impl RemoteTools for Executors {
                     self.run_http(workspace, tool, binding, &args, vars, &mut revealed)
                         .await
                 }
-                ToolKind::Mcp => self.run_mcp(workspace, tool, args, &mut revealed).await,
+                ToolKind::Mcp => {
+                    self.run_mcp(workspace, tool, args, progress, &mut revealed)
+                        .await
+                }
                 ToolKind::Client => Err(CallError::tool("client tools run through their host")),
             };
             let scrubber = Scrubber::new(&revealed);
@@ -161,6 +165,7 @@ impl Executors {
         workspace: &str,
         tool: &Tool,
         args: Map<String, Value>,
+        progress: Option<ProgressSink>,
         revealed: &mut Vec<String>,
     ) -> Result<Value, CallError> {
         let Some(mcp) = &tool.mcp else {
@@ -191,6 +196,15 @@ impl Executors {
             timeout: server
                 .timeout_seconds
                 .map_or(self.mcp_call_timeout, |s| Duration::from_secs(u64::from(s))),
+            progress: progress.map(|sink| -> rtc_tools::mcp::ProgressSink {
+                std::sync::Arc::new(move |p: rtc_tools::mcp::McpProgress| {
+                    sink(CallProgress {
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    })
+                })
+            }),
         };
         self.mcp_pool
             .call(&self.mcp, call)

@@ -36,7 +36,7 @@ pub use realtime_mock::{
     ClientFrame, MockConnection, RealtimeFlavor, RealtimeMock, RealtimeScript, SPEECH_RMS,
     ScriptedResponse, Step, pcm16_rms,
 };
-pub use server::{ServerProcess, TEST_ADMIN_TOKEN, free_port};
+pub use server::{ClosedPort, ServerProcess, TEST_ADMIN_TOKEN, free_port};
 pub use workflow_stand_ins::{OrderService, StageScript, judge_requests, stage_requests};
 
 /// Install the TLS crypto provider reqwest needs (ring). Idempotent.

@@ -1,5 +1,7 @@
 //! The real MCP "everything" server (npm `@modelcontextprotocol/server-everything`),
-//! installed into the repository's `node_modules` by `scripts/test`.
+//! installed into the repository's `node_modules` by `scripts/test`, and a
+//! rich server on the Python `mcp` SDK (`fixtures/rich_mcp_server.py`,
+//! its python in `RTC_TEST_PYTHON_MCP`, set by `scripts/test`).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -43,6 +45,27 @@ impl McpHttpServer {
         Self::start_on(free_port()?).await
     }
 
+    /// The Python rich server (images, audio, an embedded resource,
+    /// progress, structured results) over streamable HTTP; `None` when
+    /// `RTC_TEST_PYTHON_MCP` is not set (`scripts/test` sets it).
+    pub async fn start_python() -> anyhow::Result<Option<Self>> {
+        let Ok(python) = std::env::var("RTC_TEST_PYTHON_MCP") else {
+            return Ok(None);
+        };
+        let script = repo_root().join("crates/testkit/fixtures/rich_mcp_server.py");
+        let port = free_port()?;
+        let child = Command::new(python)
+            .arg(script)
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting the Python MCP server")?;
+        Self::listening(child, port).await.map(Some)
+    }
+
     /// Start on a given port (e.g. to restart a server where it was).
     pub async fn start_on(port: u16) -> anyhow::Result<Self> {
         let (node, mut args) = everything_stdio_command()?;
@@ -56,6 +79,11 @@ impl McpHttpServer {
             .kill_on_drop(true)
             .spawn()
             .context("starting the MCP everything server")?;
+        Self::listening(child, port).await
+    }
+
+    /// `child`, once it accepts connections on `port` (within 10 s).
+    async fn listening(child: Child, port: u16) -> anyhow::Result<Self> {
         let addr = format!("127.0.0.1:{port}");
         for _ in 0..200 {
             if tokio::net::TcpStream::connect(&addr).await.is_ok() {
@@ -66,7 +94,7 @@ impl McpHttpServer {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        bail!("the MCP everything server did not listen on {addr} within 10 s")
+        bail!("the MCP server did not listen on {addr} within 10 s")
     }
 
     pub async fn stop(mut self) {

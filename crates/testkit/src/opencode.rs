@@ -247,8 +247,11 @@ impl OpencodeServer {
     }
 
     /// SIGKILL, at once (the "dies mid-task" scenario).
-    pub async fn kill(&mut self) {
+    /// Kill the server and keep its port closed while the returned guard
+    /// lives (no other test's server may answer there meanwhile).
+    pub async fn kill(&mut self) -> Option<crate::ClosedPort> {
         let _ = self.child.kill().await;
+        crate::ClosedPort::at(self.port).ok()
     }
 
     /// SIGTERM, then SIGKILL after 5 s.

@@ -22,6 +22,37 @@ pub fn free_port() -> anyhow::Result<u16> {
         .port())
 }
 
+/// A loopback port nothing accepts on (connections are refused) and no
+/// one else can take while this lives: bound, never listening.
+pub struct ClosedPort {
+    _socket: tokio::net::TcpSocket,
+    pub port: u16,
+}
+
+impl ClosedPort {
+    pub fn new() -> anyhow::Result<Self> {
+        Self::bind(0)
+    }
+
+    /// Keep `port` closed from now on (a server on it just stopped), so a
+    /// test that expects it refused is not answered by another test's
+    /// server started there meanwhile.
+    pub fn at(port: u16) -> anyhow::Result<Self> {
+        Self::bind(port)
+    }
+
+    fn bind(port: u16) -> anyhow::Result<Self> {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_reuseaddr(true)?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
+        let port = socket.local_addr()?.port();
+        Ok(Self {
+            _socket: socket,
+            port,
+        })
+    }
+}
+
 /// A running `rtc-agent serve`, killed when dropped.
 pub struct ServerProcess {
     pub base_url: String,

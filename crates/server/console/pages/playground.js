@@ -186,6 +186,13 @@ async function liveSession(sid) {
     log.append(card);
     scroll();
   }
+  function toolProgress(e) {
+    const card = cards.get(e.callId);
+    if (!card) return;
+    const done = e.total ? `${e.progress} / ${e.total}` : `${e.progress}`;
+    const bar = e.total ? h("progress", { value: e.progress, max: e.total }) : null;
+    card.querySelector(".result").replaceChildren(bar || "", ` running… ${done}`, e.message ? ` · ${e.message}` : "");
+  }
   function toolDone(e) {
     let card = cards.get(e.callId);
     if (!card) { toolCard({ callId: e.callId, name: e.name, arguments: "" }); card = cards.get(e.callId); }
@@ -308,6 +315,7 @@ async function liveSession(sid) {
         break;
       }
       case "tool.called": toolCard(e); break;
+      case "tool.progress": toolProgress(e); break;
       case "tool.completed": toolDone(e); break;
       case "client_tool.call": clientCall(e); break;
       case "state.updated": varBody.replaceChildren(variablesPanel(e.variables)); break;

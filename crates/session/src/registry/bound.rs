@@ -9,7 +9,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rtc_core::llm::ToolSpec;
 use rtc_core::model_tools::{complete_arguments, model_view, result_assignments};
-use rtc_protocol::{EventBody, Tool, ToolBinding, ToolCalled, ToolCompleted, ToolKind};
+use rtc_protocol::{
+    EventBody, Tool, ToolBinding, ToolCalled, ToolCompleted, ToolKind, ToolProgress,
+};
 use serde_json::{Map, Value, json};
 
 use crate::broker::{ClientCall, ClientOutcome};
@@ -26,7 +28,27 @@ pub struct RemoteCall<'a> {
     pub args: Map<String, Value>,
     /// The session's variables, for the binding's templates.
     pub vars: &'a Map<String, Value>,
+    /// Where the call's progress goes while it runs (MCP servers report
+    /// some), if the caller wants it.
+    pub progress: Option<ProgressSink>,
 }
+
+/// One progress report of a running call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallProgress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// What a remote call does with each progress report: at once, without
+/// waiting (the kernel keeps them in a bounded queue).
+pub type ProgressSink = std::sync::Arc<dyn Fn(CallProgress) + Send + Sync>;
+
+/// Progress reports kept for a call before later ones are dropped, and
+/// the shortest time between two `tool.progress` events of one call.
+const PROGRESS_QUEUE: usize = 16;
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// How HTTP and MCP tools run: the kernel's port, which the host wires to
 /// `rtc-tools`' executors. An implementation reveals the secrets the tool
@@ -208,13 +230,25 @@ impl<H: Host> Kernel<H> {
             .map_err(CallError::from);
         }
         match (tool.kind, client) {
-            (ToolKind::Http | ToolKind::Mcp, _) => {
+            (ToolKind::Http | ToolKind::Mcp, Some((ctx, call_id))) => {
                 let call = RemoteCall {
                     workspace,
                     tool,
                     binding,
                     args,
                     vars,
+                    progress: None,
+                };
+                self.remote_with_progress(ctx, call_id, call).await
+            }
+            (ToolKind::Http | ToolKind::Mcp, None) => {
+                let call = RemoteCall {
+                    workspace,
+                    tool,
+                    binding,
+                    args,
+                    vars,
+                    progress: None,
                 };
                 self.remote_tools.run(call).await
             }
@@ -223,6 +257,43 @@ impl<H: Host> Kernel<H> {
             }
             (ToolKind::Client, None) => {
                 Err(CallError::tool("client tools run only in conversations"))
+            }
+        }
+    }
+
+    /// Run `call` remotely, telling the host its progress as `tool.progress`
+    /// events of `call_id` (at most one per [`PROGRESS_EVERY`]).
+    async fn remote_with_progress(
+        &self,
+        ctx: &SessionCtx,
+        call_id: &str,
+        mut call: RemoteCall<'_>,
+    ) -> Result<Value, CallError> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
+        call.progress = Some(std::sync::Arc::new(move |p| {
+            let _ = tx.try_send(p);
+        }));
+        let name = call.tool.name.clone();
+        let run = self.remote_tools.run(call);
+        tokio::pin!(run);
+        let mut last: Option<tokio::time::Instant> = None;
+        loop {
+            tokio::select! {
+                result = &mut run => return result,
+                Some(p) = rx.recv() => {
+                    if last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+                        continue;
+                    }
+                    last = Some(tokio::time::Instant::now());
+                    let event = ToolProgress {
+                        call_id: call_id.to_owned(),
+                        name: name.clone(),
+                        progress: p.progress,
+                        total: p.total,
+                        message: p.message,
+                    };
+                    ctx.events.emit(event.into()).await?;
+                }
             }
         }
     }

@@ -10,7 +10,9 @@
 pub mod bound;
 pub mod platform;
 
-pub use bound::{BoundCall, BoundTool, CallMode, RemoteCall, RemoteTools};
+pub use bound::{
+    BoundCall, BoundTool, CallMode, CallProgress, ProgressSink, RemoteCall, RemoteTools,
+};
 pub use platform::PlatformTool;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,8 +4,10 @@
 //! an operator, without the libraries' type chains.
 
 mod pool;
+mod progress;
 
 pub use pool::{McpCall, McpPool};
+pub use progress::{Client, MAX_MESSAGE_CHARS, McpProgress, ProgressSink};
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
@@ -68,7 +70,7 @@ pub enum McpError {
 pub const MAX_RESULT_BYTES: usize = 1024 * 1024;
 
 /// A connected MCP client.
-pub type McpService = rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>;
+pub type McpService = rmcp::service::RunningService<rmcp::RoleClient, Client>;
 
 fn tool_infos(tools: Vec<rmcp::model::Tool>) -> Vec<McpToolInfo> {
     tools
@@ -98,12 +100,16 @@ impl std::fmt::Debug for ResolvedHeaders {
     }
 }
 
-fn client_config() -> ClientConfig {
-    ClientConfig::new(
+fn client_config() -> Client {
+    let info = ClientConfig::new(
         Default::default(),
         Implementation::new("rtc-agent", env!("CARGO_PKG_VERSION")),
     )
-    .with_protocol_version(PROTOCOL_VERSION)
+    .with_protocol_version(PROTOCOL_VERSION);
+    Client {
+        info,
+        routes: progress::ProgressRoutes::default(),
+    }
 }
 
 impl McpConnector {

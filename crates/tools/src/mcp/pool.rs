@@ -51,6 +51,9 @@ pub(crate) fn next_backoff(previous: Option<Duration>) -> Duration {
 struct Pooled {
     service: McpService,
     tools: Vec<McpToolInfo>,
+    /// Calls with progress given up before their answer, cancelled on the
+    /// server at the next call (see `progress.rs`).
+    abandoned: super::progress::Abandoned,
 }
 
 enum State {
@@ -129,6 +132,9 @@ pub struct McpCall<'a> {
     /// Bounds the call once connected (connecting is bounded by the
     /// connector's timeout).
     pub timeout: Duration,
+    /// Where the server's progress notifications of this call go, if the
+    /// caller wants them.
+    pub progress: Option<super::ProgressSink>,
 }
 
 impl McpPool {
@@ -323,26 +329,40 @@ impl McpPool {
             }
             let params = rmcp::model::CallToolRequestParams::new(call.tool.to_owned())
                 .with_arguments(call.arguments.clone());
-            // Dropping the call at the deadline sends the server a
-            // cancellation (rmcp's guard).
-            let outcome = tokio::time::timeout(call.timeout, conn.service.call_tool(params)).await;
+            // At the deadline the server is told the call is cancelled
+            // (rmcp's guard, or its request timeout with progress).
+            let outcome = match call.progress.clone() {
+                None => tokio::time::timeout(call.timeout, conn.service.call_tool(params))
+                    .await
+                    .ok(),
+                Some(sink) => {
+                    super::progress::call_with_progress(
+                        &conn.service,
+                        &conn.abandoned,
+                        params,
+                        call.timeout,
+                        sink,
+                    )
+                    .await
+                }
+            };
             slot.touch();
             match outcome {
-                Err(_) => {
+                None => {
                     // The connection may be dead (e.g. the server
                     // restarted): the next call opens a new one. This call
                     // is not retried, as the tool may have run.
                     slot.forget(&conn).await;
                     return Err(McpError::Timeout(call.timeout));
                 }
-                Ok(Ok(result)) => {
+                Some(Ok(result)) => {
                     return tool_result(&result, MAX_RESULT_BYTES, remote.output_schema.as_ref());
                 }
-                Ok(Err(e)) if stale.is_none() && never_sent(&e) => {
+                Some(Err(e)) if stale.is_none() && never_sent(&e) => {
                     tracing::warn!(error = %describe(&e), "MCP request not sent; reconnecting");
                     stale = Some(conn);
                 }
-                Ok(Err(e)) => {
+                Some(Err(e)) => {
                     if !matches!(e, rmcp::ServiceError::McpError(_)) {
                         slot.forget(&conn).await;
                     }
@@ -370,7 +390,11 @@ async fn open(
         .await
         .map(tool_infos)
         .map_err(|e| McpError::Protocol(describe(&e)))?;
-    Ok(Pooled { service, tools })
+    Ok(Pooled {
+        service,
+        tools,
+        abandoned: Mutex::default(),
+    })
 }
 
 /// A tool result as JSON: the structured content if given (checked

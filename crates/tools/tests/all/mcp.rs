@@ -204,6 +204,7 @@ mod mcp_calls {
                         pinned_schema: &pinned,
                         arguments,
                         timeout: Duration::from_secs(10),
+                        progress: None,
                     },
                 )
                 .await
@@ -274,6 +275,7 @@ mod mcp_reconnect {
                         pinned_schema: schema,
                         arguments,
                         timeout: Duration::from_secs(2),
+                        progress: None,
                     },
                 )
                 .await

@@ -133,6 +133,7 @@ async fn call(
             pinned_schema: &schema,
             arguments: Map::new(),
             timeout,
+            progress: None,
         },
     )
     .await
@@ -308,6 +309,7 @@ async fn evicted_stdio_servers_are_stopped() -> anyhow::Result<()> {
                 pinned_schema: &echo,
                 arguments,
                 timeout: Duration::from_secs(10),
+                progress: None,
             },
         )
         .await?;
@@ -398,6 +400,7 @@ async fn images_resources_and_structured_results_of_a_real_server() -> anyhow::R
                 pinned_schema: &remote.input_schema,
                 arguments: arguments.as_object().unwrap().clone(),
                 timeout: Duration::from_secs(10),
+                progress: None,
             },
         )
         .await
@@ -425,5 +428,116 @@ async fn images_resources_and_structured_results_of_a_real_server() -> anyhow::R
     );
     let weather = call("get-structured-content", json!({"location": "New York"})).await?;
     assert!(weather.is_object(), "{weather}");
+    // Progress notifications reach the caller's sink while the call runs.
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let remote = tools
+        .iter()
+        .find(|t| t.name == "trigger-long-running-operation")
+        .unwrap();
+    pool.call(
+        &conn,
+        McpCall {
+            key: "ws1/mcp_rich/v1",
+            transport: &transport,
+            headers: &headers,
+            tool: "trigger-long-running-operation",
+            pinned_schema: &remote.input_schema,
+            arguments: json!({"duration": 0.4, "steps": 4})
+                .as_object()
+                .unwrap()
+                .clone(),
+            timeout: Duration::from_secs(10),
+            progress: Some(Arc::new(move |p: rtc_tools::mcp::McpProgress| {
+                sink.lock().push((p.progress, p.total));
+            })),
+        },
+    )
+    .await?;
+    assert_eq!(
+        *seen.lock(),
+        [
+            (1.0, Some(4.0)),
+            (2.0, Some(4.0)),
+            (3.0, Some(4.0)),
+            (4.0, Some(4.0))
+        ]
+    );
+    Ok(())
+}
+
+/// The Python SDK's server (a second real implementation): images and
+/// audio described, mixed content kept in order, an embedded resource
+/// inlined, progress reported, a structured result checked and passed on.
+#[tokio::test]
+async fn a_python_servers_rich_results() -> anyhow::Result<()> {
+    let Some(server) = rtc_testkit::McpHttpServer::start_python().await? else {
+        eprintln!("RTC_TEST_PYTHON_MCP is not set (scripts/test sets it): skipped");
+        return Ok(());
+    };
+    let transport = McpTransport::StreamableHttp {
+        url: server.url.clone(),
+        headers: BTreeMap::new(),
+    };
+    let conn = McpConnector {
+        policy: AddressPolicy::AllowPrivate,
+        timeout: Duration::from_secs(10),
+    };
+    let headers = ResolvedHeaders(BTreeMap::new());
+    let tools = conn.list_tools(&transport, &headers).await?;
+    let pool = McpPool::default();
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let call = async |tool: &str, arguments: Value| {
+        let remote = tools.iter().find(|t| t.name == tool).unwrap();
+        let sink = seen.clone();
+        pool.call(
+            &conn,
+            McpCall {
+                key: "ws1/mcp_py/v1",
+                transport: &transport,
+                headers: &headers,
+                tool,
+                pinned_schema: &remote.input_schema,
+                arguments: arguments.as_object().unwrap().clone(),
+                timeout: Duration::from_secs(10),
+                progress: Some(Arc::new(move |p: rtc_tools::mcp::McpProgress| {
+                    sink.lock().push((p.progress, p.total, p.message));
+                })),
+            },
+        )
+        .await
+    };
+    assert_eq!(
+        call("picture", json!({})).await?,
+        json!("[image: image/png, 70 bytes]")
+    );
+    assert_eq!(
+        call("sound", json!({})).await?,
+        json!("[audio: audio/wav, 2.0 KB]")
+    );
+    assert_eq!(
+        call("captioned", json!({})).await?,
+        json!("A red dot:\n[image: image/png, 70 bytes]")
+    );
+    assert_eq!(
+        call("document", json!({})).await?,
+        json!("[resource test://docs/1]\nThe manual.")
+    );
+    let weather = call("weather", json!({"city": "Lisbon"})).await?;
+    assert_eq!(weather["conditions"], "sunny in Lisbon", "{weather}");
+    // The SDK gives a string result structured, as `{"result": …}`.
+    assert_eq!(
+        call("count", json!({"steps": 3})).await?["result"],
+        "counted to 3"
+    );
+    assert_eq!(
+        *seen.lock(),
+        [
+            (1.0, Some(3.0), Some("step 1".to_owned())),
+            (2.0, Some(3.0), Some("step 2".to_owned())),
+            (3.0, Some(3.0), Some("step 3".to_owned())),
+        ]
+    );
+    server.stop().await;
     Ok(())
 }
