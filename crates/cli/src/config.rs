@@ -59,6 +59,7 @@ struct FileConfig {
     subagent_max_depth: Option<u64>,
     subagent_max_children: Option<u64>,
     subagent_max_sessions: Option<u64>,
+    subagent_max_tree_total: Option<u64>,
     max_sessions_per_workspace: Option<u64>,
     max_event_result_bytes: Option<u64>,
     max_message_bytes: Option<u64>,
@@ -155,6 +156,8 @@ pub struct Settings {
     pub subagent_max_depth: u64,
     pub subagent_max_children: u64,
     pub subagent_max_sessions: u64,
+    /// Sessions one tree may ever create (working or not).
+    pub subagent_max_tree_total: u64,
     /// R-SEC-6: active sessions per workspace; bytes of a tool result one
     /// `tool.completed` event records (longer ones are cut there); bytes of
     /// a message's text; characters of an end reason.
@@ -200,6 +203,7 @@ impl std::fmt::Debug for Settings {
             .field("subagent_max_depth", &self.subagent_max_depth)
             .field("subagent_max_children", &self.subagent_max_children)
             .field("subagent_max_sessions", &self.subagent_max_sessions)
+            .field("subagent_max_tree_total", &self.subagent_max_tree_total)
             .field(
                 "max_sessions_per_workspace",
                 &self.max_sessions_per_workspace,
@@ -397,6 +401,11 @@ impl Settings {
                 "RTC_SUBAGENT_MAX_SESSIONS",
                 file.subagent_max_sessions,
                 32,
+            )?,
+            subagent_max_tree_total: number(
+                "RTC_SUBAGENT_MAX_TREE_TOTAL",
+                file.subagent_max_tree_total,
+                100,
             )?,
             test_concurrency,
             limits: LimitSettings::load(&limit_file, test_concurrency)?,

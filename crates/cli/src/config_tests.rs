@@ -34,6 +34,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         subagent_max_depth: 1,
         subagent_max_children: 1,
         subagent_max_sessions: 1,
+        subagent_max_tree_total: 1,
         max_sessions_per_workspace: 1,
         max_event_result_bytes: 1,
         max_message_bytes: 1,

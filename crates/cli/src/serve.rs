@@ -231,6 +231,7 @@ fn build_runtime(
             max_depth: i64::try_from(settings.subagent_max_depth).unwrap_or(i64::MAX),
             max_children: size(settings.subagent_max_children),
             max_sessions: size(settings.subagent_max_sessions),
+            max_tree_total: size(settings.subagent_max_tree_total),
         },
         feature_limits: FeatureLimits {
             max_walk_hops: u32::try_from(l.max_walk_hops).unwrap_or(u32::MAX),

@@ -86,13 +86,19 @@ async fn memories(engine: rtc_testkit::Engine) -> anyhow::Result<()> {
         "Bob sees none of Ann's memories"
     );
 
+    // A session without a user is not offered memory tools at all.
     let anonymous = open(&ws, json!({"assistantId": id})).await?;
     let ev = turn(&srv, &ws, &anonymous, "remember I like tea").await?;
+    let offered = &mock.requests()[mock.requests().len() - 2]["tools"];
+    assert!(
+        !offered.to_string().contains("saveMemory"),
+        "no memory tools without a userId: {offered}"
+    );
     assert!(
         tool_results(&ev)[0]["error"]
             .as_str()
             .unwrap()
-            .contains("userId")
+            .contains("no tool named `saveMemory`")
     );
 
     let listed = ws.get("/v1/memories?userId=ann").await?;

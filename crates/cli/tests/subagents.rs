@@ -356,15 +356,8 @@ async fn tree_of_sub_agents(engine: Engine) -> anyhow::Result<()> {
         .iter()
         .map(|e| e["title"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        titles,
-        [
-            "Hotel search",
-            "Flight search",
-            "Deep research",
-            "Tram history"
-        ]
-    );
+    // Only the sub-agents at work: the hotel and flight searches reported.
+    assert_eq!(titles, ["Deep research", "Tram history"]);
     assert!(
         listed
             .iter()

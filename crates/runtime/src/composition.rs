@@ -117,7 +117,7 @@ impl Runtime {
         assistant: &Assistant,
         tools: &BTreeMap<String, Tool>,
     ) -> Result<(), RuntimeError> {
-        let offered = SessionTools::for_session(&self.inner, assistant, tools)
+        let offered = SessionTools::for_session(&self.inner, assistant, tools, None)
             .specs()
             .len();
         let max = self.inner.provider_for(assistant).max_tools;

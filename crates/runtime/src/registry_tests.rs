@@ -61,7 +61,7 @@ async fn a_binding_cannot_shadow_a_built_in() {
         .unwrap();
     store.migrate().await.unwrap();
     let rt = crate::Runtime::new(store, crate::test_support::config());
-    let tools = SessionTools::for_session(&rt.inner, &assistant, &session_tools);
+    let tools = SessionTools::for_session(&rt.inner, &assistant, &session_tools, None);
     let names: Vec<String> = tools.specs().iter().map(|s| s.name.clone()).collect();
     assert_eq!(
         names.iter().filter(|n| *n == "askUser").count(),

@@ -43,11 +43,13 @@ impl<H> Clone for ToolCx<'_, H> {
 
 impl<H> Copy for ToolCx<'_, H> {}
 
-/// What decides whether a session offers a tool: its assistant and the
-/// host (the server's configuration).
+/// What decides whether a session offers a tool: its assistant, the host
+/// (the server's configuration) and the session (`None`: any session of
+/// the assistant, as when counting at save what it could offer).
 pub struct Offer<'a, H> {
     pub assistant: &'a Assistant,
     pub host: &'a H,
+    pub session: Option<&'a SessionCtx>,
 }
 
 /// A function the model may call.

@@ -179,7 +179,7 @@ impl<H: Host> Kernel<H> {
             .model
             .clone()
             .unwrap_or_else(|| provider.default_model.clone());
-        let tools = SessionTools::for_session(self, assistant, &ctx.config.tools);
+        let tools = SessionTools::for_session(self, assistant, &ctx.config.tools, Some(ctx));
         let specs = tools.specs();
         for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {

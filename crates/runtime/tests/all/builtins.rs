@@ -310,3 +310,74 @@ async fn platform_built_ins_update_state_skip_and_hand_off() {
         SessionStatus::Handoff
     );
 }
+
+/// A sub-agent that reported leaves the limits and `listSubAgent` (its
+/// history stays): with a limit of 8 children, 8 report and a 9th starts;
+/// the tree's lifetime bound still holds.
+#[tokio::test]
+async fn finished_sub_agents_free_their_place() {
+    let mock = MockLlm::with_recorded_responder(|req| {
+        let messages = req["messages"].as_array().cloned().unwrap_or_default();
+        let first_user = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        if first_user.starts_with("[Task from your parent agent") {
+            return MockReply::text("done");
+        }
+        let last = messages.last().cloned().unwrap_or(Value::Null);
+        match last["content"].as_str().unwrap_or("") {
+            c if last["role"] == "user" && c.starts_with("start ") => {
+                MockReply::call(
+                    "subAgent",
+                    json!({"title": c, "instruction": "Count the ferries leaving Lisbon today and report the number."}),
+                )
+            }
+            "list" if last["role"] == "user" => MockReply::call("listSubAgent", json!({})),
+            _ => MockReply::text("ok"),
+        }
+    })
+    .await
+    .unwrap();
+    let h = Harness::on(mock, |c| c.sub_agents.max_tree_total = 10).await;
+    h.assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+        .await;
+    let s = h.session("a").await;
+    let mut events = h.events(&s).await;
+    for i in 0..9 {
+        h.rt.send_user_message(WS, &s, &format!("start {i}"))
+            .await
+            .unwrap();
+        let started = serde_json::to_value(events.next_of("subagent.started").await).unwrap();
+        assert_eq!(started["title"], format!("start {i}"));
+        events.next_of("subagent.completed").await;
+        h.rt.idle(WS, &s).await.unwrap();
+    }
+    // Nothing is at work: listSubAgent lists none.
+    h.rt.send_user_message(WS, &s, "list").await.unwrap();
+    let listed = events
+        .until("tool.completed", |v| v["name"] == "listSubAgent")
+        .await;
+    assert_eq!(serde_json::to_value(listed).unwrap()["result"], json!([]));
+    h.rt.idle(WS, &s).await.unwrap();
+    // The tree made 10 sessions (the root and 9): its lifetime bound.
+    h.rt.send_user_message(WS, &s, "start 10").await.unwrap();
+    let refused = events
+        .until("tool.completed", |v| v["name"] == "subAgent")
+        .await;
+    let refused = serde_json::to_value(refused).unwrap();
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused["result"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("the most one tree may"),
+        "{refused}"
+    );
+    assert_eq!(
+        h.rt.tree(WS, &s).await.unwrap().children.len(),
+        9,
+        "histories stay"
+    );
+}

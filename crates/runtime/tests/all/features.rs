@@ -43,7 +43,13 @@ async fn every_family_is_on_by_default_and_each_can_be_switched_off() {
         )
         .await;
     for a in [&plain, &quiet] {
-        let s = h.session(a).await;
+        // Memory belongs to an end user: these sessions have one.
+        let params = rtc_protocol::CreateSessionParams {
+            assistant_id: Some(a.clone()),
+            user_id: Some("user-1".into()),
+            ..Default::default()
+        };
+        let s = h.rt.create_session(WS, params).await.unwrap().id;
         h.rt.send_user_message(WS, &s, "hello").await.unwrap();
         h.rt.idle(WS, &s).await.unwrap();
     }
@@ -62,4 +68,20 @@ async fn every_family_is_on_by_default_and_each_can_be_switched_off() {
             .any(|t| t == "askUser" || t.ends_with("Loop") || t == "listLoops")
     );
     assert!(reduced.iter().any(|t| t == "todoWrite"));
+}
+
+/// Memory tools are offered only to sessions with a `userId`, where their
+/// calls can work.
+#[tokio::test]
+async fn memory_needs_an_end_user() {
+    let h = Harness::start(vec![MockReply::text("a")]).await;
+    let a = h
+        .assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+        .await;
+    let s = h.session(&a).await;
+    h.rt.send_user_message(WS, &s, "hello").await.unwrap();
+    h.rt.idle(WS, &s).await.unwrap();
+    let offered = h.offered_tools(0);
+    assert!(offered.iter().any(|t| t == "askUser"), "{offered:?}");
+    assert!(!offered.iter().any(|t| t.contains("Memor")), "{offered:?}");
 }

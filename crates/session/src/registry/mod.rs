@@ -22,6 +22,7 @@ use rtc_core::llm::ToolSpec;
 use rtc_core::model_tools::{ToolTarget, model_tools};
 use rtc_protocol::{Assistant, BuiltInToolName, Tool};
 
+use crate::context::SessionCtx;
 use crate::feature::Feature;
 use crate::kernel::{Host, Kernel};
 use crate::tool::{Offer, ToolHandler};
@@ -73,16 +74,19 @@ pub struct SessionTools<H> {
 impl<H: Host> SessionTools<H> {
     /// The assistant's platform built-ins and bindings (see
     /// `rtc_core::model_tools`) over the session's tools, then the
-    /// features' built-ins it offers.
+    /// features' built-ins it offers to `session` (`None`: what any of its
+    /// sessions could be offered).
     pub fn for_session(
         kernel: &Kernel<H>,
         assistant: &Assistant,
         session_tools: &BTreeMap<String, Tool>,
+        session: Option<&SessionCtx>,
     ) -> Self {
         let host = kernel.host();
         let offer = Offer {
             assistant,
             host: &*host,
+            session,
         };
         let mut tools: Vec<Offered<H>> = Vec::new();
         for (spec, target) in model_tools(assistant, session_tools) {

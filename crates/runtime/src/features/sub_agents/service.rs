@@ -26,10 +26,13 @@ use crate::{Inner, RuntimeError};
 pub struct SubAgentLimits {
     /// Deepest level below the root (a child of the root is at depth 1).
     pub max_depth: i64,
-    /// Most active children one session may have.
+    /// Most children at work one session may have (one that reported
+    /// no longer counts).
     pub max_children: usize,
-    /// Most active sessions in one tree, the root included.
+    /// Most sessions at work in one tree, the root included.
     pub max_sessions: usize,
+    /// Most sessions one tree may ever create, working or not.
+    pub max_tree_total: usize,
 }
 
 impl Default for SubAgentLimits {
@@ -38,6 +41,7 @@ impl Default for SubAgentLimits {
             max_depth: 3,
             max_children: 8,
             max_sessions: 32,
+            max_tree_total: 100,
         }
     }
 }
@@ -112,7 +116,7 @@ impl Inner {
                 let entries: Vec<Value> = tree
                     .descendants(&ctx.id)
                     .into_iter()
-                    .filter(|n| n.session.status == SessionStatus::Active)
+                    .filter(|n| n.working())
                     .map(|n| {
                         json!({"sub_session_id": n.session.id, "title": n.session.title,
                             "status": n.session.status.as_str(),
@@ -336,6 +340,13 @@ impl Inner {
             return Ok(Some(format!(
                 "this session tree already has {in_tree} active sessions (the limit is {}); wait for reports or stop sub-agents",
                 limits.max_sessions
+            )));
+        }
+        let ever = tree.all_sessions();
+        if ever >= limits.max_tree_total {
+            return Ok(Some(format!(
+                "this session tree has made {ever} sessions, the most one tree may (the limit is {}); give your existing sub-agents more work (sendMessageToSubAgent) or do it yourself",
+                limits.max_tree_total
             )));
         }
         Ok(None)

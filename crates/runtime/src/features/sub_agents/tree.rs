@@ -24,6 +24,14 @@ pub(crate) struct Node {
     pub agent: Option<SubAgentRecord>,
 }
 
+impl Node {
+    /// At work: not ended, and a sub-agent between its task (or a message)
+    /// and its report; the root while it is open.
+    pub fn working(&self) -> bool {
+        self.session.status != SessionStatus::Ended && self.agent.as_ref().is_none_or(|a| a.running)
+    }
+}
+
 /// All sessions of one tree, oldest first.
 pub(crate) struct Tree {
     nodes: Vec<Node>,
@@ -67,17 +75,21 @@ impl Tree {
             })
     }
 
+    /// `of`'s children still at work (a sub-agent that reported, ended,
+    /// failed or was stopped no longer counts; a message makes it work
+    /// again).
     pub fn active_children(&self, of: &str) -> usize {
-        self.children(of)
-            .filter(|n| n.session.status != SessionStatus::Ended)
-            .count()
+        self.children(of).filter(|n| n.working()).count()
     }
 
+    /// The tree's sessions at work, the root included.
     pub fn active_sessions(&self) -> usize {
-        self.nodes
-            .iter()
-            .filter(|n| n.session.status != SessionStatus::Ended)
-            .count()
+        self.nodes.iter().filter(|n| n.working()).count()
+    }
+
+    /// Every session the tree ever had (its lifetime bound).
+    pub fn all_sessions(&self) -> usize {
+        self.nodes.len()
     }
 
     fn view(&self, node: &Node) -> SessionTreeNode {

@@ -21,7 +21,7 @@ pub fn parameters() -> Value {
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": 400, "description": "The search query; specific, with the year for recent topics."},
             "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": 10, "description": "How many results to return (default 10, at most 30)."},
-            "time_range": {"type": "string", "enum": ["day", "week", "month", "year"], "description": "Only results from the last day, week, month or year. Omit for any time."}
+            "time_range": {"type": "string", "enum": ["", "day", "week", "month", "year"], "description": "Only results from the last day, week, month or year. Empty or omitted: any time."}
         },
         "required": ["query"],
         "additionalProperties": false
@@ -40,7 +40,21 @@ pub fn spec() -> ToolSpec {
 struct Args {
     query: String,
     max_results: Option<usize>,
+    /// Empty means no limit, as the source documents say.
+    #[serde(default, deserialize_with = "empty_is_none")]
     time_range: Option<TimeRange>,
+}
+
+/// `""` as no time range; any other value as the range it names.
+fn empty_is_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TimeRange>, D::Error> {
+    let text: Option<String> = Option::deserialize(d)?;
+    match text.as_deref() {
+        None | Some("") => Ok(None),
+        Some(other) => {
+            TimeRange::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(other))
+                .map(Some)
+        }
+    }
 }
 
 /// The model's call as a query; errors are for the model to read.
@@ -74,6 +88,8 @@ mod tests {
             (q.query.as_str(), q.max_results, q.time_range),
             ("tokio 2026", 10, Some(TimeRange::Week))
         );
+        let any = parse(r#"{"query": "x", "time_range": ""}"#).unwrap();
+        assert_eq!(any.time_range, None, "empty means no limit");
         for (bad, says) in [
             (r#"{}"#, "query"),
             (r#"{"query": "x", "max_results": 31}"#, "max_results"),

@@ -30,11 +30,15 @@ pub fn parse(arguments: &str) -> Result<Delete, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(DeleteMemory, memory, |cx| async move {
-    let op = MemoryOp::Delete(parsed!(parse(&cx.call.arguments)));
-    let memory = crate::features::memory::service::MemoryCx {
-        store: &cx.rt.store,
-        session: cx.session,
-    };
-    memory.run(op).await
-});
+crate::builtins::built_in!(
+    DeleteMemory,
+    offered = |offer| super::offered(offer),
+    run = |cx| async move {
+        let op = MemoryOp::Delete(parsed!(parse(&cx.call.arguments)));
+        let memory = crate::features::memory::service::MemoryCx {
+            store: &cx.rt.store,
+            session: cx.session,
+        };
+        memory.run(op).await
+    }
+);

@@ -38,11 +38,15 @@ pub fn parse(arguments: &str) -> Result<List, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(ListMemories, memory, |cx| async move {
-    let op = MemoryOp::List(parsed!(parse(&cx.call.arguments)));
-    let memory = crate::features::memory::service::MemoryCx {
-        store: &cx.rt.store,
-        session: cx.session,
-    };
-    memory.run(op).await
-});
+crate::builtins::built_in!(
+    ListMemories,
+    offered = |offer| super::offered(offer),
+    run = |cx| async move {
+        let op = MemoryOp::List(parsed!(parse(&cx.call.arguments)));
+        let memory = crate::features::memory::service::MemoryCx {
+            store: &cx.rt.store,
+            session: cx.session,
+        };
+        memory.run(op).await
+    }
+);

@@ -4,6 +4,13 @@
 
 use crate::builtins::ArgumentError;
 
+/// Memories belong to an end user: the tools are offered only to sessions
+/// that have a `userId` (counted for any session when an assistant is
+/// saved).
+pub(crate) fn offered(offer: &crate::tool::Offer<'_>) -> bool {
+    offer.assistant.features.memory && offer.session.is_none_or(|s| s.user_id.is_some())
+}
+
 pub mod delete;
 pub mod list;
 pub mod save;

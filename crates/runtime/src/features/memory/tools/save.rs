@@ -33,11 +33,15 @@ pub fn parse(arguments: &str) -> Result<Save, ArgumentError> {
     Ok(save)
 }
 
-crate::builtins::built_in!(SaveMemory, memory, |cx| async move {
-    let op = MemoryOp::Save(parsed!(parse(&cx.call.arguments)));
-    let memory = crate::features::memory::service::MemoryCx {
-        store: &cx.rt.store,
-        session: cx.session,
-    };
-    memory.run(op).await
-});
+crate::builtins::built_in!(
+    SaveMemory,
+    offered = |offer| super::offered(offer),
+    run = |cx| async move {
+        let op = MemoryOp::Save(parsed!(parse(&cx.call.arguments)));
+        let memory = crate::features::memory::service::MemoryCx {
+            store: &cx.rt.store,
+            session: cx.session,
+        };
+        memory.run(op).await
+    }
+);

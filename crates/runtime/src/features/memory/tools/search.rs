@@ -37,14 +37,18 @@ pub fn parse(arguments: &str) -> Result<Search, ArgumentError> {
     crate::builtins::parse_arguments(&spec().parameters, arguments)
 }
 
-crate::builtins::built_in!(SearchMemory, memory, |cx| async move {
-    let op = MemoryOp::Search(parsed!(parse(&cx.call.arguments)));
-    let memory = crate::features::memory::service::MemoryCx {
-        store: &cx.rt.store,
-        session: cx.session,
-    };
-    memory.run(op).await
-});
+crate::builtins::built_in!(
+    SearchMemory,
+    offered = |offer| super::offered(offer),
+    run = |cx| async move {
+        let op = MemoryOp::Search(parsed!(parse(&cx.call.arguments)));
+        let memory = crate::features::memory::service::MemoryCx {
+            store: &cx.rt.store,
+            session: cx.session,
+        };
+        memory.run(op).await
+    }
+);
 
 #[cfg(test)]
 mod tests {

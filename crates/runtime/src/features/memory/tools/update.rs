@@ -40,11 +40,15 @@ pub fn parse(arguments: &str) -> Result<Update, ArgumentError> {
     Ok(update)
 }
 
-crate::builtins::built_in!(UpdateMemory, memory, |cx| async move {
-    let op = MemoryOp::Update(parsed!(parse(&cx.call.arguments)));
-    let memory = crate::features::memory::service::MemoryCx {
-        store: &cx.rt.store,
-        session: cx.session,
-    };
-    memory.run(op).await
-});
+crate::builtins::built_in!(
+    UpdateMemory,
+    offered = |offer| super::offered(offer),
+    run = |cx| async move {
+        let op = MemoryOp::Update(parsed!(parse(&cx.call.arguments)));
+        let memory = crate::features::memory::service::MemoryCx {
+            store: &cx.rt.store,
+            session: cx.session,
+        };
+        memory.run(op).await
+    }
+);
