@@ -6,7 +6,9 @@
 //! answered with chips. `live`: a client tool answered by hand, the
 //! sub-agent and goal panels, a reconnect that resumes from the last event,
 //! a handoff. `mcp`: a secret, an MCP server with discovery against the
-//! real everything server, an MCP tool. `workflows`: the design's §5
+//! real everything server, an MCP tool. `mcp_changed`: a pinned tool whose
+//! server (the Python SDK's) changed its parameters, the change named and
+//! re-accepted. `workflows`: the design's §5
 //! workflow drawn as a graph, a stage edited and a node dragged, validation
 //! errors at the edge and node they name, a workflow made through the
 //! forms. `tasks`: a reasoner and an OpenCode task backend made through the
@@ -270,6 +272,70 @@ async fn console_secrets_and_mcp_in_a_real_browser() -> anyhow::Result<()> {
         "Bearer {{secret__mcp_token}}"
     );
     mcp.stop().await;
+    Ok(())
+}
+
+/// A pinned MCP tool whose server (the Python SDK's) changed the tool's
+/// parameters: the console says what changed and re-accepts it.
+#[tokio::test]
+async fn console_mcp_schema_change_in_a_real_browser() -> anyhow::Result<()> {
+    let port = rtc_testkit::free_port()?;
+    let Some(first) = rtc_testkit::McpHttpServer::start_python_on(port, None).await? else {
+        eprintln!("RTC_TEST_PYTHON_MCP is not set (scripts/test sets it): skipped");
+        return Ok(());
+    };
+    let mock = MockLlm::start(vec![]).await?;
+    let env = HashMap::from([
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+    ]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("Changed").await?;
+    let server = ws
+        .create(
+            "/v1/mcp-servers",
+            json!({"name": "rich", "transport": {"type": "streamableHttp", "url": first.url}}),
+        )
+        .await?;
+    let server_id = server["id"].as_str().unwrap().to_owned();
+    let tool = ws
+        .create("/v1/tools", json!({"name": "weather", "type": "mcp", "mcp": {"serverId": server_id, "remoteToolName": "weather"}}))
+        .await?;
+    first.stop().await;
+    let changed = rtc_testkit::McpHttpServer::start_python_on(port, Some("changed"))
+        .await?
+        .unwrap();
+    // Discovery sees the new parameters once the old connection is found
+    // dead and the last listing is older than the discovery interval.
+    let mut seen = false;
+    for _ in 0..100 {
+        let listed = ws
+            .get(&format!("/v1/mcp-servers/{server_id}/tools"))
+            .await?;
+        if listed.text.contains("units") {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(seen, "discovery shows the changed schema");
+    let tool_id = tool["id"].as_str().unwrap();
+    run_scenario(
+        "mcp_changed.spec.mjs",
+        &srv.process.base_url,
+        &ws,
+        &[("TOOL_ID", tool_id)],
+    )
+    .await?;
+    let saved = ws.get(&format!("/v1/tools/{tool_id}")).await?;
+    assert!(
+        saved.assert_status(200)["parameters"]["properties"]["units"].is_object(),
+        "re-accepted: {}",
+        saved.text
+    );
+    changed.stop().await;
     Ok(())
 }
 

@@ -49,14 +49,20 @@ impl McpHttpServer {
     /// progress, structured results) over streamable HTTP; `None` when
     /// `RTC_TEST_PYTHON_MCP` is not set (`scripts/test` sets it).
     pub async fn start_python() -> anyhow::Result<Option<Self>> {
+        Self::start_python_on(free_port()?, None).await
+    }
+
+    /// [`Self::start_python`] on `port`, as `variant` (`changed`: a tool
+    /// with other parameters, see the script) when given.
+    pub async fn start_python_on(port: u16, variant: Option<&str>) -> anyhow::Result<Option<Self>> {
         let Ok(python) = std::env::var("RTC_TEST_PYTHON_MCP") else {
             return Ok(None);
         };
         let script = repo_root().join("crates/testkit/fixtures/rich_mcp_server.py");
-        let port = free_port()?;
         let child = Command::new(python)
             .arg(script)
             .arg(port.to_string())
+            .env("RICH_MCP_VARIANT", variant.unwrap_or(""))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
