@@ -230,7 +230,7 @@ impl<H: Host> Kernel<H> {
             .map_err(CallError::from);
         }
         match (tool.kind, client) {
-            (ToolKind::Http | ToolKind::Mcp, Some((ctx, call_id))) => {
+            (ToolKind::Http | ToolKind::Mcp, client) => {
                 let call = RemoteCall {
                     workspace,
                     tool,
@@ -239,18 +239,11 @@ impl<H: Host> Kernel<H> {
                     vars,
                     progress: None,
                 };
-                self.remote_with_progress(ctx, call_id, call).await
-            }
-            (ToolKind::Http | ToolKind::Mcp, None) => {
-                let call = RemoteCall {
-                    workspace,
-                    tool,
-                    binding,
-                    args,
-                    vars,
-                    progress: None,
-                };
-                self.remote_tools.run(call).await
+                match client {
+                    // A session's call: its progress reaches the host.
+                    Some((ctx, call_id)) => self.remote_with_progress(ctx, call_id, call).await,
+                    None => self.remote_tools.run(call).await,
+                }
             }
             (ToolKind::Client, Some((ctx, call_id))) => {
                 self.run_client(ctx, tool, call_id, args).await
