@@ -48,6 +48,7 @@ struct FileConfig {
     small_model: Option<String>,
     llm_token_parameter: Option<TokenParameter>,
     llm_sampling: Option<bool>,
+    llm_vision: Option<bool>,
     llm_max_tools: Option<u64>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
@@ -95,6 +96,9 @@ pub struct ProviderSettings {
     /// Whether its models take `temperature`.
     #[serde(default)]
     pub sampling: Option<bool>,
+    /// Whether its models read images (tool results' images).
+    #[serde(default)]
+    pub vision: Option<bool>,
     /// The same, per model name (`[providers.NAME.models."MODEL"]`).
     #[serde(default)]
     pub models: BTreeMap<String, CapsOverride>,
@@ -109,6 +113,7 @@ impl ProviderSettings {
         CapsOverride {
             token_parameter: self.token_parameter,
             sampling: self.sampling,
+            vision: self.vision,
         }
     }
 }
@@ -363,6 +368,7 @@ impl Settings {
                     None => file.llm_token_parameter,
                 },
                 sampling: env_flag("RTC_LLM_SAMPLING")?.or(file.llm_sampling),
+                vision: env_flag("RTC_LLM_VISION")?.or(file.llm_vision),
                 models: BTreeMap::new(),
                 max_tools: Some(number(
                     "RTC_LLM_MAX_TOOLS",

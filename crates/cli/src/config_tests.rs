@@ -20,6 +20,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
             small_model: None,
             token_parameter: None,
             sampling: None,
+            vision: None,
             models: Default::default(),
             max_tools: None,
         },

@@ -7,6 +7,8 @@ use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use rtc_protocol::MessageImage;
+
 /// One message of the conversation as the model sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
@@ -16,6 +18,12 @@ pub enum ChatMessage {
     },
     User {
         content: String,
+    },
+    /// A user message of text and images (what tools returned, for a
+    /// model that sees images).
+    UserImages {
+        content: String,
+        images: Vec<MessageImage>,
     },
     Assistant {
         #[serde(default)]
@@ -132,6 +140,12 @@ pub struct Endpoint {
 
 /// A chat model. Dropping the stream cancels the request.
 pub trait LlmClient: Send + Sync {
+    /// What `model` accepts: the capability table, unless the client
+    /// knows better (a provider's configuration).
+    fn caps(&self, model: &str) -> crate::model_caps::ModelCaps {
+        crate::model_caps::model_caps(model)
+    }
+
     fn stream(&self, request: ChatRequest) -> LlmStream;
 
     /// Where it is served, when it is an HTTP provider.

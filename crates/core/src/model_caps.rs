@@ -11,6 +11,11 @@
 //! | `gpt-5-chat-latest` and other `gpt-5*-chat*` | `max_completion_tokens` | sent |
 //! | anything else | `max_tokens` | sent |
 //!
+//! Images (tool results' images as content parts) go to models whose name
+//! says they see them: `gpt-4o`, `gpt-4.1`, `gpt-4-turbo`, `gpt-5`, `o1`
+//! (not `o1-mini`), `o3`, `o4`, `claude`, `gemini`, `pixtral`, `llava`,
+//! and names with `-vl` or `vision`; others read a description.
+//!
 //! A gateway's prefix (`openai/o3-mini`) is ignored; the name is matched
 //! without regard to case.
 
@@ -41,6 +46,8 @@ pub struct ModelCaps {
     /// Whether it takes `temperature` (reasoning models answer 400 to any
     /// value but the default).
     pub sampling: bool,
+    /// Whether it reads images.
+    pub vision: bool,
 }
 
 /// What a configuration says of a model, each unset field left to the
@@ -52,6 +59,8 @@ pub struct CapsOverride {
     pub token_parameter: Option<TokenParameter>,
     #[serde(default)]
     pub sampling: Option<bool>,
+    #[serde(default)]
+    pub vision: Option<bool>,
 }
 
 impl CapsOverride {
@@ -60,6 +69,7 @@ impl CapsOverride {
         ModelCaps {
             token_parameter: self.token_parameter.unwrap_or(caps.token_parameter),
             sampling: self.sampling.unwrap_or(caps.sampling),
+            vision: self.vision.unwrap_or(caps.vision),
         }
     }
 }
@@ -76,16 +86,44 @@ pub fn model_caps(model: &str) -> ModelCaps {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
     });
     let gpt5 = name.starts_with("gpt-5");
+    let vision = sees_images(&name);
     if reasoning || gpt5 {
         return ModelCaps {
             token_parameter: TokenParameter::MaxCompletionTokens,
             sampling: gpt5 && name.contains("-chat"),
+            vision,
         };
     }
     ModelCaps {
         token_parameter: TokenParameter::MaxTokens,
         sampling: true,
+        vision,
     }
+}
+
+/// Whether a model of this (lower-case) name reads images.
+fn sees_images(name: &str) -> bool {
+    if name.starts_with("o1-mini") {
+        return false;
+    }
+    let families = [
+        "gpt-4o",
+        "gpt-4.1",
+        "gpt-4-turbo",
+        "gpt-5",
+        "chatgpt-4o",
+        "claude",
+        "gemini",
+        "pixtral",
+        "llava",
+    ];
+    families.iter().any(|f| name.starts_with(f))
+        || ["o1", "o3", "o4"].iter().any(|f| {
+            name.strip_prefix(f)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+        })
+        || name.contains("-vl")
+        || name.contains("vision")
 }
 
 #[cfg(test)]
@@ -133,6 +171,31 @@ mod tests {
     }
 
     #[test]
+    fn who_sees_images() {
+        for m in [
+            "gpt-4o-mini",
+            "gpt-4.1",
+            "gpt-5-mini",
+            "o3",
+            "claude-3-5-sonnet",
+            "gemini-2.5-flash",
+            "qwen2.5-vl-72b",
+            "openai/gpt-4o",
+        ] {
+            assert!(model_caps(m).vision, "{m}");
+        }
+        for m in [
+            "o1-mini",
+            "gpt-3.5-turbo",
+            "llama-3.1-70b",
+            "mock",
+            "deepseek-r1",
+        ] {
+            assert!(!model_caps(m).vision, "{m}");
+        }
+    }
+
+    #[test]
     fn overrides_set_only_what_they_name() {
         let base = model_caps("my-reasoner");
         let o = CapsOverride {
@@ -143,7 +206,8 @@ mod tests {
             o.apply(base),
             ModelCaps {
                 token_parameter: TokenParameter::MaxTokens,
-                sampling: false
+                sampling: false,
+                vision: false
             }
         );
     }

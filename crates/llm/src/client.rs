@@ -239,6 +239,10 @@ pub fn redacted_base_url(url: &str) -> String {
 }
 
 impl LlmClient for OpenAiClient {
+    fn caps(&self, model: &str) -> ModelCaps {
+        OpenAiClient::caps(self, model)
+    }
+
     fn endpoint(&self) -> Option<rtc_core::llm::Endpoint> {
         Some(rtc_core::llm::Endpoint {
             base_url: redacted_base_url(&self.config.base_url),

@@ -103,6 +103,16 @@ impl Serialize for Msg<'_> {
                 m.serialize_entry("role", "user")?;
                 m.serialize_entry("content", content)?;
             }
+            ChatMessage::UserImages { content, images } => {
+                m.serialize_entry("role", "user")?;
+                m.serialize_entry(
+                    "content",
+                    &Parts {
+                        text: content,
+                        images,
+                    },
+                )?;
+            }
             ChatMessage::Assistant {
                 content,
                 tool_calls,
@@ -128,6 +138,35 @@ impl Serialize for Msg<'_> {
             }
         }
         m.end()
+    }
+}
+
+/// A user message's content parts: its text, then each image as a data
+/// URL (`image_url`, the form every OpenAI-compatible vision model reads).
+struct Parts<'a> {
+    text: &'a str,
+    images: &'a [rtc_core::llm::MessageImage],
+}
+
+impl Serialize for Parts<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Part<'a> {
+            Text { text: &'a str },
+            ImageUrl { image_url: Url },
+        }
+        #[derive(Serialize)]
+        struct Url {
+            url: String,
+        }
+        let text = std::iter::once(Part::Text { text: self.text });
+        let images = self.images.iter().map(|i| Part::ImageUrl {
+            image_url: Url {
+                url: format!("data:{};base64,{}", i.mime_type, i.data),
+            },
+        });
+        s.collect_seq(text.chain(images))
     }
 }
 
@@ -201,6 +240,30 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Images go as content parts with data URLs.
+    #[test]
+    fn images_are_content_parts() {
+        let req = ChatRequest {
+            model: "gpt-4o".into(),
+            messages: vec![ChatMessage::UserImages {
+                content: "From the tool:".into(),
+                images: vec![rtc_core::llm::MessageImage {
+                    mime_type: "image/png".into(),
+                    data: "iVBOR".into(),
+                }],
+            }],
+            ..ChatRequest::default()
+        };
+        let body: Value =
+            serde_json::from_slice(&request_body(&req, model_caps("gpt-4o"))).unwrap();
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "From the tool:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]})
+        );
+    }
 
     /// Reasoning models get `max_completion_tokens` and no `temperature`
     /// (the API answers 400 otherwise); the rest keep `max_tokens`.

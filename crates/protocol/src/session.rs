@@ -145,7 +145,19 @@ pub struct Message {
     /// The user spoke over this answer before it was played to its end.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Images a tool returned (an MCP tool's), shown to models that see
+    /// images; `content` describes them for the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<MessageImage>,
     pub created_at: String,
+}
+
+/// An image of a message: its media type and base64 data.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageImage {
+    pub mime_type: String,
+    pub data: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

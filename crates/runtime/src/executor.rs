@@ -11,8 +11,10 @@ use futures::future::BoxFuture;
 use rtc_core::model_tools::template_inputs;
 use rtc_core::placeholders::{self, Placeholder};
 use rtc_core::tool_rules::referenced_secrets;
-use rtc_protocol::{McpServer, McpToolInfo, McpTransport, Tool, ToolBinding, ToolKind};
-use rtc_session::registry::{CallProgress, ProgressSink, RemoteCall, RemoteTools};
+use rtc_protocol::{
+    McpServer, McpToolInfo, McpTransport, MessageImage, Tool, ToolBinding, ToolKind,
+};
+use rtc_session::registry::{CallProgress, ProgressSink, RemoteCall, RemoteTools, ToolOutput};
 use rtc_session::tool::CallError;
 use rtc_store::Store;
 use rtc_tools::http_exec::{CallSecrets, HttpExecutor};
@@ -53,7 +55,7 @@ pub(crate) struct Executors {
 }
 
 impl RemoteTools for Executors {
-    fn run<'a>(&'a self, call: RemoteCall<'a>) -> BoxFuture<'a, Result<Value, CallError>> {
+    fn run<'a>(&'a self, call: RemoteCall<'a>) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
         Box::pin(async move {
             let RemoteCall {
                 workspace,
@@ -66,10 +68,10 @@ impl RemoteTools for Executors {
             // The secret values revealed for this call, whatever its family.
             let mut revealed = Vec::new();
             let result = match tool.kind {
-                ToolKind::Http => {
-                    self.run_http(workspace, tool, binding, &args, vars, &mut revealed)
-                        .await
-                }
+                ToolKind::Http => self
+                    .run_http(workspace, tool, binding, &args, vars, &mut revealed)
+                    .await
+                    .map(ToolOutput::from),
                 ToolKind::Mcp => {
                     self.run_mcp(workspace, tool, args, progress, &mut revealed)
                         .await
@@ -79,9 +81,9 @@ impl RemoteTools for Executors {
             let scrubber = Scrubber::new(&revealed);
             drop(revealed);
             match result {
-                Ok(mut value) => {
-                    scrubber.scrub_value(&mut value);
-                    Ok(value)
+                Ok(mut output) => {
+                    scrubber.scrub_value(&mut output.value);
+                    Ok(output)
                 }
                 Err(CallError::Tool(message)) => Err(CallError::Tool(scrubber.scrub_str(&message))),
                 Err(platform) => Err(platform),
@@ -167,7 +169,7 @@ impl Executors {
         args: Map<String, Value>,
         progress: Option<ProgressSink>,
         revealed: &mut Vec<String>,
-    ) -> Result<Value, CallError> {
+    ) -> Result<ToolOutput, CallError> {
         let Some(mcp) = &tool.mcp else {
             return Err(CallError::tool("the tool has no MCP configuration"));
         };
@@ -206,10 +208,19 @@ impl Executors {
                 })
             }),
         };
-        self.mcp_pool
-            .call(&self.mcp, call)
+        let output = self
+            .mcp_pool
+            .call_with_images(&self.mcp, call)
             .await
-            .map_err(|e| CallError::tool(e.to_string()))
+            .map_err(|e| CallError::tool(e.to_string()))?;
+        Ok(ToolOutput {
+            value: output.value,
+            images: output
+                .images
+                .into_iter()
+                .map(|(mime_type, data)| MessageImage { mime_type, data })
+                .collect(),
+        })
     }
 
     /// Headers of a streamable-HTTP MCP server with secrets filled in;

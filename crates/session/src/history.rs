@@ -21,7 +21,8 @@ pub fn message_size(m: &Message) -> u64 {
         .iter()
         .map(|c| c.id.len() + c.name.len() + c.arguments.len() + 40)
         .sum();
-    (m.content.len() + calls + 120) as u64
+    let images: usize = m.images.iter().map(|i| i.data.len() + 40).sum();
+    (m.content.len() + calls + images + 120) as u64
 }
 
 /// A new message of `role`, stamped now.
@@ -35,6 +36,7 @@ pub fn message(role: MessageRole, content: &str) -> Message {
         name: None,
         source: None,
         interrupted: false,
+        images: Vec::new(),
         created_at: rtc_core::time::rfc3339_from_millis(now_millis()),
     }
 }

@@ -23,6 +23,7 @@
 pub mod answer;
 pub mod background;
 pub mod broker;
+pub mod chat_history;
 pub mod cluster;
 pub mod config_cache;
 pub mod context;

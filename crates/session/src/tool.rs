@@ -122,6 +122,9 @@ pub struct CallOutcome {
     pub shown: Value,
     /// No result now: it is recorded when it arrives (askUser's answers).
     pub deferred: bool,
+    /// Images the tool returned, kept with its result for models that
+    /// see images.
+    pub images: Vec<rtc_protocol::MessageImage>,
 }
 
 impl CallOutcome {
@@ -136,6 +139,7 @@ impl CallOutcome {
             interrupt: None,
             shown,
             deferred: false,
+            images: Vec::new(),
         }
     }
 
@@ -147,6 +151,7 @@ impl CallOutcome {
             interrupt: None,
             shown: json!({"error": message}),
             deferred: false,
+            images: Vec::new(),
         }
     }
 

@@ -3,12 +3,11 @@
 //! calls (concurrently), feed the results back, until a final answer, an
 //! interrupting tool, the step limit, or cancellation by a new user message.
 
-use rtc_core::report_marks::quote_marks;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rtc_core::llm::{ChatMessage, ChatRequest, ChatResponse, LlmError, LlmEvent, ToolCall};
+use rtc_core::llm::{ChatRequest, ChatResponse, LlmError, LlmEvent};
 use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
     EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall, StateUpdated,
@@ -19,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::answer::CheckedAnswer;
+use crate::chat_history::{CANCELLED, chat_history};
 use crate::context::SessionCtx;
 use crate::events::Durability;
 use crate::history::message;
@@ -26,13 +26,6 @@ use crate::kernel::{Host, Kernel, Provider};
 use crate::registry::SessionTools;
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
 use crate::{RuntimeError, telemetry, variables};
-
-/// Shown to the model for tool calls that never ran.
-const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
-
-/// What the model reads for a tool result with no text (providers refuse
-/// empty content).
-const EMPTY_RESULT: &str = "(empty result)";
 
 /// How a turn's model loop ended.
 #[derive(Debug, Default)]
@@ -56,79 +49,6 @@ enum Streamed {
     },
     /// Cancelled, or the call failed (reported as an `error` event).
     Nothing,
-}
-
-/// The stored history as the model sees it. Each call's result follows
-/// its call, wherever it was stored (a report may arrive after later
-/// messages); a call without a result (interrupted, or the server
-/// stopped) gets a "cancelled" one, so the history is always consistent
-/// (R-RN-2, R-RN-4). `is_report` tells the platform's own reports (see
-/// `Feature::report_names`).
-pub fn chat_history(
-    system: String,
-    history: &[Message],
-    is_report: impl Fn(&Message) -> bool,
-) -> Vec<ChatMessage> {
-    let mut out = Vec::with_capacity(history.len() + 1);
-    // An empty system message is refused by some providers.
-    if !system.trim().is_empty() {
-        out.push(ChatMessage::System { content: system });
-    }
-    let mut results: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
-    for m in history {
-        if let Some(id) = &m.tool_call_id {
-            results.entry(id.as_str()).or_insert(m.content.as_str());
-        }
-    }
-    for m in history {
-        match m.role {
-            // Only the platform's own reports may open with a report
-            // mark; in anything else a user or a parent agent wrote, a
-            // mark reads as a quotation.
-            MessageRole::User if is_report(m) => out.push(ChatMessage::User {
-                content: m.content.clone(),
-            }),
-            MessageRole::User => out.push(ChatMessage::User {
-                content: quote_marks(&m.content).into_owned(),
-            }),
-            MessageRole::HumanAgent => out.push(ChatMessage::Assistant {
-                content: format!("[human agent] {}", m.content),
-                tool_calls: vec![],
-            }),
-            // An empty answer without calls (stored before refusals were
-            // kept) says nothing, and some providers refuse it.
-            MessageRole::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => {}
-            MessageRole::Assistant => {
-                let calls: Vec<ToolCall> = m
-                    .tool_calls
-                    .iter()
-                    .map(|c| ToolCall {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        arguments: c.arguments.clone(),
-                    })
-                    .collect();
-                let ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
-                out.push(ChatMessage::Assistant {
-                    content: m.content.clone(),
-                    tool_calls: calls,
-                });
-                for id in ids {
-                    let content = match results.remove(id.as_str()).unwrap_or(CANCELLED) {
-                        "" => EMPTY_RESULT,
-                        content => content,
-                    };
-                    out.push(ChatMessage::Tool {
-                        tool_call_id: id,
-                        content: content.to_owned(),
-                    });
-                }
-            }
-            // Placed after their call above; results of unknown calls are dropped.
-            MessageRole::Tool => {}
-        }
-    }
-    out
 }
 
 impl<H: Host> Kernel<H> {
@@ -181,6 +101,7 @@ impl<H: Host> Kernel<H> {
             .unwrap_or_else(|| provider.default_model.clone());
         let tools = SessionTools::for_session(self, assistant, &ctx.config.tools, Some(ctx));
         let specs = tools.specs();
+        let vision = provider.client.caps(&model).vision;
         for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(outcome);
@@ -192,7 +113,7 @@ impl<H: Host> Kernel<H> {
                 messages: self
                     .with_history(ctx, |h| {
                         let h = h.get(history_from..).unwrap_or_default();
-                        chat_history(system, h, |m| self.is_report(m))
+                        chat_history(system, h, |m| self.is_report(m), vision)
                     })
                     .await?,
                 tools: specs.clone(),
@@ -432,6 +353,7 @@ impl<H: Host> Kernel<H> {
             let mut m = message(MessageRole::Tool, &outcome.content);
             m.tool_call_id = Some(call.id.clone());
             m.name = Some(call.name.clone());
+            m.images = outcome.images;
             let event = ToolCompleted::new(&call.id, &call.name, outcome.is_error, outcome.shown)
                 .capped(self.settings.limits.max_event_result_bytes)
                 .into();
@@ -506,84 +428,5 @@ async fn stream_answer(
                 return Ok(Streamed::Nothing);
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn call(id: &str) -> Message {
-        let mut m = message(MessageRole::Assistant, "");
-        m.tool_calls = vec![MessageToolCall {
-            id: id.into(),
-            name: "lookup".into(),
-            arguments: "{}".into(),
-        }];
-        m
-    }
-
-    fn result(id: &str, text: &str) -> Message {
-        let mut m = message(MessageRole::Tool, text);
-        m.tool_call_id = Some(id.into());
-        m
-    }
-
-    fn shape(history: &[Message]) -> Vec<String> {
-        chat_history(String::new(), history, |_| false)
-            .into_iter()
-            .map(|m| match m {
-                ChatMessage::User { content } => format!("user:{content}"),
-                ChatMessage::Assistant { tool_calls, .. } => format!("calls:{}", tool_calls.len()),
-                ChatMessage::Tool {
-                    tool_call_id,
-                    content,
-                } => format!("{tool_call_id}:{content}"),
-                ChatMessage::System { .. } => "system".into(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_result_follows_its_call_wherever_it_was_stored() {
-        let late = [
-            call("c1"),
-            message(MessageRole::User, "meanwhile"),
-            result("c1", "report"),
-        ];
-        assert_eq!(shape(&late), ["calls:1", "c1:report", "user:meanwhile"]);
-        let missing = [call("c2"), message(MessageRole::User, "next")];
-        assert_eq!(
-            shape(&missing),
-            ["calls:1", format!("c2:{CANCELLED}").as_str(), "user:next"]
-        );
-        let stray = [result("c3", "orphan"), message(MessageRole::User, "hi")];
-        assert_eq!(
-            shape(&stray),
-            ["user:hi"],
-            "a result without its call is dropped"
-        );
-    }
-
-    #[test]
-    fn providers_get_no_empty_content() {
-        let empty = [
-            call("c1"),
-            result("c1", ""),
-            message(MessageRole::Assistant, ""),
-        ];
-        assert_eq!(
-            shape(&empty),
-            ["calls:1", format!("c1:{EMPTY_RESULT}").as_str()]
-        );
-        let with_system = chat_history("Help.".into(), &[], |_| false);
-        assert!(matches!(
-            with_system.as_slice(),
-            [ChatMessage::System { .. }]
-        ));
-        assert!(
-            chat_history("  ".into(), &[], |_| false).is_empty(),
-            "no empty system message"
-        );
     }
 }

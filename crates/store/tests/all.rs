@@ -209,6 +209,7 @@ fn message(id: &str, role: rtc_protocol::MessageRole, content: &str) -> rtc_prot
         name: None,
         source: None,
         interrupted: false,
+        images: vec![],
         created_at: "t".into(),
     }
 }

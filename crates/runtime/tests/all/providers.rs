@@ -288,3 +288,83 @@ async fn parameters_follow_the_models_capabilities() {
     assert_eq!(requests[1]["max_tokens"], 300);
     assert_eq!(requests[1]["temperature"], 0.2);
 }
+
+/// An MCP tool's image reaches a model that sees images as an image part
+/// after the tool results; a model that does not reads its description
+/// (the Python SDK's server, `picture`).
+#[tokio::test]
+async fn tool_images_reach_models_that_see_them() {
+    let Some(mcp) = rtc_testkit::McpHttpServer::start_python().await.unwrap() else {
+        eprintln!("RTC_TEST_PYTHON_MCP is not set (scripts/test sets it): skipped");
+        return;
+    };
+    let h = Harness::start(vec![
+        MockReply::call("picture", json!({})),
+        MockReply::text("A red dot."),
+        MockReply::call("picture", json!({})),
+        MockReply::text("Something small."),
+    ])
+    .await;
+    let server: rtc_protocol::McpServer = serde_json::from_value(json!({"name": "rich",
+        "transport": {"type": "streamableHttp", "url": mcp.url}}))
+    .unwrap();
+    let server = h
+        .store
+        .insert(WS, Some("mcp_rich".into()), server)
+        .await
+        .unwrap();
+    let server_id = server.id.clone().unwrap();
+    let listed = h.rt.mcp_server_tools(WS, &server).await.unwrap();
+    let picture = listed.iter().find(|t| t.name == "picture").unwrap();
+    let tool: rtc_protocol::Tool = serde_json::from_value(json!({"name": "picture", "type": "mcp",
+        "description": "A picture.", "parameters": picture.input_schema,
+        "mcp": {"serverId": server_id, "remoteToolName": "picture"}}))
+    .unwrap();
+    h.store
+        .insert(WS, Some("t_pic".into()), tool)
+        .await
+        .unwrap();
+    for (id, model) in [("seeing", "gpt-4o-mini"), ("blind", "mock")] {
+        h.assistant(
+            id,
+            json!({"name": id, "systemPrompt": "Look.", "llm": {"model": model},
+                "toolBindings": [{"toolId": "t_pic"}]}),
+        )
+        .await;
+        let s = h.session(id).await;
+        let mut events = h.events(&s).await;
+        h.rt.send_user_message(WS, &s, "show me").await.unwrap();
+        events.next_of("turn.completed").await;
+    }
+    let requests = h.mock.requests();
+    let parts = |r: &Value| -> Vec<Value> {
+        r["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["content"].is_array())
+            .flat_map(|m| m["content"].as_array().unwrap().clone())
+            .collect()
+    };
+    let seeing = parts(&requests[1]);
+    let url = seeing
+        .iter()
+        .find(|p| p["type"] == "image_url")
+        .map(|p| p["image_url"]["url"].as_str().unwrap().to_owned())
+        .expect("an image part");
+    assert!(url.starts_with("data:image/png;base64,iVBOR"), "{url}");
+    assert!(
+        parts(&requests[3]).is_empty(),
+        "no image for a model that does not see them"
+    );
+    let described = requests[3]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .clone();
+    assert_eq!(described, "[image: image/png, 70 bytes]");
+    assert_requests_are_clean(&requests);
+    mcp.stop().await;
+}

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use rtc_core::llm::ToolSpec;
 use rtc_core::model_tools::{complete_arguments, model_view, result_assignments};
 use rtc_protocol::{
-    EventBody, Tool, ToolBinding, ToolCalled, ToolCompleted, ToolKind, ToolProgress,
+    EventBody, MessageImage, Tool, ToolBinding, ToolCalled, ToolCompleted, ToolKind, ToolProgress,
 };
 use serde_json::{Map, Value, json};
 
@@ -55,7 +55,24 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// names, and scrubs them (in every encoding) from the result and the
 /// error before it answers.
 pub trait RemoteTools: Send + Sync {
-    fn run<'a>(&'a self, call: RemoteCall<'a>) -> BoxFuture<'a, Result<Value, CallError>>;
+    fn run<'a>(&'a self, call: RemoteCall<'a>) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
+}
+
+/// What a bound tool gave: its result, and the images it returned (an MCP
+/// tool's) for models that see images.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    pub value: Value,
+    pub images: Vec<MessageImage>,
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        Self {
+            value,
+            images: Vec::new(),
+        }
+    }
 }
 
 /// How a bound tool's call is answered.
@@ -89,7 +106,11 @@ impl<H: Host> ToolHandler<H> for BoundTool {
                     .run_binding(cx.session, binding, &cx.call.id, &cx.call.arguments)
                     .await
                 {
-                    Ok(result) => CallOutcome::ok(model_view(binding, &result)),
+                    Ok(output) => {
+                        let mut outcome = CallOutcome::ok(model_view(binding, &output.value));
+                        outcome.images = output.images;
+                        outcome
+                    }
                     Err(e) => CallOutcome::error(e.for_model()?),
                 },
             )
@@ -130,7 +151,7 @@ impl<H: Host> Kernel<H> {
             };
             ctx.events.emit(called.into()).await?;
             let (is_error, result) = match self.run_binding(ctx, binding, &call_id, "{}").await {
-                Ok(v) => (false, model_view(binding, &v)),
+                Ok(output) => (false, model_view(binding, &output.value)),
                 Err(e) => {
                     let e = e.for_model()?;
                     let message = format!("startup action {i} ({name}): {e}");
@@ -155,7 +176,7 @@ impl<H: Host> Kernel<H> {
         binding: &ToolBinding,
         call_id: &str,
         model_args: &str,
-    ) -> Result<Value, CallError> {
+    ) -> Result<ToolOutput, CallError> {
         let Some(tool) = ctx.config.tools.get(&binding.tool_id) else {
             return Err(CallError::tool(format!(
                 "tool `{}` is not available",
@@ -176,8 +197,8 @@ impl<H: Host> Kernel<H> {
             vars: &vars,
             client,
         };
-        let value = self.execute_bound(call, mode).await?;
-        let changes = result_assignments(binding, &value);
+        let output = self.execute_bound(call, mode).await?;
+        let changes = result_assignments(binding, &output.value);
         if !changes.is_empty() {
             let (_, problems) = variables::apply(
                 ctx,
@@ -195,7 +216,7 @@ impl<H: Host> Kernel<H> {
                     .await?;
             }
         }
-        Ok(value)
+        Ok(output)
     }
 
     /// One call of a bound tool without touching a session's state: the
@@ -209,7 +230,7 @@ impl<H: Host> Kernel<H> {
         &self,
         call: BoundCall<'_>,
         mode: CallMode,
-    ) -> Result<Value, CallError> {
+    ) -> Result<ToolOutput, CallError> {
         let BoundCall {
             workspace,
             tool,
@@ -227,6 +248,7 @@ impl<H: Host> Kernel<H> {
                 Some(result) => mocks::scripted_outcome(result),
                 None => mocks::mock_answer(tool, &args).await,
             }
+            .map(ToolOutput::from)
             .map_err(CallError::from);
         }
         match (tool.kind, client) {
@@ -245,9 +267,10 @@ impl<H: Host> Kernel<H> {
                     None => self.remote_tools.run(call).await,
                 }
             }
-            (ToolKind::Client, Some((ctx, call_id))) => {
-                self.run_client(ctx, tool, call_id, args).await
-            }
+            (ToolKind::Client, Some((ctx, call_id))) => self
+                .run_client(ctx, tool, call_id, args)
+                .await
+                .map(ToolOutput::from),
             (ToolKind::Client, None) => {
                 Err(CallError::tool("client tools run only in conversations"))
             }
@@ -261,7 +284,7 @@ impl<H: Host> Kernel<H> {
         ctx: &SessionCtx,
         call_id: &str,
         mut call: RemoteCall<'_>,
-    ) -> Result<Value, CallError> {
+    ) -> Result<ToolOutput, CallError> {
         let (tx, mut rx) = tokio::sync::mpsc::channel(PROGRESS_QUEUE);
         call.progress = Some(std::sync::Arc::new(move |p| {
             let _ = tx.try_send(p);

@@ -11,7 +11,7 @@ pub mod bound;
 pub mod platform;
 
 pub use bound::{
-    BoundCall, BoundTool, CallMode, CallProgress, ProgressSink, RemoteCall, RemoteTools,
+    BoundCall, BoundTool, CallMode, CallProgress, ProgressSink, RemoteCall, RemoteTools, ToolOutput,
 };
 pub use platform::PlatformTool;
 

@@ -6,7 +6,7 @@
 mod pool;
 mod progress;
 
-pub use pool::{McpCall, McpPool};
+pub use pool::{MAX_IMAGES, McpCall, McpOutput, McpPool};
 pub use progress::{Client, MAX_MESSAGE_CHARS, McpProgress, ProgressSink};
 
 use std::collections::{BTreeMap, HashMap};

@@ -303,6 +303,17 @@ impl McpPool {
         connector: &McpConnector,
         call: McpCall<'_>,
     ) -> Result<Value, McpError> {
+        self.call_with_images(connector, call)
+            .await
+            .map(|o| o.value)
+    }
+
+    /// [`Self::call`], with the images the result carries.
+    pub async fn call_with_images(
+        &self,
+        connector: &McpConnector,
+        call: McpCall<'_>,
+    ) -> Result<McpOutput, McpError> {
         let slot = self.slot(call.key);
         let mut stale: Option<Arc<Pooled>> = None;
         loop {
@@ -405,7 +416,7 @@ fn tool_result(
     result: &rmcp::model::CallToolResult,
     limit: usize,
     output_schema: Option<&Value>,
-) -> Result<Value, McpError> {
+) -> Result<McpOutput, McpError> {
     let value = serde_json::to_value(result).map_err(|e| McpError::Protocol(e.to_string()))?;
     let size = json_len(&value);
     if size > limit {
@@ -419,6 +430,7 @@ fn tool_result(
         .filter_map(content_text)
         .collect();
     let text = parts.join("\n");
+    let images = content_images(&value);
     if value
         .get("isError")
         .and_then(Value::as_bool)
@@ -430,15 +442,45 @@ fn tool_result(
         if let Some(schema) = output_schema {
             check_output(schema, structured)?;
         }
-        return Ok(structured.clone());
+        return Ok(McpOutput {
+            value: structured.clone(),
+            images,
+        });
     }
     // One text item may be JSON; several items read as text.
-    if let [only] = parts.as_slice()
-        && let Ok(parsed) = serde_json::from_str(only)
-    {
-        return Ok(parsed);
-    }
-    Ok(Value::String(text))
+    let value = match parts.as_slice() {
+        [only] => serde_json::from_str(only).unwrap_or(Value::String(text)),
+        _ => Value::String(text),
+    };
+    Ok(McpOutput { value, images })
+}
+
+/// What a tool call gave: its result, and the images among its content
+/// (at most [`MAX_IMAGES`], as `(media type, base64 data)`), for models
+/// that see images.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpOutput {
+    pub value: Value,
+    pub images: Vec<(String, String)>,
+}
+
+/// Images of one result passed on; the rest are only described.
+pub const MAX_IMAGES: usize = 4;
+
+fn content_images(value: &Value) -> Vec<(String, String)> {
+    value
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("type").and_then(Value::as_str) == Some("image"))
+        .filter_map(|c| {
+            let mime = c.get("mimeType").and_then(Value::as_str)?;
+            let data = c.get("data").and_then(Value::as_str)?;
+            Some((mime.to_owned(), data.to_owned()))
+        })
+        .take(MAX_IMAGES)
+        .collect()
 }
 
 /// A structured result against the tool's `outputSchema`: what the MCP

@@ -40,7 +40,7 @@ fn idle_slots_are_swept() {
 fn results_over_the_limit_are_an_error_naming_both_sizes() {
     use rmcp::model::{CallToolResult, ContentBlock};
     let small = CallToolResult::success(vec![ContentBlock::text("hello")]);
-    assert_eq!(tool_result(&small, 1024, None).unwrap(), "hello");
+    assert_eq!(tool_result(&small, 1024, None).unwrap().value, "hello");
     let big = CallToolResult::success(vec![ContentBlock::text("x".repeat(MAX_RESULT_BYTES))]);
     let err = tool_result(&big, MAX_RESULT_BYTES, None).unwrap_err();
     let McpError::TooLarge { size, limit } = err else {

@@ -330,7 +330,7 @@ impl Inner {
             CallMode::Live
         };
         Ok(match self.execute_bound(bound, mode).await {
-            Ok(value) => match model_view(binding, &value) {
+            Ok(output) => match model_view(binding, &output.value) {
                 serde_json::Value::String(s) => s,
                 other => other.to_string(),
             },

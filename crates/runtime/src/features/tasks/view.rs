@@ -49,7 +49,7 @@ fn transcript_message(m: rtc_core::llm::ChatMessage) -> TaskMessage {
     };
     match m {
         M::System { content } => plain("system", content),
-        M::User { content } => plain("user", content),
+        M::User { content } | M::UserImages { content, .. } => plain("user", content),
         M::Assistant {
             content,
             tool_calls,

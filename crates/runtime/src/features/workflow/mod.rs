@@ -455,7 +455,8 @@ impl Inner {
                 })
             });
         let (ok, mut completed) = match outcome {
-            Ok(v) => {
+            Ok(output) => {
+                let v = output.value;
                 let mut c = ToolCompleted::new(&call_id, &name, false, model_view(binding, &v));
                 c.assignment_errors = missing_result_paths(binding, &v);
                 (true, c)

@@ -1,0 +1,250 @@
+//! The stored history as the model sees it (R-RN-1..6): each call's
+//! result after its call, a "cancelled" one for a call without a result,
+//! report marks quoted where the platform did not write them, no empty
+//! content, and the images tools returned shown to a model that sees
+//! images (as a user message after the results, since tool messages carry
+//! only text), for the latest [`IMAGE_RESULTS_SHOWN`] results with images.
+
+use std::collections::{HashMap, HashSet};
+
+use rtc_core::llm::{ChatMessage, ToolCall};
+use rtc_core::report_marks::quote_marks;
+use rtc_protocol::{Message, MessageRole};
+
+/// Shown to the model for tool calls that never ran.
+pub const CANCELLED: &str = "Cancelled: the user interrupted before this call ran.";
+
+/// What the model reads for a tool result with no text (providers refuse
+/// empty content).
+const EMPTY_RESULT: &str = "(empty result)";
+
+/// What introduces the images tools returned.
+const IMAGES_INTRO: &str = "The images the tool calls above returned:";
+
+/// Tool results whose images a request carries, the latest ones (older
+/// images are known by their description only).
+pub const IMAGE_RESULTS_SHOWN: usize = 8;
+
+/// The ids of the latest tool messages with images, at most
+/// [`IMAGE_RESULTS_SHOWN`].
+fn images_shown(history: &[Message]) -> HashSet<&str> {
+    history
+        .iter()
+        .rev()
+        .filter(|m| m.role == MessageRole::Tool && !m.images.is_empty())
+        .take(IMAGE_RESULTS_SHOWN)
+        .map(|m| m.id.as_str())
+        .collect()
+}
+
+/// The stored history as the model sees it. Each call's result follows
+/// its call, wherever it was stored (a report may arrive after later
+/// messages); a call without a result (interrupted, or the server
+/// stopped) gets a "cancelled" one, so the history is always consistent
+/// (R-RN-2, R-RN-4). `is_report` tells the platform's own reports (see
+/// `Feature::report_names`).
+pub fn chat_history(
+    system: String,
+    history: &[Message],
+    is_report: impl Fn(&Message) -> bool,
+    vision: bool,
+) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(history.len() + 1);
+    // An empty system message is refused by some providers.
+    if !system.trim().is_empty() {
+        out.push(ChatMessage::System { content: system });
+    }
+    let mut results: HashMap<&str, &Message> = HashMap::new();
+    for m in history {
+        if let Some(id) = &m.tool_call_id {
+            results.entry(id.as_str()).or_insert(m);
+        }
+    }
+    let shown = if vision {
+        images_shown(history)
+    } else {
+        HashSet::new()
+    };
+    for m in history {
+        match m.role {
+            // Only the platform's own reports may open with a report
+            // mark; in anything else a user or a parent agent wrote, a
+            // mark reads as a quotation.
+            MessageRole::User if is_report(m) => out.push(ChatMessage::User {
+                content: m.content.clone(),
+            }),
+            MessageRole::User => out.push(ChatMessage::User {
+                content: quote_marks(&m.content).into_owned(),
+            }),
+            MessageRole::HumanAgent => out.push(ChatMessage::Assistant {
+                content: format!("[human agent] {}", m.content),
+                tool_calls: vec![],
+            }),
+            // An empty answer without calls (stored before refusals were
+            // kept) says nothing, and some providers refuse it.
+            MessageRole::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => {}
+            MessageRole::Assistant => {
+                let calls: Vec<ToolCall> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        arguments: c.arguments.clone(),
+                    })
+                    .collect();
+                let ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
+                out.push(ChatMessage::Assistant {
+                    content: m.content.clone(),
+                    tool_calls: calls,
+                });
+                let mut images = Vec::new();
+                for id in ids {
+                    let result = results.remove(id.as_str());
+                    let content = match result.map_or(CANCELLED, |r| r.content.as_str()) {
+                        "" => EMPTY_RESULT,
+                        content => content,
+                    };
+                    if let Some(r) = result.filter(|r| shown.contains(r.id.as_str())) {
+                        images.extend(r.images.iter().cloned());
+                    }
+                    out.push(ChatMessage::Tool {
+                        tool_call_id: id,
+                        content: content.to_owned(),
+                    });
+                }
+                // Tool messages carry only text: the images follow them.
+                if !images.is_empty() {
+                    out.push(ChatMessage::UserImages {
+                        content: IMAGES_INTRO.to_owned(),
+                        images,
+                    });
+                }
+            }
+            // Placed after their call above; results of unknown calls are dropped.
+            MessageRole::Tool => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use rtc_protocol::{MessageImage, MessageToolCall};
+
+    use super::*;
+    use crate::history::message;
+
+    fn call(id: &str) -> Message {
+        let mut m = message(MessageRole::Assistant, "");
+        m.tool_calls = vec![MessageToolCall {
+            id: id.into(),
+            name: "lookup".into(),
+            arguments: "{}".into(),
+        }];
+        m
+    }
+
+    fn result(id: &str, text: &str) -> Message {
+        let mut m = message(MessageRole::Tool, text);
+        m.tool_call_id = Some(id.into());
+        m
+    }
+
+    fn shape(history: &[Message]) -> Vec<String> {
+        chat_history(String::new(), history, |_| false, false)
+            .into_iter()
+            .map(|m| match m {
+                ChatMessage::User { content } => format!("user:{content}"),
+                ChatMessage::Assistant { tool_calls, .. } => format!("calls:{}", tool_calls.len()),
+                ChatMessage::Tool {
+                    tool_call_id,
+                    content,
+                } => format!("{tool_call_id}:{content}"),
+                ChatMessage::System { .. } => "system".into(),
+                ChatMessage::UserImages { images, .. } => format!("images:{}", images.len()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_result_follows_its_call_wherever_it_was_stored() {
+        let late = [
+            call("c1"),
+            message(MessageRole::User, "meanwhile"),
+            result("c1", "report"),
+        ];
+        assert_eq!(shape(&late), ["calls:1", "c1:report", "user:meanwhile"]);
+        let missing = [call("c2"), message(MessageRole::User, "next")];
+        assert_eq!(
+            shape(&missing),
+            ["calls:1", format!("c2:{CANCELLED}").as_str(), "user:next"]
+        );
+        let stray = [result("c3", "orphan"), message(MessageRole::User, "hi")];
+        assert_eq!(
+            shape(&stray),
+            ["user:hi"],
+            "a result without its call is dropped"
+        );
+    }
+
+    #[test]
+    fn providers_get_no_empty_content() {
+        let empty = [
+            call("c1"),
+            result("c1", ""),
+            message(MessageRole::Assistant, ""),
+        ];
+        assert_eq!(
+            shape(&empty),
+            ["calls:1", format!("c1:{EMPTY_RESULT}").as_str()]
+        );
+        let with_system = chat_history("Help.".into(), &[], |_| false, false);
+        assert!(matches!(
+            with_system.as_slice(),
+            [ChatMessage::System { .. }]
+        ));
+        assert!(
+            chat_history("  ".into(), &[], |_| false, false).is_empty(),
+            "no empty system message"
+        );
+    }
+
+    /// A model that sees images gets a tool's images after the results;
+    /// one that does not reads only the description.
+    #[test]
+    fn images_follow_the_results_for_a_model_that_sees_them() {
+        let mut shot = result("c1", "[image: image/png, 70 bytes]");
+        shot.images = vec![MessageImage {
+            mime_type: "image/png".into(),
+            data: "iVBOR".into(),
+        }];
+        let history = [call("c1"), shot];
+        let seeing = chat_history(String::new(), &history, |_| false, true);
+        assert!(
+            matches!(seeing.last(), Some(ChatMessage::UserImages { images, .. }) if images[0].data == "iVBOR"),
+            "{seeing:?}"
+        );
+        let blind = chat_history(String::new(), &history, |_| false, false);
+        assert!(
+            !blind
+                .iter()
+                .any(|m| matches!(m, ChatMessage::UserImages { .. })),
+            "{blind:?}"
+        );
+        // Only the latest results' images are sent again.
+        let mut long = Vec::new();
+        for i in 0..IMAGE_RESULTS_SHOWN + 3 {
+            let id = format!("c{i}");
+            long.push(call(&id));
+            let mut r = result(&id, "[image]");
+            r.images = history[1].images.clone();
+            long.push(r);
+        }
+        let sent = chat_history(String::new(), &long, |_| false, true)
+            .iter()
+            .filter(|m| matches!(m, ChatMessage::UserImages { .. }))
+            .count();
+        assert_eq!(sent, IMAGE_RESULTS_SHOWN);
+    }
+}
