@@ -270,3 +270,41 @@ mod misbehaving {
         );
     }
 }
+
+/// The mock refuses what OpenAI refuses, in its words: a client that sent
+/// `max_tokens` or a temperature to a reasoning model would be told so.
+#[tokio::test]
+async fn the_mock_refuses_parameters_as_openai_words_them() {
+    rtc_testkit::init_tls();
+    let mock = MockLlm::start(vec![MockReply::text("never")])
+        .await
+        .unwrap();
+    let body = json!({"model": "o3-mini", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]});
+    let r = reqwest::Client::new()
+        .post(format!("{}/chat/completions", mock.base_url))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let text = r.text().await.unwrap();
+    assert!(
+        text.contains("Use 'max_completion_tokens' instead."),
+        "{text}"
+    );
+    // The client sends what the model takes, so it is answered.
+    let mock = MockLlm::start(vec![MockReply::text("fine")]).await.unwrap();
+    let c = client(&mock);
+    let mut req = request();
+    req.model = "o3-mini".into();
+    req.max_tokens = Some(5);
+    req.temperature = Some(0.0);
+    let mut s = c.stream(req);
+    let mut answer = None;
+    while let Some(ev) = s.next().await {
+        if let Ok(LlmEvent::Done(r)) = ev {
+            answer = Some(r.content);
+        }
+    }
+    assert_eq!(answer.as_deref(), Some("fine"));
+}

@@ -1,6 +1,8 @@
 //! How real model providers misbehave, for the scripted mock
 //! ([`crate::MockReply::Misbehave`]): what was seen from OpenAI-compatible
-//! gateways and hosted models, reproduced on the wire.
+//! gateways and hosted models, reproduced on the wire; and what OpenAI
+//! refuses with a 400, checked on every request the mock receives
+//! (`openai_refusal`).
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -206,4 +208,71 @@ fn broken(chunks: Vec<Value>) -> Response {
         Body::from_stream(futures::stream::iter(parts).chain(reset)),
     )
         .into_response()
+}
+
+/// What OpenAI answers 400 to, in its own words: the token-limit and
+/// sampling parameters reasoning models refuse, more than 128 functions,
+/// tool-call arguments in the history that are not valid JSON (strict
+/// gateways such as vLLM refuse those too). The mock checks every request
+/// against these before answering.
+pub(crate) fn openai_refusal(request: &Value) -> Option<Response> {
+    let model = request["model"].as_str().unwrap_or("");
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let reasoning = ["o1", "o3", "o4"].iter().any(|f| {
+        name.strip_prefix(f)
+            .is_some_and(|r| r.is_empty() || r.starts_with('-'))
+    }) || (name.starts_with("gpt-5") && !name.contains("-chat"));
+    let refuse = |message: String, param: &str, code: &str| {
+        let body = json!({"error": {"message": message, "type": "invalid_request_error",
+            "param": param, "code": code}});
+        Some((StatusCode::BAD_REQUEST, axum::Json(body)).into_response())
+    };
+    if reasoning && request.get("max_tokens").is_some() {
+        return refuse(
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.".to_owned(),
+            "max_tokens",
+            "unsupported_parameter",
+        );
+    }
+    if reasoning
+        && let Some(t) = request.get("temperature").and_then(Value::as_f64)
+        && t != 1.0
+    {
+        return refuse(
+            format!(
+                "Unsupported value: 'temperature' does not support {t} with this model. Only the default (1) value is supported."
+            ),
+            "temperature",
+            "unsupported_value",
+        );
+    }
+    let tools = request["tools"].as_array().map_or(0, Vec::len);
+    if tools > 128 {
+        return refuse(
+            format!(
+                "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length {tools} instead."
+            ),
+            "tools",
+            "array_above_max_length",
+        );
+    }
+    for (i, m) in request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for (j, c) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
+            let args = c["function"]["arguments"].as_str().unwrap_or("");
+            if serde_json::from_str::<Value>(args).is_err() {
+                let param = format!("messages.[{i}].tool_calls.[{j}].function.arguments");
+                return refuse(
+                    format!("Invalid '{param}': the arguments are not valid JSON."),
+                    &param,
+                    "invalid_value",
+                );
+            }
+        }
+    }
+    None
 }

@@ -184,6 +184,10 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
         }
         reply
     };
+    // Refused as OpenAI would, whatever the script says.
+    if let Some(refusal) = crate::misbehaving::openai_refusal(&request) {
+        return refusal;
+    }
     let Some(mut reply) = reply else {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
