@@ -184,8 +184,11 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
         }
         reply
     };
-    // Refused as OpenAI would, whatever the script says.
-    if let Some(refusal) = crate::misbehaving::openai_refusal(&request) {
+    // Refused as OpenAI would, whatever the script says (not checked by
+    // a load mock, whose work would count against the server measured).
+    if shared.record
+        && let Some(refusal) = crate::misbehaving::openai_refusal(&request)
+    {
         return refusal;
     }
     let Some(mut reply) = reply else {
