@@ -18,6 +18,7 @@ pub(crate) struct LimitFile {
     pub max_walk_hops: Option<u64>,
     pub max_walk_events: Option<u64>,
     pub max_history_bytes: Option<u64>,
+    pub max_replayed_result_bytes: Option<u64>,
     pub max_subscribers_per_session: Option<u64>,
     pub test_concurrency_per_workspace: Option<u64>,
     pub max_test_runs_per_workspace: Option<u64>,
@@ -29,7 +30,7 @@ pub(crate) struct LimitFile {
 }
 
 /// The keys of [`LimitFile`] (a test holds them equal).
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "max_value_bytes",
     "max_variables_bytes",
     "max_update_rules",
@@ -37,6 +38,7 @@ const KEYS: [&str; 15] = [
     "max_walk_hops",
     "max_walk_events",
     "max_history_bytes",
+    "max_replayed_result_bytes",
     "max_subscribers_per_session",
     "test_concurrency_per_workspace",
     "max_test_runs_per_workspace",
@@ -78,6 +80,8 @@ pub struct LimitSettings {
     pub max_walk_events: u64,
     /// Bytes of a session's stored messages.
     pub max_history_bytes: u64,
+    /// Bytes of a tool result later turns' requests carry again.
+    pub max_replayed_result_bytes: u64,
     /// Live subscribers (SSE and WebSocket) of one session.
     pub max_subscribers_per_session: u64,
     /// Conversation test runs of one workspace at once.
@@ -148,6 +152,11 @@ impl LimitSettings {
                 "RTC_MAX_HISTORY_BYTES",
                 file.max_history_bytes,
                 runtime.max_history_bytes,
+            )?,
+            max_replayed_result_bytes: number(
+                "RTC_MAX_REPLAYED_RESULT_BYTES",
+                file.max_replayed_result_bytes,
+                wide(runtime.max_replayed_result_bytes),
             )?,
             max_subscribers_per_session: number(
                 "RTC_MAX_SUBSCRIBERS_PER_SESSION",

@@ -203,6 +203,7 @@ fn build_runtime(
             max_variables_bytes: size(l.max_variables_bytes),
             update: l.update_bounds(),
             max_history_bytes: l.max_history_bytes,
+            max_replayed_result_bytes: size(l.max_replayed_result_bytes),
             max_subscribers: size(l.max_subscribers_per_session),
             ..SessionLimits::default()
         },

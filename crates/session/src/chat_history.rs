@@ -1,9 +1,11 @@
 //! The stored history as the model sees it (R-RN-1..6): each call's
 //! result after its call, a "cancelled" one for a call without a result,
 //! report marks quoted where the platform did not write them, no empty
-//! content, and the images tools returned shown to a model that sees
-//! images (as a user message after the results, since tool messages carry
-//! only text), for the latest [`IMAGE_RESULTS_SHOWN`] results with images.
+//! content, earlier turns' long tool results cut with a marker (the turn
+//! that called the tool reads them whole), and the images tools returned
+//! shown to a model that sees images (as a user message after the results,
+//! since tool messages carry only text), for the latest
+//! [`IMAGE_RESULTS_SHOWN`] results with images.
 
 use std::collections::{HashMap, HashSet};
 
@@ -20,6 +22,47 @@ const EMPTY_RESULT: &str = "(empty result)";
 
 /// What introduces the images tools returned.
 const IMAGES_INTRO: &str = "The images the tool calls above returned:";
+
+/// How a request shows the history.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestView {
+    /// The model reads images.
+    pub vision: bool,
+    /// Where the running turn's messages start: results before it are
+    /// cut to `max_replayed_result_bytes`.
+    pub turn_from: usize,
+    pub max_replayed_result_bytes: usize,
+}
+
+impl RequestView {
+    /// Everything as stored, no images (for tests and callers without a
+    /// turn).
+    pub fn plain() -> Self {
+        Self {
+            vision: false,
+            turn_from: usize::MAX,
+            max_replayed_result_bytes: usize::MAX,
+        }
+    }
+}
+
+/// An earlier turn's tool result as a later request carries it: cut at
+/// `max` bytes (on a character boundary) with a marker saying so.
+fn replayed(content: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if content.len() <= max {
+        return content.into();
+    }
+    let mut end = max;
+    while !content.is_char_boundary(end) {
+        end -= 1;
+    }
+    let rest = content.len() - end;
+    format!(
+        "{}\n[… {rest} more bytes not shown again; the turn that called the tool read the whole result. Call the tool again if you need it.]",
+        &content[..end]
+    )
+    .into()
+}
 
 /// Tool results whose images a request carries, the latest ones (older
 /// images are known by their description only).
@@ -47,17 +90,21 @@ pub fn chat_history(
     system: String,
     history: &[Message],
     is_report: impl Fn(&Message) -> bool,
-    vision: bool,
+    view: RequestView,
 ) -> Vec<ChatMessage> {
+    let vision = view.vision;
     let mut out = Vec::with_capacity(history.len() + 1);
     // An empty system message is refused by some providers.
     if !system.trim().is_empty() {
         out.push(ChatMessage::System { content: system });
     }
-    let mut results: HashMap<&str, &Message> = HashMap::new();
-    for m in history {
+    // Each result with whether it belongs to an earlier turn.
+    let mut results: HashMap<&str, (&Message, bool)> = HashMap::new();
+    for (i, m) in history.iter().enumerate() {
         if let Some(id) = &m.tool_call_id {
-            results.entry(id.as_str()).or_insert(m);
+            results
+                .entry(id.as_str())
+                .or_insert((m, i < view.turn_from));
         }
     }
     let shown = if vision {
@@ -101,16 +148,22 @@ pub fn chat_history(
                 let mut images = Vec::new();
                 for id in ids {
                     let result = results.remove(id.as_str());
-                    let content = match result.map_or(CANCELLED, |r| r.content.as_str()) {
+                    let content = match result.map_or(CANCELLED, |(r, _)| r.content.as_str()) {
                         "" => EMPTY_RESULT,
                         content => content,
                     };
-                    if let Some(r) = result.filter(|r| shown.contains(r.id.as_str())) {
+                    let earlier = result.is_some_and(|(_, earlier)| earlier);
+                    let content = if earlier {
+                        replayed(content, view.max_replayed_result_bytes).into_owned()
+                    } else {
+                        content.to_owned()
+                    };
+                    if let Some((r, _)) = result.filter(|(r, _)| shown.contains(r.id.as_str())) {
                         images.extend(r.images.iter().cloned());
                     }
                     out.push(ChatMessage::Tool {
                         tool_call_id: id,
-                        content: content.to_owned(),
+                        content,
                     });
                 }
                 // Tool messages carry only text: the images follow them.
@@ -152,7 +205,7 @@ mod tests {
     }
 
     fn shape(history: &[Message]) -> Vec<String> {
-        chat_history(String::new(), history, |_| false, false)
+        chat_history(String::new(), history, |_| false, RequestView::plain())
             .into_iter()
             .map(|m| match m {
                 ChatMessage::User { content } => format!("user:{content}"),
@@ -199,13 +252,13 @@ mod tests {
             shape(&empty),
             ["calls:1", format!("c1:{EMPTY_RESULT}").as_str()]
         );
-        let with_system = chat_history("Help.".into(), &[], |_| false, false);
+        let with_system = chat_history("Help.".into(), &[], |_| false, RequestView::plain());
         assert!(matches!(
             with_system.as_slice(),
             [ChatMessage::System { .. }]
         ));
         assert!(
-            chat_history("  ".into(), &[], |_| false, false).is_empty(),
+            chat_history("  ".into(), &[], |_| false, RequestView::plain()).is_empty(),
             "no empty system message"
         );
     }
@@ -220,12 +273,16 @@ mod tests {
             data: "iVBOR".into(),
         }];
         let history = [call("c1"), shot];
-        let seeing = chat_history(String::new(), &history, |_| false, true);
+        let seeing_view = RequestView {
+            vision: true,
+            ..RequestView::plain()
+        };
+        let seeing = chat_history(String::new(), &history, |_| false, seeing_view);
         assert!(
             matches!(seeing.last(), Some(ChatMessage::UserImages { images, .. }) if images[0].data == "iVBOR"),
             "{seeing:?}"
         );
-        let blind = chat_history(String::new(), &history, |_| false, false);
+        let blind = chat_history(String::new(), &history, |_| false, RequestView::plain());
         assert!(
             !blind
                 .iter()
@@ -241,10 +298,43 @@ mod tests {
             r.images = history[1].images.clone();
             long.push(r);
         }
-        let sent = chat_history(String::new(), &long, |_| false, true)
+        let sent = chat_history(String::new(), &long, |_| false, seeing_view)
             .iter()
             .filter(|m| matches!(m, ChatMessage::UserImages { .. }))
             .count();
         assert_eq!(sent, IMAGE_RESULTS_SHOWN);
+    }
+
+    /// An earlier turn's long result is cut in later requests, with a
+    /// marker; the running turn's is whole.
+    #[test]
+    fn earlier_long_results_are_cut() {
+        let long = "é".repeat(100);
+        let history = [
+            call("c1"),
+            result("c1", &long),
+            call("c2"),
+            result("c2", &long),
+        ];
+        let view = RequestView {
+            vision: false,
+            turn_from: 2,
+            max_replayed_result_bytes: 51,
+        };
+        let out = chat_history(String::new(), &history, |_| false, view);
+        let tool = |i: usize| match &out[i] {
+            ChatMessage::Tool { content, .. } => content.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            tool(1).starts_with(&"é".repeat(25)),
+            "cut on a character boundary"
+        );
+        assert!(
+            tool(1).contains("[… 150 more bytes not shown again"),
+            "{}",
+            tool(1)
+        );
+        assert_eq!(tool(3), long, "the running turn reads it whole");
     }
 }

@@ -45,6 +45,10 @@ pub struct SessionLimits {
     /// Most live subscribers (SSE streams and WebSockets) of one session
     /// (`too_many_subscribers`).
     pub max_subscribers: usize,
+    /// Most bytes of a tool result that later turns' requests carry again;
+    /// the rest is cut with a marker (the turn that called the tool reads
+    /// it whole).
+    pub max_replayed_result_bytes: usize,
 }
 
 impl Default for SessionLimits {
@@ -60,6 +64,7 @@ impl Default for SessionLimits {
             max_history_bytes: 32 * 1024 * 1024,
             history_memory_bytes: 4 * 1024 * 1024,
             max_subscribers: 16,
+            max_replayed_result_bytes: 16 * 1024,
         }
     }
 }

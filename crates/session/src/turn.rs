@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::answer::CheckedAnswer;
-use crate::chat_history::{CANCELLED, chat_history};
+use crate::chat_history::{CANCELLED, RequestView, chat_history};
 use crate::context::SessionCtx;
 use crate::events::Durability;
 use crate::history::message;
@@ -101,7 +101,16 @@ impl<H: Host> Kernel<H> {
             .unwrap_or_else(|| provider.default_model.clone());
         let tools = SessionTools::for_session(self, assistant, &ctx.config.tools, Some(ctx));
         let specs = tools.specs();
-        let vision = provider.client.caps(&model).vision;
+        // Where this turn's messages start (its input is before).
+        let turn_from = self
+            .with_history(ctx, |h| h.len())
+            .await?
+            .saturating_sub(history_from);
+        let view = RequestView {
+            vision: provider.client.caps(&model).vision,
+            turn_from,
+            max_replayed_result_bytes: self.settings.limits.max_replayed_result_bytes,
+        };
         for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(outcome);
@@ -113,7 +122,7 @@ impl<H: Host> Kernel<H> {
                 messages: self
                     .with_history(ctx, |h| {
                         let h = h.get(history_from..).unwrap_or_default();
-                        chat_history(system, h, |m| self.is_report(m), vision)
+                        chat_history(system, h, |m| self.is_report(m), view)
                     })
                     .await?,
                 tools: specs.clone(),

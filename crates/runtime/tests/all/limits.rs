@@ -28,8 +28,12 @@ async fn a_long_tool_result_is_cut_in_its_event_but_not_for_the_model() {
         vec![
             MockReply::call("fetch_big", json!({})),
             MockReply::text("Done."),
+            MockReply::text("Still here."),
         ],
-        |c| c.kernel.limits.max_event_result_bytes = 1_000,
+        |c| {
+            c.kernel.limits.max_event_result_bytes = 1_000;
+            c.kernel.limits.max_replayed_result_bytes = 2_000;
+        },
     )
     .await;
     let base = big_tool_server().await;
@@ -75,6 +79,24 @@ async fn a_long_tool_result_is_cut_in_its_event_but_not_for_the_model() {
     let short = serde_json::to_value(short).unwrap();
     assert_eq!(short["result"], json!({"ok": true}));
     assert!(short.get("truncated").is_none(), "{short}");
+    // A later turn's request carries it cut, with a marker.
+    h.rt.send_user_message(WS, &s, "and now?").await.unwrap();
+    events.next_of("turn.completed").await;
+    let third = &h.mock.requests()[2];
+    let replayed = third["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(replayed.len() < 2_200, "{}", replayed.len());
+    assert!(
+        replayed.contains("more bytes not shown again"),
+        "{replayed}"
+    );
 }
 
 #[tokio::test]
