@@ -202,6 +202,12 @@ impl Inner {
                 message: "the session has ended".into(),
             });
         }
+        // The turn that asked ends first, idle work included: a sub-agent
+        // must not take the answered question for "nothing left to do" and
+        // report before the answer's turn has run.
+        if ctx.peek(|s: &InteractionState| s.question.is_some()) == Some(true) {
+            ctx.wait_turn().await;
+        }
         let (pending, answers) = ctx.ext(|s: &mut InteractionState| take_answered(s, &params))?;
         let result = ask_user::result_text(&pending.questions, &answers);
         let event = AskUserAnswered {
@@ -212,7 +218,6 @@ impl Inner {
             sub_session_title: None,
         };
         inner.settle_question(ctx, &pending, &result, event).await?;
-        ctx.wait_turn().await;
         // The turn that asked may still be ending on another instance.
         inner.cluster().start_turn_for_request(ctx, false).await?;
         Ok(AnswerResponse {
