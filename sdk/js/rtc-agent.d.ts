@@ -47,6 +47,10 @@ export interface AskUserAnswered extends EventBase { type: "ask_user.answered"; 
 export interface HandoffRequested extends EventBase { type: "handoff.requested"; reason?: string; summary?: string }
 export interface HandoffReleased extends EventBase { type: "handoff.released" }
 export interface SessionEnded extends EventBase { type: "session.ended"; reason?: string | null; endedBy: string }
+export interface ContextCompacted extends EventBase {
+  type: "context.compacted"; tokensBefore: number; tokensAfter: number; contextWindow: number; summarizedMessages: number;
+  reason: "threshold" | "context_length_exceeded";
+}
 export interface ErrorEvent extends EventBase { type: "error"; code: string; message: string }
 /** Any other event type (todo.updated, goal.updated, workflow.node_entered, …). */
 export interface OtherEvent extends EventBase { [field: string]: unknown }
@@ -68,6 +72,7 @@ export interface EventMap {
   "handoff.requested": HandoffRequested;
   "handoff.released": HandoffReleased;
   "session.ended": SessionEnded;
+  "context.compacted": ContextCompacted;
   "error": ErrorEvent;
 }
 

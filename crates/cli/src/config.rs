@@ -49,6 +49,7 @@ struct FileConfig {
     llm_token_parameter: Option<TokenParameter>,
     llm_sampling: Option<bool>,
     llm_vision: Option<bool>,
+    llm_context_window: Option<u32>,
     llm_max_tools: Option<u64>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
@@ -99,6 +100,9 @@ pub struct ProviderSettings {
     /// Whether its models read images (tool results' images).
     #[serde(default)]
     pub vision: Option<bool>,
+    /// Its models' context window in tokens.
+    #[serde(default)]
+    pub context_window: Option<u32>,
     /// The same, per model name (`[providers.NAME.models."MODEL"]`).
     #[serde(default)]
     pub models: BTreeMap<String, CapsOverride>,
@@ -114,6 +118,7 @@ impl ProviderSettings {
             token_parameter: self.token_parameter,
             sampling: self.sampling,
             vision: self.vision,
+            context_window: self.context_window,
         }
     }
 }
@@ -369,6 +374,12 @@ impl Settings {
                 },
                 sampling: env_flag("RTC_LLM_SAMPLING")?.or(file.llm_sampling),
                 vision: env_flag("RTC_LLM_VISION")?.or(file.llm_vision),
+                context_window: match env("RTC_LLM_CONTEXT_WINDOW") {
+                    Some(v) => Some(v.parse().ok().filter(|w| *w >= 1_024).context(
+                        "RTC_LLM_CONTEXT_WINDOW must be a number of tokens, at least 1024",
+                    )?),
+                    None => file.llm_context_window,
+                },
                 models: BTreeMap::new(),
                 max_tools: Some(number(
                     "RTC_LLM_MAX_TOOLS",

@@ -21,6 +21,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
             token_parameter: None,
             sampling: None,
             vision: None,
+            context_window: None,
             models: Default::default(),
             max_tools: None,
         },

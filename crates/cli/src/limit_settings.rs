@@ -19,6 +19,7 @@ pub(crate) struct LimitFile {
     pub max_walk_events: Option<u64>,
     pub max_history_bytes: Option<u64>,
     pub max_replayed_result_bytes: Option<u64>,
+    pub context_compact_percent: Option<u64>,
     pub max_subscribers_per_session: Option<u64>,
     pub test_concurrency_per_workspace: Option<u64>,
     pub max_test_runs_per_workspace: Option<u64>,
@@ -30,7 +31,7 @@ pub(crate) struct LimitFile {
 }
 
 /// The keys of [`LimitFile`] (a test holds them equal).
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 17] = [
     "max_value_bytes",
     "max_variables_bytes",
     "max_update_rules",
@@ -39,6 +40,7 @@ const KEYS: [&str; 16] = [
     "max_walk_events",
     "max_history_bytes",
     "max_replayed_result_bytes",
+    "context_compact_percent",
     "max_subscribers_per_session",
     "test_concurrency_per_workspace",
     "max_test_runs_per_workspace",
@@ -82,6 +84,9 @@ pub struct LimitSettings {
     pub max_history_bytes: u64,
     /// Bytes of a tool result later turns' requests carry again.
     pub max_replayed_result_bytes: u64,
+    /// The share of a model's context window (percent) past which a
+    /// request is compacted.
+    pub context_compact_percent: u64,
     /// Live subscribers (SSE and WebSocket) of one session.
     pub max_subscribers_per_session: u64,
     /// Conversation test runs of one workspace at once.
@@ -158,6 +163,14 @@ impl LimitSettings {
                 file.max_replayed_result_bytes,
                 wide(runtime.max_replayed_result_bytes),
             )?,
+            context_compact_percent: match number(
+                "RTC_CONTEXT_COMPACT_PERCENT",
+                file.context_compact_percent,
+                u64::from(runtime.context_compact_percent),
+            )? {
+                p @ 10..=95 => p,
+                p => anyhow::bail!("RTC_CONTEXT_COMPACT_PERCENT must be 10 to 95, not {p}"),
+            },
             max_subscribers_per_session: number(
                 "RTC_MAX_SUBSCRIBERS_PER_SESSION",
                 file.max_subscribers_per_session,

@@ -204,6 +204,7 @@ fn build_runtime(
             update: l.update_bounds(),
             max_history_bytes: l.max_history_bytes,
             max_replayed_result_bytes: size(l.max_replayed_result_bytes),
+            context_compact_percent: u8::try_from(l.context_compact_percent).unwrap_or(80),
             max_subscribers: size(l.max_subscribers_per_session),
             ..SessionLimits::default()
         },

@@ -27,6 +27,7 @@ pub mod task_backend_rules;
 pub mod test_rules;
 pub mod text;
 pub mod time;
+pub mod tokens;
 pub mod tool_rules;
 pub mod v3_mapping;
 mod workflow_edge_rules;

@@ -125,6 +125,10 @@ pub enum LlmError {
         "the model provider refused the request: the account's quota is exhausted ({0}); check its plan and billing"
     )]
     Quota(String),
+    /// The request is longer than the model's context window
+    /// (`context_length_exceeded`): the session compacts and retries.
+    #[error("the request does not fit the model's context window: {0}")]
+    ContextLength(String),
 }
 
 pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, LlmError>> + Send>>;
@@ -147,6 +151,13 @@ pub trait LlmClient: Send + Sync {
     }
 
     fn stream(&self, request: ChatRequest) -> LlmStream;
+
+    /// `text`'s tokens for `model`: its real tokenizer where the client
+    /// knows one, else the documented estimate ([`crate::tokens`]).
+    fn count_tokens(&self, model: &str, text: &str) -> u32 {
+        let _ = model;
+        crate::tokens::estimate(text)
+    }
 
     /// Where it is served, when it is an HTTP provider.
     fn endpoint(&self) -> Option<Endpoint> {

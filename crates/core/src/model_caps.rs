@@ -16,6 +16,21 @@
 //! (not `o1-mini`), `o3`, `o4`, `claude`, `gemini`, `pixtral`, `llava`,
 //! and names with `-vl` or `vision`; others read a description.
 //!
+//! Context windows (input and output tokens together, R-RN-8):
+//!
+//! | models | window |
+//! |---|---|
+//! | `gpt-4.1*` | 1,047,576 |
+//! | `gpt-5*` (not `-chat`) | 400,000 |
+//! | `o1`, `o3`, `o4-mini`, `claude*` | 200,000 |
+//! | `gemini*` | 1,048,576 |
+//! | `gpt-4o*`, `chatgpt-4o*`, `gpt-4-turbo*`, `gpt-5*-chat*`, `o1-mini`, `llama-3.1`…`3.3`, `deepseek*` | 128,000 |
+//! | `gpt-4-32k*` | 32,768 |
+//! | `gpt-4` and its dated variants | 8,192 |
+//! | `gpt-3.5-turbo*` | 16,385 |
+//! | `qwen*`, `mistral*`, `mixtral*` | 32,768 |
+//! | anything else | 128,000 (set `context_window` for a smaller local model) |
+//!
 //! A gateway's prefix (`openai/o3-mini`) is ignored; the name is matched
 //! without regard to case.
 
@@ -48,6 +63,8 @@ pub struct ModelCaps {
     pub sampling: bool,
     /// Whether it reads images.
     pub vision: bool,
+    /// Its context window in tokens (input and output together).
+    pub context_window: u32,
 }
 
 /// What a configuration says of a model, each unset field left to the
@@ -61,6 +78,8 @@ pub struct CapsOverride {
     pub sampling: Option<bool>,
     #[serde(default)]
     pub vision: Option<bool>,
+    #[serde(default, alias = "contextWindow")]
+    pub context_window: Option<u32>,
 }
 
 impl CapsOverride {
@@ -70,6 +89,7 @@ impl CapsOverride {
             token_parameter: self.token_parameter.unwrap_or(caps.token_parameter),
             sampling: self.sampling.unwrap_or(caps.sampling),
             vision: self.vision.unwrap_or(caps.vision),
+            context_window: self.context_window.unwrap_or(caps.context_window),
         }
     }
 }
@@ -87,17 +107,52 @@ pub fn model_caps(model: &str) -> ModelCaps {
     });
     let gpt5 = name.starts_with("gpt-5");
     let vision = sees_images(&name);
+    let context_window = window_of(&name);
     if reasoning || gpt5 {
         return ModelCaps {
             token_parameter: TokenParameter::MaxCompletionTokens,
             sampling: gpt5 && name.contains("-chat"),
             vision,
+            context_window,
         };
     }
     ModelCaps {
         token_parameter: TokenParameter::MaxTokens,
         sampling: true,
         vision,
+        context_window,
+    }
+}
+
+/// The window a model of this (lower-case) name has (the table above).
+fn window_of(name: &str) -> u32 {
+    let starts = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
+    let family = |f: &str| {
+        name.strip_prefix(f)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    };
+    if starts(&["gpt-4.1"]) {
+        1_047_576
+    } else if starts(&["gemini"]) {
+        1_048_576
+    } else if starts(&["gpt-5"]) && !name.contains("-chat") {
+        400_000
+    } else if name.starts_with("o1-mini") {
+        128_000
+    } else if family("o1") || family("o3") || family("o4") || starts(&["o4-mini", "claude"]) {
+        200_000
+    } else if starts(&["gpt-4-32k"]) {
+        32_768
+    } else if starts(&["gpt-4o", "chatgpt-4o", "gpt-4-turbo", "gpt-5"]) {
+        128_000
+    } else if name == "gpt-4" || name.starts_with("gpt-4-0") {
+        8_192
+    } else if starts(&["gpt-3.5-turbo"]) {
+        16_385
+    } else if starts(&["qwen", "mistral", "mixtral"]) {
+        32_768
+    } else {
+        128_000
     }
 }
 
@@ -196,6 +251,33 @@ mod tests {
     }
 
     #[test]
+    fn context_windows() {
+        for (m, w) in [
+            ("gpt-4.1-mini", 1_047_576),
+            ("gpt-4o-mini", 128_000),
+            ("openai/gpt-5-mini", 400_000),
+            ("gpt-5-chat-latest", 128_000),
+            ("o3-mini", 200_000),
+            ("o1-mini", 128_000),
+            ("claude-3-5-sonnet", 200_000),
+            ("gpt-4", 8_192),
+            ("gpt-4-0613", 8_192),
+            ("gpt-4-32k", 32_768),
+            ("gpt-4-turbo", 128_000),
+            ("gpt-3.5-turbo", 16_385),
+            ("qwen2.5-7b", 32_768),
+            ("mock", 128_000),
+        ] {
+            assert_eq!(model_caps(m).context_window, w, "{m}");
+        }
+        let small = CapsOverride {
+            context_window: Some(4_096),
+            ..CapsOverride::default()
+        };
+        assert_eq!(small.apply(model_caps("gpt-4o")).context_window, 4_096);
+    }
+
+    #[test]
     fn overrides_set_only_what_they_name() {
         let base = model_caps("my-reasoner");
         let o = CapsOverride {
@@ -207,7 +289,8 @@ mod tests {
             ModelCaps {
                 token_parameter: TokenParameter::MaxTokens,
                 sampling: false,
-                vision: false
+                vision: false,
+                context_window: 128_000,
             }
         );
     }

@@ -128,6 +128,9 @@ impl OpenAiClient {
                     if status == 429 && is_quota_error(&text) {
                         return Err(LlmError::Quota(error_message(&text)));
                     }
+                    if status == 400 && is_context_length_error(&text) {
+                        return Err(LlmError::ContextLength(error_message(&text)));
+                    }
                     let failure = LlmError::Http {
                         status,
                         message: error_message(&text),
@@ -202,6 +205,28 @@ fn is_quota_error(body: &str) -> bool {
     })
 }
 
+/// Whether a 400's body says the request is longer than the model's
+/// context window: OpenAI's `context_length_exceeded` code, or the words
+/// other providers use for it.
+fn is_context_length_error(body: &str) -> bool {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    if parsed.as_ref().is_some_and(|v| {
+        v.pointer("/error/code").and_then(Value::as_str) == Some("context_length_exceeded")
+    }) {
+        return true;
+    }
+    let lower = body.to_ascii_lowercase();
+    [
+        "maximum context length",
+        "context_length_exceeded",
+        "context window",
+        "prompt is too long",
+        "too many tokens",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
 /// The provider's error message, shortened.
 fn error_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
@@ -241,6 +266,10 @@ pub fn redacted_base_url(url: &str) -> String {
 impl LlmClient for OpenAiClient {
     fn caps(&self, model: &str) -> ModelCaps {
         OpenAiClient::caps(self, model)
+    }
+
+    fn count_tokens(&self, model: &str, text: &str) -> u32 {
+        crate::tokenizer::count(model, text)
     }
 
     fn endpoint(&self) -> Option<rtc_core::llm::Endpoint> {

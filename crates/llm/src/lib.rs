@@ -8,6 +8,7 @@
 
 mod accumulate;
 mod client;
+mod tokenizer;
 mod wire;
 
 pub use accumulate::Accumulator;

@@ -113,8 +113,26 @@ event_kinds! {
     /// The user started speaking (a realtime session): the host must
     /// flush what it has not played yet.
     SpeechStarted(SpeechStarted) = "speech.started",
+    /// Older messages were replaced by a summary in the session's model
+    /// requests (the stored history stays whole).
+    ContextCompacted(ContextCompacted) = "context.compacted",
     /// Something failed; the session stays usable.
     Error(ErrorEvent) = "error",
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextCompacted {
+    /// The request's tokens before and after (as counted for the model).
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// The model's context window the request must fit.
+    pub context_window: u64,
+    /// How many stored messages the summary now stands for.
+    pub summarized_messages: u64,
+    /// `threshold` (the request would pass the configured share of the
+    /// window) or `context_length_exceeded` (the provider refused it).
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

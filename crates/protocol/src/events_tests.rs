@@ -136,6 +136,11 @@ fn every_kind_has_one_shape_on_the_wire() {
             json!({"inputRate": 16000, "outputRate": 24000, "dialect": "qwen"}),
         ),
         ("speech.started", json!({"audioStartMs": 1200})),
+        (
+            "context.compacted",
+            json!({"tokensBefore": 3300, "tokensAfter": 900, "contextWindow": 4096,
+                   "summarizedMessages": 12, "reason": "threshold"}),
+        ),
         ("error", json!({"code": "llm_failed", "message": "m"})),
     ];
     let mut seen = std::collections::BTreeSet::new();

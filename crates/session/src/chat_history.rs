@@ -48,7 +48,7 @@ impl RequestView {
 
 /// An earlier turn's tool result as a later request carries it: cut at
 /// `max` bytes (on a character boundary) with a marker saying so.
-fn replayed(content: &str, max: usize) -> std::borrow::Cow<'_, str> {
+pub(crate) fn replayed(content: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if content.len() <= max {
         return content.into();
     }

@@ -218,6 +218,8 @@ impl<H: Host> Kernel<H> {
             *history = None;
             ctx.history_bytes
                 .store(crate::history::UNKNOWN_SIZE, Ordering::SeqCst);
+            // Another instance may have compacted the context meanwhile.
+            ctx.ext(crate::compaction::ContextMemory::forget_summary);
         }
         if let Some(record) = self.store.session_by_id(&ctx.id).await? {
             let mut state = ctx.state.lock().await;

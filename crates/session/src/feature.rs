@@ -114,6 +114,17 @@ pub trait Feature<H: Host>: Send + Sync {
         &[]
     }
 
+    /// What the model must keep seeing of the feature's state once the
+    /// session's older messages are summarized (open todos, an active
+    /// goal): a few lines the compacted request carries verbatim.
+    fn context_note<'a>(
+        &'a self,
+        _host: &'a Arc<H>,
+        _ctx: &'a SessionCtx,
+    ) -> BoxFuture<'a, Result<Option<String>, RuntimeError>> {
+        Box::pin(async { Ok(None) })
+    }
+
     /// Put the feature's services (what it keeps across sessions: drivers,
     /// bridges, queues) in the kernel's `services`, once at start.
     fn services(&self, _config: &H::Config, _services: &mut Extensions) {}

@@ -25,6 +25,7 @@ pub mod background;
 pub mod broker;
 pub mod chat_history;
 pub mod cluster;
+pub mod compaction;
 pub mod config_cache;
 pub mod context;
 pub mod contexts;

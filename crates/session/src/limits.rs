@@ -49,6 +49,9 @@ pub struct SessionLimits {
     /// the rest is cut with a marker (the turn that called the tool reads
     /// it whole).
     pub max_replayed_result_bytes: usize,
+    /// The share of the model's context window (percent, 10 to 95) past
+    /// which a request is compacted.
+    pub context_compact_percent: u8,
 }
 
 impl Default for SessionLimits {
@@ -65,6 +68,7 @@ impl Default for SessionLimits {
             history_memory_bytes: 4 * 1024 * 1024,
             max_subscribers: 16,
             max_replayed_result_bytes: 16 * 1024,
+            context_compact_percent: 80,
         }
     }
 }

@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::answer::CheckedAnswer;
-use crate::chat_history::{CANCELLED, RequestView, chat_history};
+use crate::chat_history::{CANCELLED, RequestView};
+use crate::compaction::{Pressure, StepContext};
 use crate::context::SessionCtx;
 use crate::events::Durability;
 use crate::history::message;
@@ -49,6 +50,20 @@ enum Streamed {
     },
     /// Cancelled, or the call failed (reported as an `error` event).
     Nothing,
+    /// The provider refused the request as longer than the model's
+    /// context window (its message).
+    TooLong(String),
+}
+
+/// The request could not be made to fit: the host is told, the turn ends
+/// (a shorter next message still gets an answer).
+async fn too_long(ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    ctx.events
+        .emit(EventBody::error(
+            "context_length_exceeded",
+            "the conversation does not fit the model's context window, even with its older messages summarized; this turn stopped",
+        ))
+        .await
 }
 
 impl<H: Host> Kernel<H> {
@@ -111,20 +126,31 @@ impl<H: Host> Kernel<H> {
             turn_from,
             max_replayed_result_bytes: self.settings.limits.max_replayed_result_bytes,
         };
+        let count = |t: &str| provider.client.count_tokens(&model, t);
+        let step = StepContext {
+            assistant,
+            provider,
+            model: &model,
+            history_from,
+            view,
+            tools_tokens: rtc_core::tokens::tools_tokens(&specs, &count),
+        };
+        // Set after the provider refused a request as too long: the next
+        // one is compacted first, and a second refusal ends the turn.
+        let mut pressure = None;
         for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(outcome);
             }
             let vars = ctx.state.lock().await.variables.clone();
             let system = render_variables(&assistant.system_prompt, &vars);
+            let Some(messages) = self.step_messages(ctx, &step, &system, pressure).await? else {
+                too_long(ctx).await?;
+                return Ok(outcome);
+            };
             let request = ChatRequest {
                 model: model.clone(),
-                messages: self
-                    .with_history(ctx, |h| {
-                        let h = h.get(history_from..).unwrap_or_default();
-                        chat_history(system, h, |m| self.is_report(m), view)
-                    })
-                    .await?,
+                messages,
                 tools: specs.clone(),
                 temperature: assistant.llm.temperature,
                 max_tokens: assistant.llm.max_tokens,
@@ -143,12 +169,23 @@ impl<H: Host> Kernel<H> {
             let response = match answer {
                 Streamed::Answer(response) => response,
                 Streamed::Nothing => return Ok(outcome),
+                Streamed::TooLong(message) if pressure.is_none() => {
+                    let tokens = self.step_tokens(ctx, &step, &system).await?;
+                    self.learn_window(ctx, tokens, &message);
+                    pressure = Some(Pressure::Refused);
+                    continue;
+                }
+                Streamed::TooLong(_) => {
+                    too_long(ctx).await?;
+                    return Ok(outcome);
+                }
                 Streamed::Cut { shown } => {
                     Box::pin(self.record_cut(ctx, shown, message_id)).await?;
                     outcome.cut = true;
                     return Ok(outcome);
                 }
             };
+            pressure = None;
             outcome.finish_reason.clone_from(&response.finish_reason);
             let taken = self
                 .with_history(ctx, |h| {
@@ -201,7 +238,7 @@ impl<H: Host> Kernel<H> {
 
     /// Whether `m` is one of the platform's own reports (a feature's, see
     /// `Feature::report_names`).
-    fn is_report(&self, m: &Message) -> bool {
+    pub(crate) fn is_report(&self, m: &Message) -> bool {
         m.name.as_deref().is_some_and(|name| {
             self.features
                 .iter()
@@ -415,6 +452,14 @@ async fn stream_answer(
                         .fetch_add(used, std::sync::atomic::Ordering::Relaxed);
                 }
                 return Ok(Streamed::Answer(r));
+            }
+            Some(Err(LlmError::ContextLength(message))) if shown.is_empty() => {
+                telemetry::record_error(
+                    &tracing::Span::current(),
+                    "context_length_exceeded",
+                    &message,
+                );
+                return Ok(Streamed::TooLong(message));
             }
             Some(Err(LlmError::Cut)) if !shown.is_empty() => {
                 telemetry::record_error(&tracing::Span::current(), "stream_cut", "cut");

@@ -100,6 +100,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "conversation_tests",
         include_str!("../migrations/sqlite/0014_conversation_tests.sql"),
     ),
+    (
+        15,
+        "context_summaries",
+        include_str!("../migrations/sqlite/0015_context_summaries.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -171,6 +176,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         14,
         "conversation_tests",
         include_str!("../migrations/postgres/0014_conversation_tests.sql"),
+    ),
+    (
+        15,
+        "context_summaries",
+        include_str!("../migrations/postgres/0015_context_summaries.sql"),
     ),
 ];
 

@@ -30,6 +30,7 @@ mod secret_box;
 mod secrets;
 mod sessions;
 mod subagents;
+mod summaries;
 mod tasks;
 mod workspaces;
 
@@ -57,6 +58,7 @@ pub use secret_box::{MasterKey, SecretBox};
 pub use secrets::SecretValue;
 pub use sessions::{NewSession, SessionRecord};
 pub use subagents::{InboxItem, InboxKind, SubAgentRecord};
+pub use summaries::ContextSummary;
 pub use tasks::{TaskEnding, TaskRecord};
 pub use workspaces::WorkspaceRecord;
 

@@ -1164,6 +1164,9 @@ mod session_cap;
 #[path = "all/instances.rs"]
 mod instances;
 
+#[path = "all/summaries.rs"]
+mod summaries;
+
 on_both!(
     conversation_tests_belong_to_their_target_and_keep_their_newest_runs,
     |store| {

@@ -26,7 +26,7 @@ mod workflow_stand_ins;
 pub use db::{Engine, TestDatabase};
 pub use hostile_http::{Hostile, hostile_http};
 pub use mcp::{McpHttpServer, everything_stdio_command, repo_root};
-pub use mock_llm::{Misbehaviour, MockLlm, MockReply};
+pub use mock_llm::{Misbehaviour, MockLlm, MockReply, request_tokens};
 pub use opencode::{
     OPENCODE_MODELS, OPENCODE_OFFLINE_ENV, OpencodeServer, opencode_binary, opencode_reply,
     opencode_test_config, twenty_words,

@@ -61,6 +61,9 @@ struct Shared {
     record: bool,
     /// Answer with a whole JSON completion even to streaming requests.
     whole: Arc<std::sync::atomic::AtomicBool>,
+    /// The model's context window in tokens as the mock counts them
+    /// ([`request_tokens`]); 0: none.
+    window: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// The running mock; stops when dropped.
@@ -88,6 +91,7 @@ impl MockLlm {
             responder: None,
             record: true,
             whole: Arc::default(),
+            window: Arc::default(),
         })
         .await
     }
@@ -101,6 +105,7 @@ impl MockLlm {
             responder: Some(Arc::new(f)),
             record: false,
             whole: Arc::default(),
+            window: Arc::default(),
         })
         .await
     }
@@ -115,6 +120,7 @@ impl MockLlm {
             responder: Some(Arc::new(f)),
             record: true,
             whole: Arc::default(),
+            window: Arc::default(),
         })
         .await
     }
@@ -140,6 +146,14 @@ impl MockLlm {
         self.shared
             .whole
             .store(whole, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Refuse requests longer than `tokens` (as the mock counts them,
+    /// [`request_tokens`]) as OpenAI does: 400 `context_length_exceeded`.
+    pub fn set_context_window(&self, tokens: u32) {
+        self.shared
+            .window
+            .store(tokens, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Append replies to the script.
@@ -170,12 +184,20 @@ impl MockLlm {
 
 async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Response {
     let request = body.0;
+    // Too long for the window: refused before any reply is taken.
+    let window = shared.window.load(std::sync::atomic::Ordering::Relaxed);
+    let used = if window > 0 {
+        request_tokens(&request)
+    } else {
+        0
+    };
     let reply = {
         let Ok(mut inner) = shared.inner.lock() else {
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         };
         inner.calls_made += 1;
         let reply = match &shared.responder {
+            _ if used > window => None,
             Some(f) => Some(f(&request)),
             None => inner.script.pop_front(),
         };
@@ -184,6 +206,12 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
         }
         reply
     };
+    if used > window {
+        let body = json!({"error": {"message": format!(
+            "This model's maximum context length is {window} tokens. However, your messages resulted in {used} tokens. Please reduce the length of the messages."),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
     // Refused as OpenAI would, whatever the script says (not checked by
     // a load mock, whose work would count against the server measured).
     if shared.record
@@ -226,6 +254,19 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
         MockReply::Misbehave(m) => m.respond(),
         MockReply::Delayed(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// A request's tokens as the mock counts them: a quarter of the bytes of
+/// its messages' and functions' JSON plus the answer it asks room for (a
+/// provider's own count, close to but not the same as the server's).
+pub fn request_tokens(request: &Value) -> u32 {
+    let bytes = request["messages"].to_string().len() + request["tools"].to_string().len();
+    let asked = request
+        .get("max_tokens")
+        .or_else(|| request.get("max_completion_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    u32::try_from(bytes.div_ceil(4) as u64 + asked).unwrap_or(u32::MAX)
 }
 
 /// A call id unique in the process, as real providers give.

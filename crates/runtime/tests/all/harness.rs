@@ -127,6 +127,11 @@ impl Harness {
 pub struct Events(futures::stream::BoxStream<'static, SessionEvent>);
 
 impl Events {
+    /// `session`'s events on `rt` from the start, live.
+    pub async fn of(rt: &Runtime, session: &str) -> Self {
+        Self(rt.subscribe(WS, session, 0).await.unwrap().boxed())
+    }
+
     /// The next event of `kind` that `matches`, skipping others; fails the
     /// test when none comes in time.
     pub async fn until(&mut self, kind: &str, matches: impl Fn(&Value) -> bool) -> SessionEvent {

@@ -12,6 +12,7 @@ mod harness;
 
 mod amplifiers;
 mod builtins;
+mod context;
 mod conversation;
 mod ending;
 mod eviction;

@@ -341,6 +341,9 @@ async function liveSession(sid) {
       case "handoff.requested": showHandoff(); line("handed off to a human agent"); break;
       case "handoff.released": handoff.hidden = true; line("back to the model"); break;
       case "turn.skipped": line("the model stayed silent"); break;
+      case "context.compacted":
+        line(`older messages summarized for the model: ${e.tokensBefore} → ${e.tokensAfter} tokens of ${e.contextWindow}`);
+        break;
       case "session.ended":
         status.textContent = "ended";
         line(`session ended${e.reason ? `: ${e.reason}` : ""}`);

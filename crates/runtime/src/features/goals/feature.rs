@@ -31,6 +31,31 @@ impl Feature<Inner> for Goals {
         ]
     }
 
+    fn context_note<'a>(
+        &'a self,
+        rt: &'a Arc<Inner>,
+        ctx: &'a SessionCtx,
+    ) -> BoxFuture<'a, Result<Option<String>, RuntimeError>> {
+        Box::pin(async move {
+            let goals = rt.store.goals(&ctx.id).await?;
+            let active: Vec<&GoalRecord> = goals
+                .iter()
+                .filter(|g| g.status == rtc_protocol::GoalStatus::Active)
+                .collect();
+            if active.is_empty() {
+                return Ok(None);
+            }
+            let mut note = "Your active goals:".to_owned();
+            for g in active {
+                note.push_str(&format!(
+                    "\n- goal_id {} ({} of at most {} turns): {}",
+                    g.id, g.completed_turns, g.max_turns, g.condition
+                ));
+            }
+            Ok(Some(note))
+        })
+    }
+
     fn periodic(&self, config: &RuntimeConfig) -> Vec<Periodic> {
         vec![Periodic {
             what: "renewing or taking over goals",

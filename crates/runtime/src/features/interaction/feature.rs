@@ -44,6 +44,17 @@ impl Feature<Inner> for Interaction {
         Box::pin(async { Ok(()) })
     }
 
+    fn context_note<'a>(
+        &'a self,
+        _rt: &'a Arc<Inner>,
+        ctx: &'a SessionCtx,
+    ) -> BoxFuture<'a, Result<Option<String>, RuntimeError>> {
+        let note = ctx
+            .peek(|s: &InteractionState| open_todos(&s.todos))
+            .flatten();
+        Box::pin(async move { Ok(note) })
+    }
+
     fn reload(&self, record: &SessionRecord, ext: &mut Extensions) {
         if record.pending_question.is_some() || !record.todos.is_empty() {
             ext.insert(InteractionState::stored(record));
@@ -65,4 +76,22 @@ impl Feature<Inner> for Interaction {
         ctx.peek(|s: &InteractionState| s.question.is_some())
             .unwrap_or(false)
     }
+}
+
+/// The todo list as a compacted request carries it, when any is open.
+fn open_todos(todos: &[rtc_protocol::TodoItem]) -> Option<String> {
+    use rtc_protocol::TodoStatus;
+    if todos.iter().all(|t| t.status == TodoStatus::Completed) {
+        return None;
+    }
+    let mut note = "Your todo list (todoWrite) as it stands:".to_owned();
+    for t in todos {
+        let status = match t.status {
+            TodoStatus::Pending => "pending",
+            TodoStatus::InProgress => "in progress",
+            TodoStatus::Completed => "completed",
+        };
+        note.push_str(&format!("\n- [{status}] {}", t.content));
+    }
+    Some(note)
 }
