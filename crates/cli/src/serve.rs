@@ -186,6 +186,8 @@ fn build_runtime(
         max_steps_per_turn: settings.max_steps_per_turn,
         capture_content: std::env::var("RTC_OTEL_CAPTURE_CONTENT")
             .is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
+        // Workspace ids on /metrics only when it needs a token.
+        metrics_by_workspace: settings.metrics_token.is_some(),
         idle_session_ttl: std::time::Duration::from_secs(settings.idle_session_secs),
         cluster: ClusterSettings {
             instance: settings

@@ -224,8 +224,19 @@ async fn a_conversation_is_one_trace_per_turn_with_genai_spans() -> anyhow::Resu
     assert_eq!(chat.attrs["gen_ai.operation.name"], "chat");
     assert_eq!(chat.attrs["gen_ai.system"], "openai");
     assert_eq!(chat.attrs["gen_ai.request.model"], "mock-model");
-    assert_eq!(chat.attrs["gen_ai.usage.input_tokens"], "10");
-    assert_eq!(chat.attrs["gen_ai.usage.output_tokens"], "5");
+    // What the provider reported (the mock counts the request's size).
+    assert!(
+        chat.attrs["gen_ai.usage.input_tokens"]
+            .parse::<u64>()
+            .is_ok_and(|n| n > 100),
+        "{chat:?}"
+    );
+    assert!(
+        chat.attrs["gen_ai.usage.output_tokens"]
+            .parse::<u64>()
+            .is_ok_and(|n| n > 0),
+        "{chat:?}"
+    );
     assert_eq!(chat.attrs["rtc.session.id"], sid);
     // The second turn's model call failed: an error span.
     let failed = spans

@@ -85,6 +85,10 @@ pub enum OutputFormat {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those the provider read from its prompt cache
+    /// (`prompt_tokens_details.cached_tokens`).
+    #[serde(default)]
+    pub cached_tokens: u64,
 }
 
 /// The complete answer of one completion.

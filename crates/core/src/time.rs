@@ -16,6 +16,18 @@ pub fn rfc3339_from_millis(ms: i64) -> String {
     )
 }
 
+/// Days since 1970-01-01 of a (proleptic Gregorian) date; Howard
+/// Hinnant's civil-to-days algorithm.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;

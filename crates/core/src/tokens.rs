@@ -53,15 +53,13 @@ pub fn message_tokens(m: &ChatMessage, count: &dyn Fn(&str) -> u32) -> u32 {
     text.saturating_add(MESSAGE_OVERHEAD)
 }
 
-/// The tokens the functions offered cost (their JSON, as providers
-/// render it into the prompt).
+/// The tokens the functions offered cost: each function's JSON as the
+/// request carries it (providers render about as much into the prompt).
 pub fn tools_tokens(tools: &[std::sync::Arc<ToolSpec>], count: &dyn Fn(&str) -> u32) -> u32 {
     tools.iter().fold(0u32, |sum, t| {
-        let schema = serde_json::to_string(&t.parameters).unwrap_or_default();
-        sum.saturating_add(count(&t.name))
-            .saturating_add(count(&t.description))
-            .saturating_add(count(&schema))
-            .saturating_add(MESSAGE_OVERHEAD * 2)
+        let sent = serde_json::json!({"type": "function", "function": &**t}).to_string();
+        sum.saturating_add(count(&sent))
+            .saturating_add(MESSAGE_OVERHEAD)
     })
 }
 

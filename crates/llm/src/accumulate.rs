@@ -34,6 +34,10 @@ impl Accumulator {
                     .get("completion_tokens")
                     .and_then(Value::as_u64)
                     .unwrap_or(0),
+                cached_tokens: usage
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
             });
         }
         let mut text = String::new();

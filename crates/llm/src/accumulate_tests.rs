@@ -48,7 +48,8 @@ fn parallel_tool_calls_with_indexes_and_usage() {
         r.usage,
         Some(Usage {
             prompt_tokens: 82,
-            completion_tokens: 31
+            completion_tokens: 31,
+            cached_tokens: 0
         })
     );
 }
@@ -103,7 +104,8 @@ fn a_whole_completion_is_read_too() {
         r.usage,
         Some(Usage {
             prompt_tokens: 5,
-            completion_tokens: 7
+            completion_tokens: 7,
+            cached_tokens: 0
         })
     );
 }
@@ -155,5 +157,24 @@ fn a_repeated_id_in_one_answer_is_replaced_and_refusals_are_kept() {
     assert_eq!(
         acc.finish().refusal.as_deref(),
         Some("I can't help with that.")
+    );
+}
+
+#[test]
+fn cached_prompt_tokens_are_read() {
+    let mut acc = Accumulator::default();
+    let chunk: Value = serde_json::from_str(
+        r#"{"choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":1920}}}"#,
+    )
+    .unwrap();
+    acc.push(&chunk).unwrap();
+    let r = acc.finish();
+    assert_eq!(
+        r.usage,
+        Some(Usage {
+            prompt_tokens: 2006,
+            completion_tokens: 300,
+            cached_tokens: 1920
+        })
     );
 }

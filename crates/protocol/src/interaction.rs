@@ -183,6 +183,10 @@ pub struct Goal {
     /// Why it ended (the judge's reason, the limit reached, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Set for a goal created during this loop's tick: a periodic check
+    /// judged after later turns, which starts no turns of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_id: Option<String>,
     pub created_at: String,
     pub updated_at: String,
 }

@@ -22,6 +22,7 @@ pub mod subagent;
 pub mod task;
 pub mod testing;
 pub mod tool;
+pub mod usage;
 pub mod workflow;
 pub mod workspace;
 
@@ -41,6 +42,7 @@ pub use subagent::*;
 pub use task::*;
 pub use testing::*;
 pub use tool::*;
+pub use usage::*;
 pub use workflow::*;
 pub use workspace::*;
 

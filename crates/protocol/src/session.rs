@@ -101,6 +101,10 @@ pub struct Session {
     /// A test-mode session (R-BX-10).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub test_mode: bool,
+    /// What its model calls cost (its own; a sub-agent's are its own
+    /// session's). Shown by `GET /v1/sessions/{id}`, not in lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::UsageTotals>,
     pub created_at: String,
     pub updated_at: String,
 }

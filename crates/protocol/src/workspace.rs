@@ -1,4 +1,4 @@
-//! Workspaces and their API keys (R-API-3).
+//! Workspaces, their API keys (R-API-3) and their quotas (R-RN-10).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -8,6 +8,9 @@ use utoipa::ToSchema;
 pub struct CreateWorkspaceParams {
     #[schema(min_length = 1, max_length = 200, pattern = r"\S")]
     pub name: String,
+    /// Limits on what the workspace may spend (none by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<WorkspaceQuota>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -18,5 +21,33 @@ pub struct Workspace {
     /// Only present in the response that creates the workspace or rotates its key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<WorkspaceQuota>,
     pub created_at: String,
+}
+
+/// The period a token budget covers (UTC).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuotaPeriod {
+    Day,
+    #[default]
+    Month,
+}
+
+/// What a workspace may spend: model tokens (input and output) per period,
+/// and API requests per minute (its key and its sessions' client tokens
+/// together). Past either, the API answers 429 with `Retry-After`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorkspaceQuota {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1)]
+    pub tokens_per_period: Option<i64>,
+    /// The budget's period: the calendar month (default) or day, UTC.
+    #[serde(default)]
+    pub period: QuotaPeriod,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 1000000)]
+    pub requests_per_minute: Option<i64>,
 }

@@ -25,6 +25,7 @@ impl Runtime {
         params: CreateSessionParams,
     ) -> Result<CreateSessionResponse, RuntimeError> {
         let inner = &self.inner;
+        inner.check_token_quota(workspace).await?;
         let (assistant_id, mut config) = self.session_config(workspace, &params).await?;
         config.test = test_mode(&params);
         let assistant_id = assistant_id.as_str();
@@ -160,6 +161,7 @@ impl Runtime {
         let inner = &self.inner;
         let ctx = inner.session_in(workspace, id).await?;
         inner.settings.limits.check_text(text)?;
+        inner.check_token_quota(workspace).await?;
         inner.cluster().reload_shared(&ctx).await?;
         inner.check_history_room(&ctx, Some(text)).await?;
         let (status, keep_ending) = {

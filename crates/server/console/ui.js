@@ -182,3 +182,9 @@ export async function removeResource({ form, collection, route, id, what }) {
     showError(form, e);
   }
 }
+
+/** What model calls cost, in one line. */
+export function usageLine(u) {
+  const n = (x) => Number(x || 0).toLocaleString("en-US");
+  return `${n(u.calls)} model calls · ${n(u.inputTokens)} input tokens (${n(u.cachedTokens)} cached) · ${n(u.outputTokens)} output tokens`;
+}

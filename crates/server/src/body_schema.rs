@@ -184,6 +184,7 @@ mod tests {
             rtc_protocol::ResumeGoalParams::name(),
             rtc_protocol::AnswerParams::name(),
             rtc_protocol::ConversationTest::name(),
+            rtc_protocol::WorkspaceQuota::name(),
         ];
         for name in &names {
             assert!(VALIDATORS.contains_key(name.as_ref()), "{name}");

@@ -19,6 +19,8 @@ pub struct ApiError {
     pub code: Cow<'static, str>,
     pub message: String,
     pub field: Option<String>,
+    /// Sent as `Retry-After` (seconds).
+    pub retry_after: Option<u64>,
 }
 
 pub type ApiResult<T, E = ApiError> = Result<T, E>;
@@ -34,6 +36,7 @@ impl ApiError {
             code: code.into(),
             message: message.into(),
             field: None,
+            retry_after: None,
         }
     }
 
@@ -132,6 +135,14 @@ impl From<rtc_runtime::RuntimeError> for ApiError {
             R::Invalid(v) => v.into(),
             R::Conflict { code, message } => Self::conflict(code, message),
             R::TooMany { code, message } => Self::new(StatusCode::TOO_MANY_REQUESTS, code, message),
+            R::Limited {
+                code,
+                message,
+                retry_after_secs,
+            } => Self {
+                retry_after: Some(retry_after_secs.max(1)),
+                ..Self::new(StatusCode::TOO_MANY_REQUESTS, code, message)
+            },
             R::Store(s) => s.into(),
             R::Internal(m) => Self::internal("runtime failure", &m),
         }
@@ -147,6 +158,12 @@ impl IntoResponse for ApiError {
                 field: self.field,
             },
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }

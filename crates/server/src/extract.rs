@@ -345,10 +345,13 @@ impl FromRequestParts<AppState> for Scope {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         match Caller::from_request_parts(parts, state).await? {
-            Caller::Workspace { id } => Ok(Self {
-                workspace: id,
-                is_admin: false,
-            }),
+            Caller::Workspace { id } => {
+                state.runtime.admit_request(&id).await?;
+                Ok(Self {
+                    workspace: id,
+                    is_admin: false,
+                })
+            }
             Caller::Admin => {
                 let id = parts
                     .headers
@@ -417,6 +420,7 @@ impl FromRequestParts<AppState> for SessionAccess {
             });
         }
         if let Some(ws) = state.store.workspace_by_key(&token).await? {
+            state.runtime.admit_request(&ws.id).await?;
             return Ok(Self {
                 workspace: ws.id,
                 session,
@@ -427,7 +431,10 @@ impl FromRequestParts<AppState> for SessionAccess {
             .client_token_workspace(&session, &token)
             .await?
         {
-            Some(workspace) => Ok(Self { workspace, session }),
+            Some(workspace) => {
+                state.runtime.admit_request(&workspace).await?;
+                Ok(Self { workspace, session })
+            }
             None => Err(ApiError::unauthorized(
                 "the token is not valid for this session",
             )),

@@ -116,6 +116,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::interaction::router())
         .merge(routes::tasks::router())
         .merge(routes::memories::router())
+        .merge(routes::usage::router())
         .merge(routes::live::router())
         .route_layer(axum::middleware::from_fn(observe::record_request))
         .fallback(routes::health::not_found)

@@ -211,13 +211,21 @@ impl<H: Host> Kernel<H> {
         Ok(Some(messages))
     }
 
-    /// A refused request of about `tokens` tokens: the session's window
-    /// is taken from now on as the provider's message states it ("maximum
-    /// context length is N tokens"), else as nine tenths of the request.
+    /// A refused request counted `tokens` here: the session's window is
+    /// taken from now on as the provider's message states it ("maximum
+    /// context length is W tokens"), scaled by how much more the provider
+    /// counted ("resulted in U tokens": W × tokens / U, so our own counts
+    /// fit the provider's window), else as nine tenths of the request.
     pub fn learn_window(&self, ctx: &SessionCtx, tokens: u32, message: &str) {
-        let learned = stated_window(message)
-            .unwrap_or(tokens / 10 * 9)
-            .max(MIN_WINDOW);
+        let learned = match (stated_window(message), stated_count(message)) {
+            (Some(w), Some(u)) if u > tokens => {
+                let scaled = u64::from(w) * u64::from(tokens) / u64::from(u);
+                u32::try_from(scaled).unwrap_or(w)
+            }
+            (Some(w), _) => w,
+            (None, _) => tokens / 10 * 9,
+        }
+        .max(MIN_WINDOW);
         ctx.ext(|m: &mut ContextMemory| {
             m.learned_window = Some(m.learned_window.map_or(learned, |w| w.min(learned)));
         });
@@ -372,7 +380,8 @@ impl<H: Host> Kernel<H> {
         previous: Option<&ContextSummary>,
         transcript: String,
     ) -> Result<String, RuntimeError> {
-        let small = SmallModel::for_assistant(&self.settings, assistant);
+        let tag = crate::usage::UsageTag::of(ctx, crate::usage::CallKind::Small);
+        let small = SmallModel::for_assistant(&self.settings, assistant).metered(&self.usage, tag);
         let window = small.provider.client.caps(small.model).context_window;
         // What the summarizer reads stays within half its window.
         let most = usize::try_from(window / 2)
@@ -411,8 +420,19 @@ impl<H: Host> Kernel<H> {
 /// The window a provider's refusal states ("This model's maximum context
 /// length is 8192 tokens").
 fn stated_window(message: &str) -> Option<u32> {
+    number_after(message, "context length is ")
+}
+
+/// The request's tokens as a provider's refusal counts them ("your
+/// messages resulted in 9000 tokens").
+fn stated_count(message: &str) -> Option<u32> {
+    number_after(message, "resulted in ")
+}
+
+/// The number (commas allowed) right after `words` in `message`.
+fn number_after(message: &str, words: &str) -> Option<u32> {
     let lower = message.to_ascii_lowercase();
-    let at = lower.find("context length is ")? + "context length is ".len();
+    let at = lower.find(words)? + words.len();
     let digits: String = lower[at..]
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == ',')

@@ -105,5 +105,6 @@ fn the_summary_and_notes_follow_the_prompt() {
 fn a_refusal_states_the_window() {
     let openai = "This model's maximum context length is 8,192 tokens. However, your messages resulted in 9000 tokens.";
     assert_eq!(stated_window(openai), Some(8_192));
+    assert_eq!(stated_count(openai), Some(9_000));
     assert_eq!(stated_window("prompt is too long"), None);
 }

@@ -85,6 +85,9 @@ pub struct SessionCtx {
     pub root_id: String,
     /// Set for a sub-agent session.
     pub parent: Option<ParentLink>,
+    /// The assistant the session was started with (usage is counted
+    /// under it).
+    pub assistant_id: String,
     /// The end user (`userId` at start), who owns memories (R-MM).
     pub user_id: Option<String>,
     /// Shared with the contexts of the same snapshot (`config_cache`).

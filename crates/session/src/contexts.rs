@@ -123,6 +123,7 @@ impl<H: Host> Kernel<H> {
             root_id: record.root_id.clone(),
             parent,
             user_id: record.user_id.clone(),
+            assistant_id: record.assistant_id.clone(),
             assistant: shared.assistant,
             derived: shared.derived,
             config: shared.config,

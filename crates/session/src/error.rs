@@ -14,6 +14,13 @@ pub enum RuntimeError {
     /// A bound of R-SEC-6 is reached (429).
     #[error("{message}")]
     TooMany { code: &'static str, message: String },
+    /// A workspace's quota is spent (429 with `Retry-After`).
+    #[error("{message}")]
+    Limited {
+        code: &'static str,
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error: {0}")]

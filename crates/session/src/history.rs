@@ -214,4 +214,15 @@ impl<H: Host> Kernel<H> {
             .and_then(|p| self.settings.providers.get(p))
             .unwrap_or(&self.settings.default_provider)
     }
+
+    /// The name usage is recorded under for [`Self::provider_for`]'s
+    /// provider: the assistant's, else `default`.
+    pub fn provider_name<'a>(&self, assistant: &'a Assistant) -> &'a str {
+        assistant
+            .llm
+            .provider
+            .as_deref()
+            .filter(|p| self.settings.providers.contains_key(*p))
+            .unwrap_or("default")
+    }
 }

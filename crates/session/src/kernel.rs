@@ -84,6 +84,9 @@ pub struct KernelConfig {
     pub limits: SessionLimits,
     /// Record message content on trace spans (`RTC_OTEL_CAPTURE_CONTENT`).
     pub capture_content: bool,
+    /// Label model usage counters with the workspace (only when
+    /// `/metrics` needs a token: a public one shows totals).
+    pub metrics_by_workspace: bool,
 }
 
 impl KernelConfig {
@@ -98,6 +101,7 @@ impl KernelConfig {
             cluster: ClusterSettings::default(),
             limits: SessionLimits::default(),
             capture_content: false,
+            metrics_by_workspace: false,
         }
     }
 }
@@ -150,6 +154,10 @@ pub struct Kernel<H> {
     /// The features' tools and the reserved names.
     pub(crate) built_ins: BuiltIns<H>,
     pub(crate) remote_tools: Arc<dyn RemoteTools>,
+    /// Model usage not yet written.
+    pub usage: crate::usage::UsageLedger,
+    /// Workspaces' quotas as last read.
+    pub quotas: crate::quota::Quotas,
 }
 
 impl<H: Host> Kernel<H> {
@@ -165,6 +173,7 @@ impl<H: Host> Kernel<H> {
             remote_tools,
         } = parts;
         let sessions = Arc::new(Contexts::default());
+        let usage = crate::usage::UsageLedger::new(settings.metrics_by_workspace);
         Self {
             host,
             journal: Journal::start(store.clone(), Some(&settings.cluster.instance)),
@@ -185,6 +194,8 @@ impl<H: Host> Kernel<H> {
             features,
             services,
             remote_tools,
+            usage,
+            quotas: crate::quota::Quotas::default(),
         }
     }
 
@@ -250,6 +261,9 @@ impl<H: Host> Kernel<H> {
         }
         for feature in &self.features {
             feature.shutdown(&host).await;
+        }
+        if let Err(e) = self.flush_usage().await {
+            tracing::error!(error = %e, "writing model usage at shutdown failed");
         }
         self.journal.flush().await;
         self.background.stop(Duration::from_secs(5)).await;

@@ -42,6 +42,7 @@ pub mod limits;
 pub mod live;
 pub mod mocks;
 pub mod ownership;
+pub mod quota;
 pub mod registry;
 pub mod remote_clients;
 mod scheduler;
@@ -52,6 +53,7 @@ pub mod telemetry;
 pub mod test_mode;
 pub mod tool;
 pub mod turn;
+pub mod usage;
 pub mod variables;
 
 pub use cluster::ClusterSettings;

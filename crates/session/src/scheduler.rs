@@ -43,6 +43,15 @@ pub(crate) fn spawn_scheduler<H: Host>(inner: &Arc<H>) {
             periodic,
         })
         .collect();
+    // The kernel's own: model usage counted in memory is written.
+    jobs.push(Job {
+        last: None,
+        periodic: Periodic {
+            what: "writing model usage",
+            every: Duration::from_secs(1),
+            work: |host| Box::pin(async move { host.flush_usage().await }),
+        },
+    });
     let adopt_every = inner.settings.cluster.lease / 3;
     // As often as the most frequent job, within 10 ms and 1 s.
     let round = jobs

@@ -14,13 +14,19 @@ use rtc_expr::{LlmLeafEvaluator, LlmOutputType};
 use rtc_protocol::Assistant;
 use serde_json::Value;
 
+use crate::context::SessionCtx;
 use crate::kernel::{KernelConfig, Provider};
+use crate::usage::{CallKind, UsageLedger, UsageTag};
 
 /// A provider and the small model it serves.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct SmallModel<'a> {
     pub provider: &'a Provider,
     pub model: &'a str,
+    /// The provider's name (usage is recorded under it).
+    pub provider_name: &'a str,
+    /// Where its calls' usage is counted, and for whom.
+    meter: Option<(&'a UsageLedger, UsageTag)>,
 }
 
 impl<'a> SmallModel<'a> {
@@ -30,17 +36,39 @@ impl<'a> SmallModel<'a> {
             .llm
             .provider
             .as_ref()
-            .and_then(|p| config.providers.get(p));
-        if let Some(p) = named
+            .and_then(|p| config.providers.get_key_value(p));
+        if let Some((name, p)) = named
             && let Some(model) = &p.small_model
         {
-            return Self { provider: p, model };
+            return Self {
+                provider: p,
+                model,
+                provider_name: name,
+                meter: None,
+            };
         }
         let p = &config.default_provider;
         Self {
             provider: p,
             model: p.small_model.as_deref().unwrap_or(&p.default_model),
+            provider_name: "default",
+            meter: None,
         }
+    }
+
+    /// The small model of `ctx`'s assistant, its calls counted for `ctx`.
+    pub fn for_session<H: crate::kernel::Host>(
+        kernel: &'a crate::kernel::Kernel<H>,
+        ctx: &SessionCtx,
+    ) -> Self {
+        Self::for_assistant(&kernel.settings, &ctx.config.assistant)
+            .metered(&kernel.usage, UsageTag::of(ctx, CallKind::Small))
+    }
+
+    /// The same, its calls counted in `ledger` for `tag`.
+    pub fn metered(mut self, ledger: &'a UsageLedger, tag: UsageTag) -> Self {
+        self.meter = Some((ledger, tag));
+        self
     }
 
     /// The whole answer to a system instruction and a user text, at
@@ -77,7 +105,12 @@ impl<'a> SmallModel<'a> {
         let mut answer = None;
         while let Some(ev) = stream.next().await {
             match ev {
-                Ok(LlmEvent::Done(r)) => answer = Some(r.content),
+                Ok(LlmEvent::Done(r)) => {
+                    if let (Some((ledger, tag)), Some(usage)) = (&self.meter, &r.usage) {
+                        ledger.record(tag, self.provider_name, self.model, usage);
+                    }
+                    answer = Some(r.content);
+                }
                 Ok(LlmEvent::TextDelta(_)) => {}
                 Err(e) => return Err(e.into()),
             }

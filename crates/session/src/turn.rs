@@ -26,6 +26,7 @@ use crate::history::message;
 use crate::kernel::{Host, Kernel, Provider};
 use crate::registry::SessionTools;
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
+use crate::usage::{CallKind, UsageTag};
 use crate::{RuntimeError, telemetry, variables};
 
 /// How a turn's model loop ended.
@@ -127,6 +128,8 @@ impl<H: Host> Kernel<H> {
             max_replayed_result_bytes: self.settings.limits.max_replayed_result_bytes,
         };
         let count = |t: &str| provider.client.count_tokens(&model, t);
+        let usage_tag = UsageTag::of(ctx, CallKind::Turn);
+        let provider_name = self.provider_name(assistant);
         let step = StepContext {
             assistant,
             provider,
@@ -141,6 +144,15 @@ impl<H: Host> Kernel<H> {
         for _step in 0..self.settings.max_steps_per_turn {
             if cancel.is_cancelled() {
                 return Ok(outcome);
+            }
+            // A spent token quota ends the turn, naming the quota.
+            match self.check_token_quota(&ctx.workspace).await {
+                Ok(()) => {}
+                Err(RuntimeError::Limited { code, message, .. }) => {
+                    ctx.events.emit(EventBody::error(code, message)).await?;
+                    return Ok(outcome);
+                }
+                Err(e) => return Err(e),
             }
             let vars = ctx.state.lock().await.variables.clone();
             let system = render_variables(&assistant.system_prompt, &vars);
@@ -164,6 +176,7 @@ impl<H: Host> Kernel<H> {
                 .await?;
             if let Streamed::Answer(r) = &answer {
                 telemetry::record_answer(&span, r, capture);
+                self.meter(&usage_tag, provider_name, &model, r.usage.as_ref());
             }
             drop(span);
             let response = match answer {

@@ -105,6 +105,21 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "context_summaries",
         include_str!("../migrations/sqlite/0015_context_summaries.sql"),
     ),
+    (
+        16,
+        "model_usage",
+        include_str!("../migrations/sqlite/0016_model_usage.sql"),
+    ),
+    (
+        17,
+        "workspace_quotas",
+        include_str!("../migrations/sqlite/0017_workspace_quotas.sql"),
+    ),
+    (
+        18,
+        "goal_loops",
+        include_str!("../migrations/sqlite/0018_goal_loops.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -181,6 +196,21 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         15,
         "context_summaries",
         include_str!("../migrations/postgres/0015_context_summaries.sql"),
+    ),
+    (
+        16,
+        "model_usage",
+        include_str!("../migrations/postgres/0016_model_usage.sql"),
+    ),
+    (
+        17,
+        "workspace_quotas",
+        include_str!("../migrations/postgres/0017_workspace_quotas.sql"),
+    ),
+    (
+        18,
+        "goal_loops",
+        include_str!("../migrations/postgres/0018_goal_loops.sql"),
     ),
 ];
 

@@ -25,9 +25,12 @@ pub struct GoalRecord {
     /// the goal is created and by the lease calls, never by a rewrite.
     pub lease_owner: Option<String>,
     pub lease_until: Option<i64>,
+    /// Set for a goal created during this loop's tick: a periodic check,
+    /// judged after later turns, with no turns of its own.
+    pub loop_id: Option<String>,
 }
 
-const COLUMNS: &str = "id, session_id, condition, status, max_turns, completed_turns, token_budget, tokens_used, deadline, reason, created_at, updated_at, lease_owner, lease_until";
+const COLUMNS: &str = "id, session_id, condition, status, max_turns, completed_turns, token_budget, tokens_used, deadline, reason, created_at, updated_at, lease_owner, lease_until, loop_id";
 
 fn record(row: &sqlx::any::AnyRow) -> Result<GoalRecord, StoreError> {
     let status: String = row.try_get("status")?;
@@ -47,6 +50,7 @@ fn record(row: &sqlx::any::AnyRow) -> Result<GoalRecord, StoreError> {
         updated_at: row.try_get("updated_at")?,
         lease_owner: row.try_get("lease_owner")?,
         lease_until: row.try_get("lease_until")?,
+        loop_id: row.try_get("loop_id")?,
     })
 }
 
@@ -54,7 +58,7 @@ impl Store {
     /// Insert or rewrite a goal (its lease is kept on a rewrite).
     pub async fn save_goal(&self, g: &GoalRecord) -> Result<(), StoreError> {
         let sql = format!(
-            "INSERT INTO goals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+            "INSERT INTO goals ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
              ON CONFLICT (id) DO UPDATE SET status = $4, max_turns = $5, completed_turns = $6, token_budget = $7, \
              tokens_used = $8, deadline = $9, reason = $10, updated_at = $12"
         );
@@ -73,6 +77,7 @@ impl Store {
             .bind(g.updated_at)
             .bind(&g.lease_owner)
             .bind(g.lease_until)
+            .bind(&g.loop_id)
             .execute(&self.writer)
             .await?;
         Ok(())

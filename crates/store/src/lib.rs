@@ -25,6 +25,7 @@ mod legacy;
 mod loops;
 mod memories;
 mod notify;
+mod quotas;
 mod records;
 mod secret_box;
 mod secrets;
@@ -32,6 +33,7 @@ mod sessions;
 mod subagents;
 mod summaries;
 mod tasks;
+mod usage;
 mod workspaces;
 
 pub use backup::{
@@ -60,6 +62,7 @@ pub use sessions::{NewSession, SessionRecord};
 pub use subagents::{InboxItem, InboxKind, SubAgentRecord};
 pub use summaries::ContextSummary;
 pub use tasks::{TaskEnding, TaskRecord};
+pub use usage::{UsageByDay, UsageCounts, UsageKey};
 pub use workspaces::WorkspaceRecord;
 
 /// Milliseconds since the Unix epoch, now.

@@ -653,6 +653,7 @@ on_both!(goals_are_saved_and_rewritten, |store| {
         updated_at: 1,
         lease_owner: Some("inst_a".into()),
         lease_until: Some(1_000),
+        loop_id: Some("loop_1".into()),
     };
     store.save_goal(&goal).await?;
     // Leases: the owner renews; an expired lease is taken over once.
@@ -1166,6 +1167,12 @@ mod instances;
 
 #[path = "all/summaries.rs"]
 mod summaries;
+
+#[path = "all/usage.rs"]
+mod usage;
+
+#[path = "all/quotas.rs"]
+mod quotas;
 
 on_both!(
     conversation_tests_belong_to_their_target_and_keep_their_newest_runs,

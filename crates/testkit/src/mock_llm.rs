@@ -239,8 +239,18 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
             let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (code, axum::Json(json!({"error": {"message": message}}))).into_response()
         }
-        MockReply::Text(text) if stream => sse(text_chunks(&text)),
-        MockReply::ToolCalls(calls) if stream => sse(call_chunks(&calls)),
+        // A load mock reports a fixed usage: counting would weigh on the
+        // server measured.
+        MockReply::Text(text) if stream && !shared.record => sse(text_chunks(&text)),
+        MockReply::ToolCalls(calls) if stream && !shared.record => sse(call_chunks(&calls)),
+        MockReply::Text(text) if stream => {
+            let usage = usage_of(&request, text.len());
+            sse_with_usage(text_chunks(&text), &usage)
+        }
+        MockReply::ToolCalls(calls) if stream => {
+            let usage = usage_of(&request, 20 * calls.len());
+            sse_with_usage(call_chunks(&calls), &usage)
+        }
         MockReply::Text(text) => axum::Json(completion(
             json!({"role": "assistant", "content": text}),
             "stop",
@@ -324,14 +334,35 @@ fn call_chunks(calls: &[(String, Value)]) -> Vec<Value> {
     out
 }
 
+/// The usage a streamed answer reports: the request's tokens as the mock
+/// counts them (half of them from the prompt cache, in whole blocks of
+/// 128 as OpenAI reports), and a quarter token per byte of the answer.
+fn usage_of(request: &Value, answer_bytes: usize) -> Value {
+    let prompt = u64::from(request_tokens(request));
+    let completion = (answer_bytes as u64).div_ceil(4).max(1);
+    json!({"prompt_tokens": prompt, "completion_tokens": completion,
+           "total_tokens": prompt + completion,
+           "prompt_tokens_details": {"cached_tokens": prompt / 2 / 128 * 128}})
+}
+
 pub(crate) fn sse(chunks: Vec<Value>) -> Response {
+    sse_with_usage(
+        chunks,
+        &json!({"prompt_tokens": 10, "completion_tokens": 5}),
+    )
+}
+
+fn sse_with_usage(chunks: Vec<Value>, usage: &Value) -> Response {
     let mut body = String::new();
     for c in chunks {
         body.push_str("data: ");
         body.push_str(&c.to_string());
         body.push_str("\n\n");
     }
-    body.push_str("data: {\"id\":\"mock\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":5}}\n\ndata: [DONE]\n\n");
+    body.push_str(&format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"id": "mock", "choices": [], "usage": usage})
+    ));
     (
         [(header::CONTENT_TYPE, "text/event-stream")],
         Body::from(body),

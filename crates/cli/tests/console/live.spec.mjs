@@ -72,4 +72,18 @@ await scenario("live", async (t) => {
   await agent.getByRole("button", { name: "Hand back to the model" }).click();
   await page.locator(".sysline", { hasText: "back to the model" }).waitFor();
   await agent.waitFor({ state: "hidden" });
+
+  t.step = "the session and its assistant show what their model calls cost";
+  await page.goto(`${BASE}/#/sessions/${sid}`);
+  const used = page.getByLabel("Usage", { exact: true });
+  await used.waitFor();
+  const calls = Number((await used.innerText()).match(/^([\d,]+) model calls/)[1].replace(/,/g, ""));
+  assert.ok(calls >= 5, `the session's calls are counted: ${await used.innerText()}`);
+  assert.match(await used.innerText(), /input tokens \([\d,]+ cached\) · [\d,]+ output tokens/);
+  const assistants = await (await fetch(`${BASE}/v1/assistants`, { headers: { Authorization: `Bearer ${KEY}` } })).json();
+  const ops = assistants.data.find((a) => a.name === "Ops");
+  await page.goto(`${BASE}/#/assistants/${ops.id}`);
+  const month = page.getByLabel("Usage this month");
+  await month.waitFor();
+  assert.match(await month.innerText(), /^This month \(\d{4}-\d\d-01 to \d{4}-\d\d-\d\d\): [\d,]+ model calls/);
 });

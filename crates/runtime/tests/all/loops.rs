@@ -225,3 +225,79 @@ async fn loop_ticks_wait_for_recovery() {
         "the crashed turn is closed before the tick's turn starts"
     );
 }
+
+/// The source documents' pattern, "a goal in a loop so the AI checks a
+/// condition periodically" (R-GL-4): the goal created in the first tick
+/// is judged after each later tick, starts no turns of its own, and each
+/// judged turn counts toward its `max_turns`; the ticks all run.
+#[tokio::test]
+async fn a_goal_created_in_a_tick_is_checked_at_the_ticks() {
+    let judged = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = judged.clone();
+    let mock = MockLlm::with_recorded_responder(move |req| {
+        let system = req["messages"][0]["content"].as_str().unwrap_or("");
+        if system.starts_with("You judge whether a goal's condition holds") {
+            // Holds at the third judgement.
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            return MockReply::text(&format!(
+                "{{\"satisfied\": {}, \"reason\": \"judgement {n}\"}}",
+                n >= 3
+            ));
+        }
+        let m = last(req);
+        let content = m["content"].as_str().unwrap_or("");
+        if m["role"] == "tool" {
+            MockReply::text("ok")
+        } else if content.contains("turn 1 of") {
+            MockReply::call(
+                "createGoal",
+                json!({"condition": "the build is green", "max_turns": 10}),
+            )
+        } else if content.starts_with("[Loop") {
+            MockReply::text("still red")
+        } else {
+            MockReply::call(
+                "createLoop",
+                json!({"prompt": "check the build", "interval_seconds": 1, "max_turns": 5}),
+            )
+        }
+    })
+    .await
+    .unwrap();
+    let h = Harness::on(mock, |_| {}).await;
+    let a = h
+        .assistant(
+            "a",
+            json!({"name": "a", "systemPrompt": "Watch the build.", "features": {"goals": true}}),
+        )
+        .await;
+    let s = h.session(&a).await;
+    let mut events = h.events(&s).await;
+    h.rt.send_user_message(WS, &s, "watch the build")
+        .await
+        .unwrap();
+    let done = events
+        .until("goal.updated", |v| v["goal"]["status"] == "completed")
+        .await;
+    let rtc_protocol::EventBody::GoalUpdated(done) = done.body else {
+        unreachable!()
+    };
+    // Judged after ticks 2, 3 and 4: three turns, none of its own.
+    assert_eq!(done.goal.completed_turns, 3);
+    assert!(done.goal.loop_id.is_some());
+    let requests = h.mock.requests();
+    let continuations = requests.iter().filter(|r| {
+        last(r)["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("[Goal"))
+    });
+    assert_eq!(continuations.count(), 0, "no continuation turns");
+    // The fourth tick is recorded once its turn (and the judging) is over.
+    let ticked = events
+        .until("loop.updated", |v| v["loop"]["turnsDone"] == 4)
+        .await;
+    let rtc_protocol::EventBody::LoopUpdated(ticked) = ticked.body else {
+        unreachable!()
+    };
+    assert_eq!(ticked.loop_.skipped_ticks, 0, "no tick skipped");
+}

@@ -3,7 +3,7 @@
 // realtime interface — and the compatibility report with explicit cleanup.
 
 import { get, list, post } from "../api.js";
-import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast, stillOn, saveResource, removeResource } from "../ui.js";
+import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast, stillOn, saveResource, removeResource, usageLine } from "../ui.js";
 import { bindingList } from "../binding.js";
 import { variableRows, readVariables } from "../variables.js";
 import { builtInsSection } from "../builtins.js";
@@ -38,13 +38,15 @@ function markIncompatible(form, paths) {
 
 export async function assistantEditor(id) {
   const isNew = id === "new";
-  const [a, tools, ifaces, backends] = await Promise.all([
+  const [a, tools, ifaces, backends, usage] = await Promise.all([
     isNew ? Promise.resolve({ name: "", systemPrompt: "", runMode: "pipeline", llm: {}, dynamicVariables: [], builtInTools: {}, toolBindings: [], startupActions: [], features: {} })
       : get(`/v1/assistants/${encodeURIComponent(id)}`),
     list("/v1/tools"),
     list("/v1/realtime-interfaces"),
     list("/v1/task-backends"),
+    isNew ? Promise.resolve(null) : get("/v1/usage").catch(() => null),
   ]);
+  const used = usage?.byAssistant?.find((u) => u.assistantId === id)?.usage || { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
   const newId = text("", { placeholder: "optional" });
   const name = text(a.name);
   const description = text(a.description || "");
@@ -80,6 +82,7 @@ export async function assistantEditor(id) {
 
   const form = h("form", { "aria-label": "Assistant" },
     compat,
+    usage ? h("p", { class: "small", "aria-label": "Usage this month" }, `This month (${usage.from} to ${usage.to}): ${usageLine(used)}`) : null,
     h("fieldset", { class: "card" }, h("legend", {}, "Basics"),
       isNew ? field("Id", "id", newId) : null,
       h("div", { class: "row" }, field("Name", "name", name), field("Description", "description", description)),

@@ -1,7 +1,7 @@
 // Past and current sessions: list, transcript, delegated tasks and event log.
 
 import { get, list, key } from "../api.js";
-import { h, page, formatTime } from "../ui.js";
+import { h, page, formatTime, usageLine } from "../ui.js";
 import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
 
 export async function sessionsPage() {
@@ -61,6 +61,7 @@ export async function sessionDetail(id) {
       s.workflowId ? h("span", {}, "workflow ", h("a", { href: `#/workflows/${encodeURIComponent(s.workflowId)}` }, s.workflowId)) : `assistant ${s.assistantId}`, s.userId ? ` · user ${s.userId}` : "", s.endReason ? ` · ended: ${s.endReason}` : "",
       s.parentSessionId ? h("span", {}, " · sub-agent of ", h("a", { href: `#/sessions/${encodeURIComponent(s.parentSessionId)}` }, s.parentSessionId)) : null,
       s.status === "ended" ? null : h("span", {}, " · ", h("a", { href: `#/playground/${encodeURIComponent(id)}` }, "open live"))),
+    s.usage ? h("p", { class: "small", "aria-label": "Usage" }, usageLine(s.usage)) : null,
     s.workflow ? h("p", { class: "small", "aria-label": "Workflow position" }, `at node ${s.workflow.currentNodeId} · path ${s.workflow.path.join(" → ")}`) : null,
     h("h2", {}, "Transcript"),
     h("div", { class: "card log", style: null }, messages.length ? messages.map((m) => m.role === "tool"

@@ -11,7 +11,7 @@ use contract::Contract;
 use crate::routes::conversation_tests::{assistant_tests, workflow_tests};
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, providers, realtime, secrets,
-    sessions, task_backends, tasks, tools, workflows, workspaces,
+    sessions, task_backends, tasks, tools, usage, workflows, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -20,7 +20,7 @@ use crate::routes::{
     modifiers(&Contract),
     paths(
         health::healthz, health::readyz, health::metrics,
-        workspaces::create, workspaces::list, workspaces::read, workspaces::rotate_key,
+        workspaces::create, workspaces::list, workspaces::read, workspaces::rotate_key, workspaces::set_quota,
         secrets::put, secrets::list, secrets::read, secrets::remove,
         mcp_servers::create, mcp_servers::list, mcp_servers::read, mcp_servers::replace, mcp_servers::remove, mcp_servers::discover,
         tools::create, tools::list, tools::read, tools::replace, tools::remove,
@@ -36,6 +36,7 @@ use crate::routes::{
         interaction::todos, interaction::question, interaction::answer, interaction::goals, interaction::loops, interaction::resume_goal, interaction::tree,
         tasks::list, tasks::read, tasks::cancel,
         memories::list, memories::forget_user, memories::forget,
+        usage::report,
         providers::list, providers::check,
     ),
     components(schemas(

@@ -14,6 +14,7 @@ pub mod sessions;
 pub mod task_backends;
 pub mod tasks;
 pub mod tools;
+pub mod usage;
 pub mod workflows;
 pub mod workspaces;
 

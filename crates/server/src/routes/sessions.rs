@@ -55,6 +55,7 @@ pub(crate) fn view(r: SessionRecord) -> Session {
         end_reason: r.end_reason,
         ended_by: r.ended_by,
         test_mode: runs_in_test_mode(&r.config),
+        usage: None,
         created_at: rtc_core::time::rfc3339_from_millis(r.created_at),
         updated_at: rtc_core::time::rfc3339_from_millis(r.updated_at),
     }
@@ -88,11 +89,17 @@ pub async fn list(
 #[utoipa::path(get, operation_id = "getSession", path = "/v1/sessions/{id}", tag = "sessions", security(("bearer" = []), ("sessionToken" = [])),
     responses((status = 200, body = Session), (status = 404, body = ErrorResponse)))]
 pub async fn read(access: SessionAccess, State(s): State<AppState>) -> ApiResult<Json<Session>> {
-    Ok(Json(view(
+    let mut session = view(
         s.runtime
             .session(&access.workspace, &access.session)
             .await?,
-    )))
+    );
+    session.usage = Some(
+        s.runtime
+            .session_usage(&access.workspace, &access.session)
+            .await?,
+    );
+    Ok(Json(session))
 }
 
 /// The history.

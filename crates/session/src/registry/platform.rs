@@ -112,8 +112,10 @@ impl PlatformTool {
         let Some(cfg) = &assistant.built_in_tools.update_state else {
             return Ok(CallOutcome::error("updateState is not enabled"));
         };
-        let leaf =
-            SmallModel::for_assistant(&k.settings, assistant).leaves(k.transcript(ctx).await?);
+        let tag = crate::usage::UsageTag::of(ctx, crate::usage::CallKind::Small);
+        let leaf = SmallModel::for_assistant(&k.settings, assistant)
+            .metered(&k.usage, tag)
+            .leaves(k.transcript(ctx).await?);
         let (applied, errors) =
             variables::apply_rules(ctx, &k.settings.limits, &cfg.rules, &leaf, "updateState")
                 .await?;

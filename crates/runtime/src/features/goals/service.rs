@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::features::goals::tools::{GoalOp, MAX_TURNS_LIMIT};
+use crate::features::loops::service::CurrentLoop;
 use rtc_core::ValidationError;
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
@@ -22,6 +23,10 @@ use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
 use crate::{ClusterSettings, Inner, Runtime, RuntimeError};
 use rtc_session::context::RunningTurn;
+
+/// The goals the running turn created (the session's extension).
+#[derive(Debug, Default)]
+pub(crate) struct CreatedThisTurn(pub Vec<String>);
 
 /// Most goals active at once in a session.
 const MAX_ACTIVE_GOALS: usize = 3;
@@ -37,6 +42,7 @@ pub(crate) fn view(g: &GoalRecord) -> Goal {
         tokens_used: g.tokens_used,
         deadline: g.deadline.map(rfc3339_from_millis),
         reason: g.reason.clone(),
+        loop_id: g.loop_id.clone(),
         created_at: rfc3339_from_millis(g.created_at),
         updated_at: rfc3339_from_millis(g.updated_at),
     }
@@ -88,8 +94,11 @@ impl GoalCx<'_> {
                     updated_at: now,
                     lease_owner: Some(self.cluster.instance.clone()),
                     lease_until: Some(now + self.cluster.lease_millis()),
+                    // Created by a loop's tick: that loop's periodic check.
+                    loop_id: ctx.peek(|c: &CurrentLoop| c.0.clone()).flatten(),
                 };
                 save_goal(self.store, ctx, &goal).await?;
+                ctx.ext(|c: &mut CreatedThisTurn| c.0.push(goal.id.clone()));
                 return Ok(CallOutcome::ok(for_model(&goal)));
             }
             GoalOp::Complete(id) => (id, GoalStatus::Completed),
@@ -134,9 +143,23 @@ impl Inner {
         ctx: &SessionCtx,
     ) -> Result<Option<GoalRecord>, RuntimeError> {
         let tokens = ctx.turn_tokens.swap(0, Ordering::Relaxed);
+        let created = ctx.ext(|c: &mut CreatedThisTurn| std::mem::take(&mut c.0));
+        let tick_of = ctx.peek(|c: &CurrentLoop| c.0.clone()).flatten();
         let mut next = None;
         for mut goal in self.store.goals(&ctx.id).await? {
             if goal.status != GoalStatus::Active {
+                continue;
+            }
+            // A periodic check (created by a loop's tick) is judged after
+            // later turns: its loop's ticks and user turns, not the turn
+            // that created it nor another loop's ticks.
+            let periodic = goal.loop_id.is_some();
+            if periodic
+                && (created.contains(&goal.id)
+                    || tick_of
+                        .as_ref()
+                        .is_some_and(|l| Some(l) != goal.loop_id.as_ref()))
+            {
                 continue;
             }
             goal.completed_turns += 1;
@@ -161,7 +184,8 @@ impl Inner {
             }
             goal.updated_at = now;
             save_goal(&self.store, ctx, &goal).await?;
-            if goal.status == GoalStatus::Active && next.is_none() {
+            // A periodic check starts no turns of its own.
+            if goal.status == GoalStatus::Active && !periodic && next.is_none() {
                 next = Some(goal);
             }
         }
@@ -182,7 +206,7 @@ impl Inner {
         };
         let system = "You judge whether a goal's condition holds, given a conversation between a user and an assistant. Be strict: the condition must clearly hold in what was said. Answer only JSON {\"satisfied\": true|false, \"reason\": \"one sentence\"}.";
         let user = format!("Condition: {condition}\n\nConversation:\n{transcript}");
-        let judge = SmallModel::for_assistant(&self.settings, &ctx.config.assistant);
+        let judge = SmallModel::for_session::<Inner>(self, ctx);
         match judge.ask(system, user, true).await {
             Ok(text) => match serde_json::from_str::<Value>(text.trim()) {
                 Ok(v) => (
@@ -324,7 +348,8 @@ impl Inner {
         ctx: &SessionCtx,
         goal: &GoalRecord,
     ) -> Result<bool, RuntimeError> {
-        if !self.may_continue(ctx).await {
+        // A loop's periodic check never drives turns of its own.
+        if goal.loop_id.is_some() || !self.may_continue(ctx).await {
             return Ok(false);
         }
         let text = format!(

@@ -17,6 +17,7 @@ use futures::StreamExt;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, OutputFormat, ToolCall};
 use rtc_core::model_tools::{ToolTarget, model_tools, model_view, render_variables};
 use rtc_protocol::{Assistant, BuiltInTools, LlmConfig, ReasonerSettings, RunMode, ToolBinding};
+use rtc_session::usage::{CallKind, UsageTag};
 use rtc_store::{TaskRecord, now_millis};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -160,6 +161,24 @@ fn start_transcript(
 }
 
 impl Inner {
+    /// Who a reasoner task's model calls are counted for: its session's
+    /// tree and assistant, the task.
+    async fn task_usage_tag(self: &Arc<Self>, task: &TaskRecord) -> UsageTag {
+        let mut tag = match self.session(&task.session_id).await {
+            Ok(ctx) => UsageTag::of(&ctx, CallKind::Task),
+            Err(_) => UsageTag {
+                workspace_id: task.workspace_id.clone(),
+                session_id: task.session_id.clone(),
+                root_session_id: task.session_id.clone(),
+                assistant_id: String::new(),
+                task_id: None,
+                kind: CallKind::Task,
+            },
+        };
+        tag.task_id = Some(task.id.clone());
+        tag
+    }
+
     /// Run (or resume) a reasoner task to its end; `None` when the task
     /// stopped being this instance's (taken over, or ended elsewhere).
     pub(super) async fn run_reasoner(
@@ -195,6 +214,8 @@ impl Inner {
             .iter()
             .map(|(s, _)| std::sync::Arc::new(s.clone()))
             .collect();
+        let tag = self.task_usage_tag(task).await;
+        let provider_name = self.provider_name(&assistant);
         let mut transcript = start_transcript(task, settings, config);
         // Resumed after its final answer was saved (the crash came before
         // the task was ended): that answer is the result.
@@ -238,7 +259,10 @@ impl Inner {
             };
             steps += 1;
             let (content, calls) = match answer {
-                Ok(a) => a,
+                Ok((content, calls, usage)) => {
+                    self.meter(&tag, provider_name, &model, usage.as_ref());
+                    (content, calls)
+                }
                 Err(e) => {
                     return Ok(Some(Ending::Failed(format!(
                         "the reasoner's model call failed: {e}"
@@ -363,11 +387,11 @@ fn final_result(content: String) -> String {
 async fn complete(
     provider: &crate::Provider,
     request: ChatRequest,
-) -> Result<(String, Vec<ToolCall>), AnswerError> {
+) -> Result<(String, Vec<ToolCall>, Option<rtc_core::llm::Usage>), AnswerError> {
     let mut stream = provider.client.stream(request);
     while let Some(ev) = stream.next().await {
         match ev {
-            Ok(LlmEvent::Done(r)) => return Ok((r.content, r.tool_calls)),
+            Ok(LlmEvent::Done(r)) => return Ok((r.content, r.tool_calls, r.usage)),
             Ok(LlmEvent::TextDelta(_)) => {}
             Err(e) => return Err(e.into()),
         }

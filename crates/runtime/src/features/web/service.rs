@@ -105,7 +105,7 @@ impl Inner {
         }
         let system = "You read a web page for another assistant. Answer its request using only the page. Be concise and exact: keep figures, names, dates, versions and code as written, and include the links that matter. If the page does not contain the answer, say so plainly.";
         let user = format!("Request: {prompt}\n\nPage: {}\n\n---\n{text}", page.url);
-        SmallModel::for_assistant(&self.settings, &ctx.config.assistant)
+        SmallModel::for_session::<Inner>(self, ctx)
             .ask(system, user, false)
             .await
     }

@@ -109,7 +109,7 @@ impl Inner {
         messages.push(ChatMessage::User {
             content: "Decide each condition now.".to_owned(),
         });
-        let judge = SmallModel::for_assistant(&self.settings, &ctx.config.assistant);
+        let judge = SmallModel::for_session::<Inner>(self, ctx);
         let output = OutputFormat::JsonSchema {
             name: "workflow_edges".to_owned(),
             schema,

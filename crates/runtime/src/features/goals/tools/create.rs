@@ -15,7 +15,8 @@ const DESCRIPTION: &str = "Set yourself a goal that keeps you working across tur
 - condition: an observable end state, e.g. \"the user has a comparison table of three laptops with prices\".
 - max_turns: most turns to spend (default 50).
 - token_budget / deadline_minutes: optional limits.
-Use it for multi-step work the user asked you to carry through; do not use it for a single answer.";
+Use it for multi-step work the user asked you to carry through; do not use it for a single answer.
+Created during a loop's turn (a message starting \"[Loop\"), the goal is instead a periodic check of that loop: the judge checks it after the loop's later turns and the user's, and it gives you no turns of its own; each judged turn counts toward max_turns.";
 
 pub fn spec() -> ToolSpec {
     ToolSpec {
