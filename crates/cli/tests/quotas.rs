@@ -166,6 +166,15 @@ async fn a_token_budget_holds_postgres() -> anyhow::Result<()> {
     a_token_budget_holds(Engine::Postgres).await
 }
 
+/// The id of the first workspace (the pair's "A").
+async fn first_workspace(admin: &Api) -> anyhow::Result<String> {
+    let all = admin.get("/v1/workspaces").await?;
+    Ok(all.assert_status(200)["data"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
 /// Wait for a minute with room for a few requests (not its last 10 s).
 async fn fresh_minute() {
     let second = std::time::SystemTime::now()
@@ -251,10 +260,7 @@ async fn a_request_rate_holds_across_two_instances() -> anyhow::Result<()> {
         return Ok(());
     };
     let admin = pair.a.admin();
-    let ws_id = admin.get("/v1/workspaces").await?.assert_status(200)["data"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ws_id = first_workspace(&admin).await?;
     let (_, other) = pair.a.workspace("Quiet").await?;
     six_a_minute(&admin, &ws_id, &pair.ws_a, &pair.ws_b, &other).await
 }
@@ -267,10 +273,7 @@ async fn a_token_budget_holds_across_two_instances() -> anyhow::Result<()> {
         return Ok(());
     };
     let admin = pair.a.admin();
-    let ws_id = admin.get("/v1/workspaces").await?.assert_status(200)["data"][0]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let ws_id = first_workspace(&admin).await?;
     admin
         .put(
             &format!("/v1/workspaces/{ws_id}/quota"),
