@@ -29,6 +29,8 @@ struct Got {
     parent: Vec<u8>,
     name: String,
     attrs: BTreeMap<String, String>,
+    /// The attributes exported as integers.
+    ints: Vec<String>,
     status: i32,
 }
 
@@ -64,12 +66,24 @@ async fn receiver() -> anyhow::Result<(String, Arc<Mutex<Vec<Got>>>, Arc<Mutex<V
                                 )
                             })
                             .collect();
+                        let ints = span
+                            .attributes
+                            .iter()
+                            .filter(|kv| {
+                                matches!(
+                                    kv.value.as_ref().and_then(|a| a.value.as_ref()),
+                                    Some(Any::IntValue(_))
+                                )
+                            })
+                            .map(|kv| kv.key.clone())
+                            .collect();
                         s.lock().unwrap().push(Got {
                             trace: span.trace_id,
                             id: span.span_id,
                             parent: span.parent_span_id,
                             name: span.name,
                             attrs,
+                            ints,
                             status: span.status.map_or(0, |st| st.code),
                         });
                     }
@@ -224,6 +238,13 @@ async fn a_conversation_is_one_trace_per_turn_with_genai_spans() -> anyhow::Resu
     assert_eq!(chat.attrs["gen_ai.operation.name"], "chat");
     assert_eq!(chat.attrs["gen_ai.system"], "openai");
     assert_eq!(chat.attrs["gen_ai.request.model"], "mock-model");
+    // Token counts are integers, as the GenAI conventions say.
+    for key in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+        assert!(
+            chat.ints.iter().any(|k| k == key),
+            "{key} not an integer: {chat:?}"
+        );
+    }
     // What the provider reported (the mock counts the request's size).
     assert!(
         chat.attrs["gen_ai.usage.input_tokens"]

@@ -85,8 +85,10 @@ pub fn record_answer(span: &Span, r: &ChatResponse, capture: bool) {
         return;
     }
     if let Some(u) = &r.usage {
-        span.record("gen_ai.usage.input_tokens", u.prompt_tokens);
-        span.record("gen_ai.usage.output_tokens", u.completion_tokens);
+        // As i64: an u64 field reaches OpenTelemetry as a string.
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        span.record("gen_ai.usage.input_tokens", int(u.prompt_tokens));
+        span.record("gen_ai.usage.output_tokens", int(u.completion_tokens));
     }
     let finish = r
         .finish_reason
