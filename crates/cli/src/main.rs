@@ -67,7 +67,10 @@ fn main() -> ExitCode {
     match run() {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(e) => {
-            eprintln!("Error: {e:?}");
+            // The causes, not a backtrace: these are the user's errors
+            // (a bad setting, an unreachable server, a 404), and
+            // `RUST_BACKTRACE` is for panics.
+            eprintln!("Error: {e:#}");
             ExitCode::FAILURE
         }
     }
