@@ -186,3 +186,19 @@ on_both!(workspaces_never_see_each_other, |srv| {
     );
     Ok(())
 });
+
+on_both!(me_says_who_the_token_is, |srv| {
+    let me = srv.admin().get("/v1/me").await?;
+    assert_eq!(me.assert_status(200), &json!({"kind": "admin"}));
+    let (id, ws) = srv.workspace("Acme support").await?;
+    let me = ws.get("/v1/me").await?;
+    assert_eq!(
+        me.assert_status(200),
+        &json!({"kind": "workspace", "workspace": {"id": id, "name": "Acme support"}})
+    );
+    srv.anonymous()
+        .get("/v1/me")
+        .await?
+        .assert_error(401, "unauthorized", None);
+    Ok(())
+});

@@ -131,7 +131,7 @@ async fn snapshot(
 
 /// Collection reads that answer a report rather than a `data` list (the
 /// workspace's own figures, nothing of another's).
-const REPORTS: &[&str] = &["/v1/usage"];
+const REPORTS: &[&str] = &["/v1/usage", "/v1/me"];
 
 /// Query parameters some lists require.
 fn with_query(path: &str, fx: &Fixture) -> String {

@@ -170,7 +170,13 @@ async fn test_mode_end_to_end(engine: Engine) -> anyhow::Result<()> {
     // A user's mistake is one clear line, no backtrace, even when
     // backtraces are asked for.
     let child = tokio::process::Command::new(binary())
-        .args(["test", "--assistant", "nope", "--url", &srv.process.base_url])
+        .args([
+            "test",
+            "--assistant",
+            "nope",
+            "--url",
+            &srv.process.base_url,
+        ])
         .env("RTC_API_KEY", ws.token.clone().unwrap_or_default())
         .env("RUST_BACKTRACE", "1")
         .kill_on_drop(true)
@@ -179,7 +185,10 @@ async fn test_mode_end_to_end(engine: Engine) -> anyhow::Result<()> {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("nope"), "{err}");
-    assert!(!err.contains("backtrace") && !err.contains("  0: "), "{err}");
+    assert!(
+        !err.contains("backtrace") && !err.contains("  0: "),
+        "{err}"
+    );
 
     // … and 1 when one fails, in JSON too; the suite endpoint agrees.
     ws.create(

@@ -51,3 +51,22 @@ pub struct WorkspaceQuota {
     #[schema(minimum = 1, maximum = 1000000)]
     pub requests_per_minute: Option<i64>,
 }
+
+/// Who a bearer token is (`GET /v1/me`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    /// `admin` (the admin token) or `workspace` (a workspace's key).
+    pub kind: String,
+    /// The workspace a key belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<WorkspaceRef>,
+}
+
+/// A workspace's id and name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceRef {
+    pub id: String,
+    pub name: String,
+}

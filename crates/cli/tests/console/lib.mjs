@@ -38,9 +38,15 @@ export async function scenario(name, body, { args = [] } = {}) {
     fieldError: (path) => page.locator(`.field.invalid[data-field="${path}"] .error`),
     async signIn() {
       await page.goto(`${BASE}/`);
+      // Signing in asks who the key is; no request fails on the way.
+      const failed = [];
+      const watch = (r) => { if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`); };
+      page.on("response", watch);
       await page.getByLabel("Workspace API key").fill(KEY);
       await page.getByRole("button", { name: "Sign in" }).click();
       await page.getByRole("heading", { name: "Assistants" }).waitFor();
+      page.off("response", watch);
+      assert.deepEqual(failed, [], "no failed request while signing in");
     },
     /** Open the playground on `assistant`, start a session, wait for the socket. */
     async startSession(assistant, setup) {

@@ -20,7 +20,7 @@ use crate::routes::{
     modifiers(&Contract),
     paths(
         health::healthz, health::readyz, health::metrics,
-        workspaces::create, workspaces::list, workspaces::read, workspaces::rotate_key, workspaces::set_quota,
+        workspaces::create, workspaces::list, workspaces::read, workspaces::rotate_key, workspaces::set_quota, workspaces::me,
         secrets::put, secrets::list, secrets::read, secrets::remove,
         mcp_servers::create, mcp_servers::list, mcp_servers::read, mcp_servers::replace, mcp_servers::remove, mcp_servers::discover,
         tools::create, tools::list, tools::read, tools::replace, tools::remove,

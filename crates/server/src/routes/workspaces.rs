@@ -7,10 +7,12 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use rtc_core::ValidationError;
 use rtc_core::names::check_display_name;
-use rtc_protocol::{CreateWorkspaceParams, ErrorResponse, ListResponse, Workspace, WorkspaceQuota};
+use rtc_protocol::{
+    CreateWorkspaceParams, ErrorResponse, ListResponse, Me, Workspace, WorkspaceQuota, WorkspaceRef,
+};
 use rtc_store::{WorkspaceRecord, new_id, new_token};
 
-use crate::extract::{Admin, ApiJson, ApiPath};
+use crate::extract::{Admin, ApiJson, ApiPath, Caller};
 use crate::{ApiError, ApiResult, AppState};
 
 pub fn router() -> Router<AppState> {
@@ -19,6 +21,31 @@ pub fn router() -> Router<AppState> {
         .route("/v1/workspaces/{id}", get(read))
         .route("/v1/workspaces/{id}/rotate-key", post(rotate_key))
         .route("/v1/workspaces/{id}/quota", put(set_quota))
+        .route("/v1/me", get(me))
+}
+
+/// Who the token is: the admin, or a workspace (its id and name). Any
+/// valid token may ask; the console signs in with it.
+#[utoipa::path(get, operation_id = "getMe", path = "/v1/me", tag = "workspaces", security(("bearer" = []), ("adminToken" = [])),
+    responses((status = 200, body = Me), (status = 401, body = ErrorResponse)))]
+pub async fn me(caller: Caller, State(s): State<AppState>) -> ApiResult<Json<Me>> {
+    Ok(Json(match caller {
+        Caller::Admin => Me {
+            kind: "admin".to_owned(),
+            workspace: None,
+        },
+        Caller::Workspace { id } => {
+            s.runtime.admit_request(&id).await?;
+            let r = stored(&s, &id).await?;
+            Me {
+                kind: "workspace".to_owned(),
+                workspace: Some(WorkspaceRef {
+                    id: r.id,
+                    name: r.name,
+                }),
+            }
+        }
+    }))
 }
 
 async fn view(s: &AppState, r: WorkspaceRecord, api_key: Option<String>) -> ApiResult<Workspace> {
