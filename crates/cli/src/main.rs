@@ -23,6 +23,17 @@ use clap::{Parser, Subcommand};
 use crate::config::{Overrides, Settings};
 use crate::data::Exit;
 
+/// What `serve --help` adds: the model provider's settings.
+const SERVE_HELP: &str = "\
+Model provider (any OpenAI-compatible server), from the environment or the config file:
+  RTC_LLM_BASE_URL        its base URL (default https://api.openai.com/v1)
+  RTC_LLM_API_KEY         its API key (needed for OpenAI itself)
+  RTC_LLM_MODEL           the default model (default gpt-4o-mini)
+  RTC_SMALL_MODEL         the model of judges, `llm` leaves, page reading and summaries
+  RTC_LLM_CONTEXT_WINDOW  the models' context window in tokens, when the table does not know them
+More providers: [providers.NAME] tables in the config file (README, \"Configuration\").
+`rtc-agent doctor` checks them; the server warns at start when one cannot work.";
+
 #[derive(Parser)]
 #[command(
     name = "rtc-agent",
@@ -41,6 +52,7 @@ struct Cli {
 enum Command {
     /// Run the server (migrations are applied first; refuses to start
     /// while v3 data waits for `migrate`).
+    #[command(after_help = SERVE_HELP)]
     Serve(Overrides),
     /// Apply the schema migrations; then, when v3 data is pending, run the
     /// Tool Resource v4 migration (needs --backup or --create-backup).

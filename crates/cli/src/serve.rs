@@ -84,6 +84,13 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         timeout: limits.mcp_timeout,
     };
     let runtime = build_runtime(&settings, store.clone(), policy, mcp)?;
+    // A provider that cannot work is said at start, naming what to set
+    // (the first session would otherwise be the first to find out).
+    for p in runtime.providers() {
+        if let Some(problem) = &p.problem {
+            tracing::warn!(provider = %p.name, "the model provider cannot work: {problem}");
+        }
+    }
     let interrupted = runtime.recover().await?;
     if interrupted > 0 {
         tracing::warn!(

@@ -102,3 +102,37 @@ async fn doctor_checks_the_whole_configuration() -> anyhow::Result<()> {
     assert!(!out.contains("FAIL"), "{out}");
     Ok(())
 }
+
+/// A new user's first contact: `serve --help` names the provider settings,
+/// and a server started without a usable provider says what to set.
+#[tokio::test]
+async fn serve_names_the_provider_settings() -> anyhow::Result<()> {
+    let help = rtc(&["serve", "--help"], &[]).await?;
+    let help = text(&help);
+    for name in [
+        "RTC_LLM_BASE_URL",
+        "RTC_LLM_API_KEY",
+        "RTC_LLM_MODEL",
+        "RTC_SMALL_MODEL",
+    ] {
+        assert!(help.contains(name), "{name} in\n{help}");
+    }
+    let env = std::collections::HashMap::from([(
+        "RTC_LLM_BASE_URL".to_owned(),
+        "https://api.openai.com/v1".to_owned(),
+    )]);
+    let Some(srv) = crate::harness::start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let log = srv.process.log();
+        if log.contains("the model provider cannot work") {
+            assert!(log.contains("set RTC_LLM_API_KEY"), "{log}");
+            break;
+        }
+        anyhow::ensure!(std::time::Instant::now() < deadline, "no warning in\n{log}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
