@@ -73,6 +73,18 @@ await scenario("live", async (t) => {
   await page.locator(".sysline", { hasText: "back to the model" }).waitFor();
   await agent.waitFor({ state: "hidden" });
 
+  t.step = "a message of two lines: Shift+Enter starts a line, Enter sends";
+  const box = page.getByLabel("Message", { exact: true });
+  await box.click();
+  await box.pressSequentially("first line");
+  await box.press("Shift+Enter");
+  await box.pressSequentially("second line");
+  await box.press("Enter");
+  const sentTwo = page.locator(".msg.user", { hasText: "second line" });
+  await sentTwo.waitFor();
+  assert.match(await sentTwo.innerText(), /first line\s+second line/);
+  assert.equal(await box.inputValue(), "", "the box is emptied");
+
   t.step = "the session and its assistant show what their model calls cost";
   await page.goto(`${BASE}/#/sessions/${sid}`);
   const used = page.getByLabel("Usage", { exact: true });

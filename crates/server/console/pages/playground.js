@@ -106,7 +106,8 @@ async function liveSession(sid) {
   const voice = realtime && voiceBar({ config: realtime, frame: (obj) => frame(obj), line: (t, cls) => line(t, cls) });
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
   const status = h("span", { class: "status", role: "status" }, "connecting…");
-  const input = text("", { placeholder: "Write a message…", "aria-label": "Message" });
+  // Several lines: Enter sends, Shift+Enter starts a new line.
+  const input = h("textarea", { rows: 2, placeholder: "Write a message… (Shift+Enter for a new line)", "aria-label": "Message" });
   const send = h("button", { type: "submit" }, "Send");
   const composer = h("form", { class: "composer", "aria-label": "Send a message" }, input, send);
   const handoff = h("div", { class: "card", hidden: true, role: "region", "aria-label": "Human agent" });
@@ -368,6 +369,12 @@ async function liveSession(sid) {
   });
   live.connect();
 
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      composer.requestSubmit();
+    }
+  });
   composer.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const value = input.value.trim();
