@@ -40,6 +40,7 @@ struct FileConfig {
     admin_token: Option<String>,
     master_key: Option<String>,
     allow_private_network: Option<bool>,
+    outbound_allow: Option<String>,
     max_body_bytes: Option<usize>,
     log_format: Option<String>,
     llm_base_url: Option<String>,
@@ -142,6 +143,9 @@ pub struct Settings {
     pub admin_token: Option<String>,
     pub master_key: Option<String>,
     pub allow_private_network: bool,
+    /// The private hosts, addresses and networks tools may reach
+    /// (`RTC_OUTBOUND_ALLOW`), as the guard's policy.
+    pub outbound_allow: rtc_tools::net_guard::AddressPolicy,
     pub max_body_bytes: usize,
     pub json_logs: bool,
     /// The default provider.
@@ -353,6 +357,13 @@ impl Settings {
             allow_private_network: env_flag("RTC_ALLOW_PRIVATE_NETWORK")?
                 .or(file.allow_private_network)
                 .unwrap_or(false),
+            outbound_allow: match env("RTC_OUTBOUND_ALLOW").or(file.outbound_allow) {
+                Some(spec) => rtc_tools::net_guard::AddressPolicy::allowing(
+                    rtc_tools::net_guard::OutboundAllow::parse(&spec)
+                        .map_err(|e| anyhow::anyhow!("RTC_OUTBOUND_ALLOW: {e}"))?,
+                ),
+                None => rtc_tools::net_guard::AddressPolicy::PublicOnly,
+            },
             max_body_bytes,
             json_logs: env("RTC_LOG_FORMAT")
                 .or(file.log_format)
@@ -459,7 +470,7 @@ impl Settings {
         if self.allow_private_network {
             AddressPolicy::AllowPrivate
         } else {
-            AddressPolicy::PublicOnly
+            self.outbound_allow
         }
     }
 }

@@ -11,6 +11,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
         admin_token: Some("admin-token-canary-1".into()),
         master_key: Some("master-key-canary-2".into()),
         allow_private_network: false,
+        outbound_allow: rtc_tools::net_guard::AddressPolicy::PublicOnly,
         max_body_bytes: 1024,
         json_logs: false,
         llm: ProviderSettings {

@@ -56,6 +56,11 @@ pub async fn run(settings: &Settings) -> anyhow::Result<Exit> {
             Verdict::Warn,
             "RTC_ALLOW_PRIVATE_NETWORK=1: tools, MCP servers and web fetches may reach private and loopback addresses",
         )
+    } else if settings.outbound_allow != rtc_tools::net_guard::AddressPolicy::PublicOnly {
+        (
+            Verdict::Ok,
+            "private addresses are refused but for those RTC_OUTBOUND_ALLOW lists",
+        )
     } else {
         (
             Verdict::Ok,

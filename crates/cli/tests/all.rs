@@ -30,6 +30,7 @@ mod memory;
 mod migration;
 mod operations;
 mod otel;
+mod outbound;
 mod providers;
 mod quotas;
 mod realtime;

@@ -10,6 +10,7 @@ pub mod http_exec;
 pub mod mcp;
 pub mod net_guard;
 pub mod opencode;
+pub mod outbound_allow;
 pub mod scrub;
 pub mod upstream;
 pub mod web_fetch;

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
+pub use crate::outbound_allow::OutboundAllow;
+
 /// Whether outbound requests may reach non-public addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AddressPolicy {
@@ -19,13 +21,36 @@ pub enum AddressPolicy {
     PublicOnly,
     /// Anything, for tests and local tools (`RTC_ALLOW_PRIVATE_NETWORK=1`).
     AllowPrivate,
+    /// Public addresses and the private ones an operator listed
+    /// (`RTC_OUTBOUND_ALLOW`, parsed once at start for the process).
+    Allowed(&'static OutboundAllow),
 }
 
 impl AddressPolicy {
+    /// Whether a resolved address may be reached (port-less entries only:
+    /// a port entry is checked on the URL, see [`check_url`]).
     pub fn permits(self, ip: IpAddr) -> bool {
-        self == Self::AllowPrivate || is_public(ip)
+        match self {
+            Self::AllowPrivate => true,
+            Self::PublicOnly => is_public(ip),
+            Self::Allowed(a) => is_public(ip) || a.allows_ip(ip, None),
+        }
+    }
+
+    /// A policy of public addresses and those `allow` lists; the allowlist
+    /// lives as long as the process (it is the server's configuration).
+    pub fn allowing(allow: OutboundAllow) -> Self {
+        if allow.is_empty() {
+            Self::PublicOnly
+        } else {
+            Self::Allowed(Box::leak(Box::new(allow)))
+        }
     }
 }
+
+/// What a refusal says an operator can do.
+const HOW_TO_ALLOW: &str =
+    "an operator can allow it with RTC_OUTBOUND_ALLOW (hosts, host:port, addresses or networks)";
 
 /// Whether an address is public unicast: IPv4 outside the special-purpose
 /// blocks, IPv6 inside global unicast `2000::/3` outside its special blocks.
@@ -91,16 +116,20 @@ pub enum BlockedUrl {
     Scheme,
     #[error("the URL has no host")]
     NoHost,
-    #[error("the address {0} is private, loopback or reserved and is refused")]
+    #[error("the address {0} is private, loopback or reserved and is refused; {HOW_TO_ALLOW}")]
     Address(IpAddr),
-    #[error("the host {0} names this machine and is refused")]
+    #[error("the host {0} names this machine and is refused; {HOW_TO_ALLOW}")]
     LocalName(String),
+    #[error("the host {host} is allowed on other ports than {port} only (RTC_OUTBOUND_ALLOW)")]
+    Port { host: String, port: u16 },
 }
 
 /// A host name whose every resolved address was refused. Its message names
 /// the host only: the internal addresses it resolved to are not shown.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the address of host {host} is private, loopback or reserved and is refused")]
+#[error(
+    "the address of host {host} is private, loopback or reserved and is refused; {HOW_TO_ALLOW}"
+)]
 pub struct BlockedHost {
     pub host: String,
 }
@@ -124,13 +153,28 @@ pub fn check_url(url: &url::Url, policy: AddressPolicy) -> Result<(), BlockedUrl
     if url.scheme() != "http" && url.scheme() != "https" {
         return Err(BlockedUrl::Scheme);
     }
+    let port = url.port_or_known_default();
     let ip = match url.host() {
         None => return Err(BlockedUrl::NoHost),
         Some(url::Host::Ipv4(v4)) => IpAddr::V4(v4),
         Some(url::Host::Ipv6(v6)) => IpAddr::V6(v6),
-        Some(url::Host::Domain(_)) => return Ok(()),
+        Some(url::Host::Domain(name)) => {
+            return match (policy, port) {
+                (AddressPolicy::Allowed(a), Some(port)) if a.refuses_port(name, port) => {
+                    Err(BlockedUrl::Port {
+                        host: name.to_owned(),
+                        port,
+                    })
+                }
+                _ => Ok(()),
+            };
+        }
     };
-    if policy.permits(ip) {
+    let allowed = match policy {
+        AddressPolicy::Allowed(a) => is_public(ip) || a.allows_ip(ip, port),
+        other => other.permits(ip),
+    };
+    if allowed {
         Ok(())
     } else {
         Err(BlockedUrl::Address(ip))
@@ -143,8 +187,10 @@ pub fn check_url(url: &url::Url, policy: AddressPolicy) -> Result<(), BlockedUrl
 /// here: the guarded resolver judges them at every connection.
 pub fn check_url_at_save(url: &url::Url, policy: AddressPolicy) -> Result<(), BlockedUrl> {
     check_url(url, policy)?;
-    if policy == AddressPolicy::PublicOnly
+    let listed = |name: &str| matches!(policy, AddressPolicy::Allowed(a) if a.lists_host(name));
+    if policy != AddressPolicy::AllowPrivate
         && let Some(url::Host::Domain(name)) = url.host()
+        && !listed(name)
     {
         let name = name.trim_end_matches('.').to_ascii_lowercase();
         if name == "localhost" || name.ends_with(".localhost") {
@@ -167,10 +213,12 @@ impl Resolve for GuardedResolver {
         Box::pin(async move {
             let resolved: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            // A host the operator listed keeps its private addresses.
+            let listed = matches!(policy, AddressPolicy::Allowed(a) if a.lists_host(&host));
             let allowed: Vec<SocketAddr> = resolved
                 .iter()
                 .copied()
-                .filter(|a| policy.permits(a.ip()))
+                .filter(|a| listed || policy.permits(a.ip()))
                 .collect();
             if allowed.is_empty() {
                 return Err(
