@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rtc_core::llm::{ChatMessage, OutputFormat};
 use rtc_core::test_rules::{Observed, judge_expectations};
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
@@ -162,7 +163,13 @@ impl Runtime {
             duration_ms: 0,
         };
         if let Some(session) = &drive.session {
-            let config = self.observe(workspace, session, &mut run).await?;
+            let (config, failed_calls) = self.observe(workspace, session, &mut run).await?;
+            // A model call that failed is no pass, whatever was expected.
+            if error.is_none()
+                && let Some(why) = failed_calls.first()
+            {
+                error = Some(format!("a model call failed during the run: {why}"));
+            }
             let seen = Observed {
                 tool_calls: &run.tool_calls,
                 variables: &run.variables,
@@ -263,23 +270,29 @@ impl Runtime {
         workspace: &str,
         id: &str,
         run: &mut TestRun,
-    ) -> Result<Arc<SessionConfig>, RuntimeError> {
+    ) -> Result<(Arc<SessionConfig>, Vec<String>), RuntimeError> {
         let config = self.inner.session_in(workspace, id).await?.config.clone();
         let record = self.session(workspace, id).await?;
         run.variables = record.variables;
         run.end_reason = record.end_reason;
         run.transcript = self.messages(workspace, id).await?;
-        run.tool_calls = self.observed_calls(id).await?;
+        let (calls, failures) = self.observed_calls(id).await?;
+        run.tool_calls = calls;
         if record.status != SessionStatus::Ended {
             // The run is over: the session must not count as active.
             self.end(workspace, id, Some(FINISHED.to_owned())).await?;
         }
-        Ok(config)
+        Ok((config, failures))
     }
 
-    /// Every tool call of the session with what the model was shown.
-    async fn observed_calls(&self, id: &str) -> Result<Vec<ObservedToolCall>, RuntimeError> {
+    /// Every tool call of the session with what the model was shown, and
+    /// the model calls that failed (their error events).
+    async fn observed_calls(
+        &self,
+        id: &str,
+    ) -> Result<(Vec<ObservedToolCall>, Vec<String>), RuntimeError> {
         let mut calls: Vec<(String, ObservedToolCall)> = Vec::new();
+        let mut failures = Vec::new();
         let mut after = 0;
         loop {
             let page = self.inner.store.events_after(id, after, EVENT_PAGE).await?;
@@ -305,11 +318,14 @@ impl Runtime {
                             call.is_error = done.is_error;
                         }
                     }
+                    EventBody::Error(e) if MODEL_FAILURES.contains(&e.code.as_str()) => {
+                        failures.push(format!("{}: {}", e.code, e.message));
+                    }
                     _ => {}
                 }
             }
         }
-        Ok(calls.into_iter().map(|(_, c)| c).collect())
+        Ok((calls.into_iter().map(|(_, c)| c).collect(), failures))
     }
 
     /// The small model's verdict on the success criterion, and the run's
@@ -326,19 +342,33 @@ impl Runtime {
             "Success criterion: {criterion}\n\nConversation:\n{}",
             transcript_text(&run.transcript)
         );
-        let answer = match model.ask(system, user, true).await {
+        let messages = vec![
+            ChatMessage::System {
+                content: system.to_owned(),
+            },
+            ChatMessage::User { content: user },
+        ];
+        // A strict schema, as the workflow judge asks; the answer is still
+        // read leniently (small models answer equivalent shapes).
+        let output = OutputFormat::JsonSchema {
+            name: "test_verdict".to_owned(),
+            schema: json!({"type": "object", "additionalProperties": false,
+                "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
+                "required": ["pass", "reason"]}),
+        };
+        let answer = match model.complete(messages, output).await {
             Ok(a) => a,
             Err(e) => {
                 let why = format!("the judge (small model) failed: {e}");
                 return (criterion_result(criterion, false, why.clone()), Some(why));
             }
         };
-        let parsed: Value = serde_json::from_str(answer.trim()).unwrap_or(json!({}));
-        match parsed.get("pass").and_then(Value::as_bool) {
+        let parsed = verdict_json(&answer);
+        match verdict(&parsed) {
             Some(pass) => {
-                let reason = parsed
-                    .get("reason")
-                    .and_then(Value::as_str)
+                let reason = ["reason", "explanation", "rationale"]
+                    .iter()
+                    .find_map(|k| parsed.get(*k).and_then(Value::as_str))
                     .unwrap_or("no reason given");
                 (criterion_result(criterion, pass, reason.to_owned()), None)
             }
@@ -350,6 +380,37 @@ impl Runtime {
     }
 }
 
+/// The JSON object of a judge's answer, also when fenced in ``` or
+/// surrounded by words.
+fn verdict_json(answer: &str) -> Value {
+    let trimmed = answer.trim();
+    if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+        return v;
+    }
+    match (trimmed.find('{'), trimmed.rfind('}')) {
+        (Some(a), Some(b)) if a < b => serde_json::from_str(&trimmed[a..=b]).unwrap_or(json!({})),
+        _ => json!({}),
+    }
+}
+
+/// Pass or fail in the shapes small models give: `pass`, `passed`,
+/// `success` or `met` as a boolean (or "true"/"false"), or `verdict` /
+/// `result` as "pass"/"fail".
+fn verdict(v: &Value) -> Option<bool> {
+    let flag = |x: &Value| match x {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "pass" | "passed" | "yes" => Some(true),
+            "false" | "fail" | "failed" | "no" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    };
+    ["pass", "passed", "success", "met", "verdict", "result"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(flag))
+}
+
 fn criterion_result(criterion: &str, passed: bool, detail: String) -> ExpectationResult {
     ExpectationResult {
         kind: ExpectationKind::SuccessCriterion,
@@ -358,6 +419,16 @@ fn criterion_result(criterion: &str, passed: bool, detail: String) -> Expectatio
         detail,
     }
 }
+
+/// The error events that say a model call failed (a run with one is an
+/// error, never a pass).
+const MODEL_FAILURES: &[&str] = &[
+    "llm_failed",
+    "stream_cut",
+    "context_length_exceeded",
+    "token_quota_exceeded",
+    "content_filter",
+];
 
 /// The transcript as the judge reads it: one line per message.
 fn transcript_text(messages: &[Message]) -> String {
@@ -384,4 +455,29 @@ fn transcript_text(messages: &[Message]) -> String {
         out = out.chars().skip(chars - JUDGE_TRANSCRIPT_CHARS).collect();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_in_the_shapes_small_models_give() {
+        for (answer, expected) in [
+            (r#"{"pass": true, "reason": "ok"}"#, Some(true)),
+            (r#"{"passed": false}"#, Some(false)),
+            (r#"{"verdict": "PASS"}"#, Some(true)),
+            (r#"{"result": "fail"}"#, Some(false)),
+            (r#"{"success": "true"}"#, Some(true)),
+            ("```json\n{\"pass\": true}\n```", Some(true)),
+            (
+                r#"Verdict: {"pass": false, "reason": "no"} done"#,
+                Some(false),
+            ),
+            (r#"{"score": 3}"#, None),
+            ("yes", None),
+        ] {
+            assert_eq!(verdict(&verdict_json(answer)), expected, "{answer}");
+        }
+    }
 }

@@ -212,6 +212,8 @@ async fn a_conversation_test_runs_scripted_and_is_judged() {
     );
     let judge = &h.mock.requests()[2];
     assert_eq!(judge["model"], "mock-small");
+    assert_eq!(judge["response_format"]["type"], "json_schema", "a strict schema");
+    assert_eq!(judge["response_format"]["json_schema"]["strict"], true);
     assert!(
         judge
             .to_string()
@@ -460,4 +462,33 @@ fn target_of(id: &'static str) -> TestTarget<'static> {
         kind: ResourceKind::Assistant,
         id,
     }
+}
+
+/// A run whose model call failed is an error, never a pass, even when
+/// nothing was expected of it.
+#[tokio::test]
+async fn a_run_whose_model_call_failed_is_an_error() {
+    let h = Harness::start(vec![MockReply::Error(500, "the provider is down".into())]).await;
+    h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))
+        .await;
+    let target = TestTarget {
+        kind: ResourceKind::Assistant,
+        id: "a",
+    };
+    let test = h
+        .store
+        .insert_test(
+            WS,
+            target,
+            case(json!({"name": "hello", "turns": ["hi"], "expect": {}})),
+        )
+        .await
+        .unwrap();
+    let run = h.rt.run_test(WS, target, &test).await.unwrap();
+    assert_eq!(run.status, TestRunStatus::Error, "{run:#?}");
+    let error = run.error.unwrap_or_default();
+    assert!(
+        error.contains("a model call failed during the run: llm_failed"),
+        "{error}"
+    );
 }
