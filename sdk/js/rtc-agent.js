@@ -55,6 +55,8 @@ export class RtcSession {
   #retry;
   #timer = null;
   #ended = false;
+  /** Frames waiting for the socket to open again (answers). */
+  #queued = [];
 
   /**
    * @param {object} opts `baseUrl` (default: the page's origin), `sessionId`,
@@ -102,6 +104,8 @@ export class RtcSession {
   }
 
   #setState(state) {
+    // A status is reported when it changes (not once per retry).
+    if (this.#state === state) return;
     this.#state = state;
     this.#emit("status", state);
   }
@@ -133,7 +137,10 @@ export class RtcSession {
       } catch (e) {
         this.#emit("frame.error", new RtcError("hello_failed", e.message));
       }
-      if (this.#ws === ws) this.#setState("open");
+      if (this.#ws === ws) {
+        this.#setState("open");
+        this.#flush();
+      }
     };
     ws.onmessage = (m) => {
       let frame;
@@ -220,11 +227,28 @@ export class RtcSession {
   /**
    * Answer the askUser question (`answers`: one per question in order, or
    * `{question: answer}`); `callId` defaults to the pending question.
+   * While the socket reconnects the answer waits and goes out once it is
+   * open again; without a socket it goes over HTTP.
    */
   async answer(answers, callId) {
     const body = { answers, ...(callId ? { callId } : {}) };
-    if (this.send({ type: "ask_user.answer", ...body })) return;
+    const frame = { type: "ask_user.answer", ...body };
+    if (this.send(frame)) return;
+    if (this.#state === "reconnecting" || this.#state === "connecting") {
+      await new Promise((resolve, reject) => this.#queued.push({ frame, resolve, reject }));
+      return;
+    }
     await this.#post("/answers", body);
+  }
+
+  /** Send what waited for the socket. */
+  #flush() {
+    while (this.#queued.length) {
+      const { frame, resolve } = this.#queued[0];
+      if (!this.send(frame)) return;
+      this.#queued.shift();
+      resolve();
+    }
   }
 
   /** Answer a client tool call by hand (tools without a handler). */
@@ -241,6 +265,9 @@ export class RtcSession {
   close() {
     clearTimeout(this.#timer);
     this.#setState("closed");
+    for (const { reject } of this.#queued.splice(0)) {
+      reject(new RtcError("closed", "the session was closed before the answer could be sent"));
+    }
     const ws = this.#ws;
     this.#ws = null;
     if (ws) ws.close();

@@ -134,6 +134,32 @@ test("without a socket, messages and answers go over HTTP", async () => {
   }
 });
 
+test("an answer given while reconnecting waits for the socket; statuses are reported once", async () => {
+  FakeSocket.all = [];
+  const s = new RtcSession({ baseUrl: "http://h:1", sessionId: "s", token: "tok", WebSocket: FakeSocket, reconnect: { initialDelayMs: 30 } });
+  const states = [];
+  s.on("status", (st) => states.push(st));
+  s.connect();
+  await until(() => s.state === "open");
+  FakeSocket.all[0].close();
+  assert.equal(s.state, "reconnecting");
+  let sent = false;
+  const answered = s.answer({ "Which?": "A" }).then(() => { sent = true; });
+  await tick(10);
+  assert.equal(sent, false, "not sent while the socket is down");
+  await until(() => sent);
+  const second = FakeSocket.all[1];
+  assert.deepEqual(second.sent.map((f) => f.type), ["client.hello", "ask_user.answer"]);
+  assert.deepEqual(second.sent[1].answers, { "Which?": "A" });
+  await answered;
+  for (let i = 1; i < states.length; i++) assert.notEqual(states[i], states[i - 1], states.join(","));
+  // Closed while waiting: the answer is refused, not lost silently.
+  second.close();
+  const late = s.answer(["B"]);
+  s.close();
+  await assert.rejects(late, (e) => e instanceof RtcError && e.code === "closed");
+});
+
 test("bad options are refused", () => {
   assert.throws(() => new RtcSession({ sessionId: "s" }), TypeError);
   assert.throws(() => new RtcSession({ sessionId: "s", token: "t", baseUrl: "http://h", WebSocket: null }), /WebSocket/);
