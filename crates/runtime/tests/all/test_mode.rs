@@ -212,7 +212,10 @@ async fn a_conversation_test_runs_scripted_and_is_judged() {
     );
     let judge = &h.mock.requests()[2];
     assert_eq!(judge["model"], "mock-small");
-    assert_eq!(judge["response_format"]["type"], "json_schema", "a strict schema");
+    assert_eq!(
+        judge["response_format"]["type"], "json_schema",
+        "a strict schema"
+    );
     assert_eq!(judge["response_format"]["json_schema"]["strict"], true);
     assert!(
         judge
