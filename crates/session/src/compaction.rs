@@ -201,11 +201,7 @@ impl<H: Host> Kernel<H> {
                 let h = h.get(step.history_from..).unwrap_or_default();
                 let start = summary_start(h, Some(&summary));
                 let system = compacted_system(system, Some(&summary), &notes);
-                let view = RequestView {
-                    turn_from: step.view.turn_from.saturating_sub(start),
-                    ..step.view
-                };
-                chat_history(system, &h[start..], |m| self.is_report(m), view)
+                self.request_from(step, h, start, system)
             })
             .await?;
         Ok(Some(messages))
@@ -313,11 +309,7 @@ impl<H: Host> Kernel<H> {
         let percent = u32::from(self.settings.limits.context_compact_percent.clamp(10, 95));
         let threshold = window / 100 * percent;
         if !must && tokens.saturating_add(reserve) <= threshold {
-            let view = RequestView {
-                turn_from: step.view.turn_from.saturating_sub(start),
-                ..step.view
-            };
-            return Built::Ready(chat_history(full, &h[start..], |m| self.is_report(m), view));
+            return Built::Ready(self.request_from(step, h, start, full));
         }
         // What the kept messages may take: half the room the threshold
         // leaves beside what every request carries (prompt, functions,
@@ -331,11 +323,7 @@ impl<H: Host> Kernel<H> {
                 return Built::Stuck;
             }
             // Nothing to summarize: the request goes as it is.
-            let view = RequestView {
-                turn_from: step.view.turn_from.saturating_sub(start),
-                ..step.view
-            };
-            return Built::Ready(chat_history(full, &h[start..], |m| self.is_report(m), view));
+            return Built::Ready(self.request_from(step, h, start, full));
         };
         Built::Compact(Plan {
             tokens_before: tokens,
@@ -343,6 +331,22 @@ impl<H: Host> Kernel<H> {
             transcript: transcript(&h[start..cut]),
             summarized: cut - start,
         })
+    }
+
+    /// The request's messages: `system`, then `h` from `start` (the
+    /// running turn's place shifted with it).
+    fn request_from(
+        &self,
+        step: &StepContext<'_>,
+        h: &[Message],
+        start: usize,
+        system: String,
+    ) -> Vec<ChatMessage> {
+        let view = RequestView {
+            turn_from: step.view.turn_from.saturating_sub(start),
+            ..step.view
+        };
+        chat_history(system, &h[start..], |m| self.is_report(m), view)
     }
 
     /// Each stored message's tokens as the request carries it (remembered
