@@ -154,7 +154,9 @@ fn asset(path: &str) -> Response {
         Some("css") => "text/css; charset=utf-8",
         _ => "text/javascript; charset=utf-8",
     };
-    let mut response = (*text).into_response();
+    let mut response = on_disk(path)
+        .unwrap_or_else(|| (*text).to_owned())
+        .into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
@@ -167,6 +169,17 @@ fn asset(path: &str) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     response
+}
+
+/// Debug builds only: with `RTC_CONSOLE_DIR` set (to `crates/server/console`),
+/// an embedded file is read from that folder instead, so console work needs
+/// no rebuild. Only the embedded names are looked up, never another path.
+fn on_disk(path: &str) -> Option<String> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    let dir = std::env::var_os("RTC_CONSOLE_DIR")?;
+    std::fs::read_to_string(std::path::Path::new(&dir).join(path)).ok()
 }
 
 #[cfg(test)]
