@@ -61,6 +61,20 @@ pub struct Me {
     /// The workspace a key belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<WorkspaceRef>,
+    /// What this server offers that depends on its configuration.
+    pub server: ServerOffers,
+}
+
+/// Built-in families that exist only when the operator configured them:
+/// an assistant may tick `webSearch`, but the model is offered it only
+/// where the server has a search provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerOffers {
+    /// A search engine is configured (`RTC_WEB_SEARCH_ENGINES`).
+    pub web_search: bool,
+    /// Page fetching is enabled (`RTC_WEB_FETCH`).
+    pub web_fetch: bool,
 }
 
 /// A workspace's id and name.

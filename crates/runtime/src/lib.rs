@@ -160,6 +160,14 @@ impl Runtime {
         self.inner.config.mcp.policy
     }
 
+    /// The configuration-dependent built-ins this server can offer.
+    pub fn server_offers(&self) -> rtc_protocol::ServerOffers {
+        rtc_protocol::ServerOffers {
+            web_search: self.inner.config.web_search.is_some(),
+            web_fetch: self.inner.config.web_fetch.is_some(),
+        }
+    }
+
     /// Names of the configured providers.
     pub fn provider_names(&self) -> std::collections::BTreeSet<String> {
         self.inner.settings.providers.keys().cloned().collect()

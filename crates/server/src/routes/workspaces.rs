@@ -33,6 +33,7 @@ pub async fn me(caller: Caller, State(s): State<AppState>) -> ApiResult<Json<Me>
         Caller::Admin => Me {
             kind: "admin".to_owned(),
             workspace: None,
+            server: s.runtime.server_offers(),
         },
         Caller::Workspace { id } => {
             s.runtime.admit_request(&id).await?;
@@ -43,6 +44,7 @@ pub async fn me(caller: Caller, State(s): State<AppState>) -> ApiResult<Json<Me>
                     id: r.id,
                     name: r.name,
                 }),
+                server: s.runtime.server_offers(),
             }
         }
     }))
