@@ -46,6 +46,7 @@ mod tasks_opencode;
 mod tasks_reasoner;
 mod tasks_support;
 mod test_mode;
+mod tool_trial;
 mod tools;
 mod usage;
 mod web;

@@ -28,6 +28,16 @@ on_both!(stdio_servers_need_the_admin_and_are_discovered, |srv| {
         .create("/v1/tools", json!({"name": "echo", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "echo"}}))
         .await?;
     assert_eq!(tool["parameters"], echo["inputSchema"]);
+    // Tried from the editor, it answers what a session would get.
+    let tried = ws
+        .post(
+            &format!("/v1/tools/{}/test", tool["id"].as_str().unwrap()),
+            json!({"arguments": {"message": "hi there"}}),
+        )
+        .await?;
+    let tried = tried.assert_status(200);
+    assert_eq!(tried["ok"], true, "{tried}");
+    assert!(tried["result"].to_string().contains("hi there"), "{tried}");
     ws.post("/v1/tools", json!({"name": "nope", "type": "mcp", "mcp": {"serverId": id, "remoteToolName": "no-such-tool"}}))
         .await?
         .assert_error(422, "unknown_remote_tool", Some("mcp.remoteToolName"));

@@ -71,6 +71,11 @@ pub struct TaskBackend {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
     pub updated_at: Option<String>,
+    /// What the save that answered this noticed (absent when nothing;
+    /// never stored, so reads do not carry it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(read_only)]
+    pub warnings: Vec<crate::SaveWarning>,
 }
 
 fn default_timeout() -> u32 {

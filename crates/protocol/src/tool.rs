@@ -63,6 +63,11 @@ pub struct Tool {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(read_only)]
     pub updated_at: Option<String>,
+    /// What the save that answered this noticed (absent when nothing;
+    /// never stored, so reads do not carry it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(read_only)]
+    pub warnings: Vec<crate::SaveWarning>,
 }
 
 /// A per-use placeholder `{{input__name}}` that each binding fills.
@@ -135,4 +140,51 @@ pub struct ClientToolConfig {
 
 pub fn default_client_timeout_ms() -> u64 {
     30_000
+}
+
+/// `POST /v1/tools/{id}/test`: run an HTTP or MCP tool once with sample
+/// arguments, as a session would (the outbound guard, the secrets it
+/// names, their values scrubbed from the answer).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolTestRequest {
+    /// The call's arguments, checked against the tool's `parameters`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub arguments: serde_json::Map<String, Value>,
+    /// Values of the tool's `templateInputs` (a binding gives them in a
+    /// session); strings, or values written as JSON.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub inputs: serde_json::Map<String, Value>,
+}
+
+/// What a tool test gave: the result, or the error a session's model
+/// would have read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolTestResult {
+    pub ok: bool,
+    /// The tool's result (when `ok`): any JSON value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Why the call failed (when not `ok`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolTestError>,
+    /// Images the tool returned (an MCP tool's), counted, not sent.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub images: usize,
+    pub duration_ms: u64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A failed tool test: `tool_error` (the tool answered an error or could
+/// not be reached, e.g. refused by the outbound guard).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ToolTestError {
+    pub code: String,
+    pub message: String,
 }

@@ -25,6 +25,8 @@ pub(crate) struct Inner {
     pub executors: Arc<Executors>,
     /// Slots of conversation test runs (`RuntimeConfig::tests`).
     pub test_slots: Arc<FairGate>,
+    /// Slots of tool tests (`tool_test::TOOL_TEST_LIMITS`).
+    pub tool_test_slots: Arc<FairGate>,
 }
 
 impl Deref for Inner {
@@ -70,6 +72,7 @@ impl Inner {
                 },
             ),
             test_slots: FairGate::new(config.tests),
+            tool_test_slots: FairGate::new(crate::tool_test::TOOL_TEST_LIMITS),
             config,
             executors,
         });

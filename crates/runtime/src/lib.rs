@@ -29,6 +29,7 @@ mod start;
 #[cfg(test)]
 mod test_support;
 mod tool;
+mod tool_test;
 mod usage;
 
 use std::sync::Arc;

@@ -200,6 +200,42 @@ pub fn check_url_at_save(url: &url::Url, policy: AddressPolicy) -> Result<(), Bl
     Ok(())
 }
 
+/// How long a save waits for a name's addresses before it gives up
+/// warning about them.
+const SAVE_LOOKUP: Duration = Duration::from_secs(2);
+
+/// Why calls to `url` would be refused, judged when a resource is saved:
+/// [`check_url_at_save`], then a host name's addresses (looked up for at
+/// most two seconds) as the guarded resolver would judge them. `None` when
+/// the calls may go out, or when the name cannot be resolved now (it may
+/// resolve where and when the calls are made).
+pub async fn refusal_at_save(url: &url::Url, policy: AddressPolicy) -> Option<String> {
+    if let Err(e) = check_url_at_save(url, policy) {
+        return Some(e.to_string());
+    }
+    let Some(url::Host::Domain(host)) = url.host() else {
+        return None;
+    };
+    if policy == AddressPolicy::AllowPrivate
+        || matches!(policy, AddressPolicy::Allowed(a) if a.lists_host(host))
+    {
+        return None;
+    }
+    let lookup = tokio::net::lookup_host((host, url.port_or_known_default().unwrap_or(0)));
+    let resolved: Vec<SocketAddr> = tokio::time::timeout(SAVE_LOOKUP, lookup)
+        .await
+        .ok()?
+        .ok()?
+        .collect();
+    let refused = !resolved.is_empty() && resolved.iter().all(|a| !policy.permits(a.ip()));
+    refused.then(|| {
+        BlockedHost {
+            host: host.to_owned(),
+        }
+        .to_string()
+    })
+}
+
 /// A DNS resolver that drops forbidden addresses and fails when none is left.
 #[derive(Debug, Clone, Copy)]
 pub struct GuardedResolver {

@@ -231,3 +231,61 @@ async fn proxy_child() {
     assert_eq!(resp.text().await.unwrap(), "ok");
     server.await.unwrap();
 }
+
+/// A save warns about what calls would be refused: an address, a name of
+/// this machine, and a name whose addresses are all private; it stays
+/// quiet for public and allowed targets and for names it cannot resolve.
+#[tokio::test]
+async fn refusals_at_save_name_the_setting() {
+    let url = |s: &str| url::Url::parse(s).unwrap();
+    let warning = refusal_at_save(&url("http://127.0.0.1:9/x"), AddressPolicy::PublicOnly)
+        .await
+        .expect("a loopback address is refused");
+    assert!(warning.contains("RTC_OUTBOUND_ALLOW"), "{warning}");
+    assert!(
+        refusal_at_save(&url("http://localhost:9/x"), AddressPolicy::PublicOnly)
+            .await
+            .is_some()
+    );
+    // A name of this machine outside `*.localhost` is judged by the
+    // addresses it resolves to (here, through /etc/hosts).
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let name = name.trim();
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host((name, 80)).await.unwrap().collect();
+    let private = resolved.iter().all(|a| !is_public(a.ip()));
+    let warning =
+        refusal_at_save(&url(&format!("http://{name}/x")), AddressPolicy::PublicOnly).await;
+    assert_eq!(
+        warning.is_some(),
+        private,
+        "{name} resolves to {resolved:?}: {warning:?}"
+    );
+    if let Some(w) = warning {
+        assert!(w.contains(&format!("host {name} ")), "{w}");
+        assert!(
+            resolved.iter().all(|a| !w.contains(&a.ip().to_string())),
+            "the address stays hidden: {w}"
+        );
+    }
+    assert_eq!(
+        refusal_at_save(&url("http://93.184.215.14/x"), AddressPolicy::PublicOnly).await,
+        None
+    );
+    assert_eq!(
+        refusal_at_save(
+            &url("http://no-such-host.invalid/x"),
+            AddressPolicy::PublicOnly
+        )
+        .await,
+        None
+    );
+    let allow = AddressPolicy::allowing(OutboundAllow::parse("127.0.0.1").unwrap());
+    assert_eq!(
+        refusal_at_save(&url("http://127.0.0.1:9/x"), allow).await,
+        None
+    );
+    assert_eq!(
+        refusal_at_save(&url("http://127.0.0.1:9/x"), AddressPolicy::AllowPrivate).await,
+        None
+    );
+}

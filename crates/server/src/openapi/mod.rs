@@ -23,7 +23,7 @@ use crate::routes::{
         workspaces::create, workspaces::list, workspaces::read, workspaces::rotate_key, workspaces::set_quota, workspaces::me,
         secrets::put, secrets::list, secrets::read, secrets::remove,
         mcp_servers::create, mcp_servers::list, mcp_servers::read, mcp_servers::replace, mcp_servers::remove, mcp_servers::discover,
-        tools::create, tools::list, tools::read, tools::replace, tools::remove,
+        tools::create, tools::list, tools::read, tools::replace, tools::remove, tools::test,
         task_backends::create, task_backends::list, task_backends::read, task_backends::replace, task_backends::remove,
         realtime::create, realtime::list, realtime::read, realtime::replace, realtime::remove,
         assistants::create, assistants::list, assistants::read, assistants::replace, assistants::remove,

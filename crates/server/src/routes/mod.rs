@@ -9,6 +9,7 @@ pub mod mcp_servers;
 pub mod memories;
 pub mod providers;
 pub mod realtime;
+mod save_warnings;
 pub mod secrets;
 pub mod sessions;
 pub mod task_backends;

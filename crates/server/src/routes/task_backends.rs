@@ -80,15 +80,16 @@ fn command_needs_admin(scope: &Scope, backend: &TaskBackend, what: &str) -> ApiR
 pub async fn create(
     scope: Scope,
     State(s): State<AppState>,
-    ApiJson(backend): ApiJson<TaskBackend>,
+    ApiJson(mut backend): ApiJson<TaskBackend>,
 ) -> ApiResult<(StatusCode, Json<TaskBackend>)> {
+    backend.warnings.clear();
     let id = chosen_id(backend.id.clone())?;
     command_needs_admin(&scope, &backend, "register")?;
     validate(&s, &scope.workspace, &backend, None).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(s.store.insert(&scope.workspace, id, backend).await?),
-    ))
+    let warnings = super::save_warnings::for_task_backend(&s, &backend).await;
+    let mut saved = s.store.insert(&scope.workspace, id, backend).await?;
+    saved.warnings = warnings;
+    Ok((StatusCode::CREATED, Json(saved)))
 }
 
 #[utoipa::path(get, operation_id = "listTaskBackends", path = "/v1/task-backends", tag = "task-backends", security(("bearer" = [])), responses((status = 200, body = ListResponse<TaskBackend>)))]
@@ -125,6 +126,7 @@ pub async fn replace(
     ApiPath(id): ApiPath<String>,
     ApiJson(mut backend): ApiJson<TaskBackend>,
 ) -> ApiResult<Json<TaskBackend>> {
+    backend.warnings.clear();
     let existing = super::load::<TaskBackend>(&s, &scope.workspace, &id).await?;
     command_needs_admin(&scope, &existing, "change")?;
     command_needs_admin(&scope, &backend, "change")?;
@@ -160,7 +162,10 @@ pub async fn replace(
             ));
         }
     }
-    replace_doc(&s, &scope.workspace, &id, backend).await
+    let warnings = super::save_warnings::for_task_backend(&s, &backend).await;
+    let Json(mut saved) = replace_doc(&s, &scope.workspace, &id, backend).await?;
+    saved.warnings = warnings;
+    Ok(Json(saved))
 }
 
 /// Delete a task backend no assistant names. Deleting one with

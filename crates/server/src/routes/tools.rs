@@ -5,14 +5,17 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::tool_rules::{ToolContext, validate_tool};
-use rtc_protocol::{Assistant, ErrorResponse, ListResponse, TaskBackend, Tool, ToolKind, Workflow};
+use rtc_protocol::{
+    Assistant, ErrorResponse, ListResponse, TaskBackend, Tool, ToolKind, ToolTestRequest,
+    ToolTestResult, Workflow,
+};
 use rtc_store::ResourceKind;
 use serde_json::Value;
 
 use super::{
     assistants, chosen_id, delete_doc, mcp_servers, replace_doc, task_backends, workflows,
 };
-use crate::extract::{ApiPath, RawJson, Scope, parse_value};
+use crate::extract::{ApiJson, ApiPath, RawJson, Scope, parse_value};
 use crate::{ApiError, ApiResult, AppState};
 
 /// The 400 of tool writes.
@@ -22,6 +25,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/tools", post(create).get(list))
         .route("/v1/tools/{id}", get(read).put(replace).delete(remove))
+        .route("/v1/tools/{id}/test", post(test))
 }
 
 /// A tool body: `type: "system"` (the earlier format's built-ins) is
@@ -35,7 +39,9 @@ fn read_tool(body: Value) -> ApiResult<Tool> {
         )
         .with_field("type"));
     }
-    parse_value(body)
+    let mut tool: Tool = parse_value(body)?;
+    tool.warnings.clear();
+    Ok(tool)
 }
 
 /// Validate a tool against the workspace; an `mcp` tool's schema is
@@ -93,10 +99,10 @@ pub async fn create(
     let tool = read_tool(body)?;
     let id = chosen_id(tool.id.clone())?;
     let tool = check(&s, &scope.workspace, tool).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(s.store.insert(&scope.workspace, id, tool).await?),
-    ))
+    let warnings = super::save_warnings::for_tool(&s, &tool).await;
+    let mut saved = s.store.insert(&scope.workspace, id, tool).await?;
+    saved.warnings = warnings;
+    Ok((StatusCode::CREATED, Json(saved)))
 }
 
 #[utoipa::path(get, operation_id = "listTools", path = "/v1/tools", tag = "tools", security(("bearer" = [])), responses((status = 200, body = ListResponse<Tool>)))]
@@ -176,7 +182,10 @@ pub async fn replace(
             ));
         }
     }
-    replace_doc(&s, &scope.workspace, &id, tool).await
+    let warnings = super::save_warnings::for_tool(&s, &tool).await;
+    let Json(mut saved) = replace_doc(&s, &scope.workspace, &id, tool).await?;
+    saved.warnings = warnings;
+    Ok(Json(saved))
 }
 
 /// Delete a tool no assistant or workflow uses.
@@ -188,4 +197,26 @@ pub async fn remove(
     ApiPath(id): ApiPath<String>,
 ) -> ApiResult<StatusCode> {
     delete_doc::<Tool>(&s, &scope.workspace, &id).await
+}
+
+/// Run an HTTP or MCP tool once with sample arguments, as a session would
+/// (the outbound guard, its secrets revealed and scrubbed from the
+/// answer). A failing tool answers 200 with `ok: false` and the error the
+/// model would read; bad arguments answer 422 naming the field.
+#[utoipa::path(post, operation_id = "testTool", path = "/v1/tools/{id}/test", tag = "tools", request_body = ToolTestRequest, security(("bearer" = [])),
+    responses((status = 200, body = ToolTestResult), (status = 404, body = ErrorResponse),
+        (status = 422, body = ErrorResponse, description = "`invalid_arguments` naming `arguments`, `missing_input`/`unknown_input` naming `inputs.<name>`, `client_tool_not_runnable` naming `type`"),
+        (status = 429, body = ErrorResponse, description = "`too_many_tool_tests`: the workspace has its most tool tests running")))]
+pub async fn test(
+    scope: Scope,
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(request): ApiJson<ToolTestRequest>,
+) -> ApiResult<Json<ToolTestResult>> {
+    let tool = super::load::<Tool>(&s, &scope.workspace, &id).await?;
+    Ok(Json(
+        s.runtime
+            .test_tool(&scope.workspace, &tool, request)
+            .await?,
+    ))
 }
