@@ -1,9 +1,11 @@
 //! `rtc-agent test`: run conversation tests (R-BX-10) through a running
-//! server's public API, for CI. One line per test as it finishes, a
-//! summary, and exit code 1 when any test failed or could not run;
-//! `--json` prints every run as JSON instead.
+//! server's public API, for CI. Each test's run is started (the server
+//! answers at once) and read until it ends; one line per test as it
+//! finishes, a summary, and exit code 1 when any test failed or could not
+//! run; `--json` prints every run as JSON instead.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
@@ -41,6 +43,9 @@ struct Planned {
     name: String,
 }
 
+/// How often a running test run is read.
+const POLL: Duration = Duration::from_millis(250);
+
 struct Client {
     http: reqwest::Client,
     base: String,
@@ -48,6 +53,32 @@ struct Client {
 }
 
 impl Client {
+    /// Start the test's run and read it until it ends: the test's run.
+    async fn run_test(&self, p: &Planned) -> anyhow::Result<Value> {
+        let started = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/{}/tests/{}/run", p.target, p.id),
+            )
+            .await?;
+        let run_id = started["id"]
+            .as_str()
+            .context("the server answered no run id")?;
+        let path = format!("/v1/{}/tests/runs/{run_id}", p.target);
+        let mut suite = started.clone();
+        while suite["status"] == "running" {
+            tokio::time::sleep(POLL).await;
+            suite = self.call(reqwest::Method::GET, &path).await?;
+        }
+        match suite["runs"].get(0) {
+            Some(run) => Ok(run.clone()),
+            None => bail!(
+                "the run ended `{}` without a result (its server stopped?)",
+                suite["status"].as_str().unwrap_or("?")
+            ),
+        }
+    }
+
     async fn call(&self, method: reqwest::Method, path: &str) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
         let resp = self
@@ -157,9 +188,8 @@ pub async fn run(args: TestArgs) -> anyhow::Result<Exit> {
     }
     let client = &client;
     let mut results = futures::stream::iter(planned.iter().map(|p| async move {
-        let path = format!("/v1/{}/tests/{}/run", p.target, p.id);
         let run = client
-            .call(reqwest::Method::POST, &path)
+            .run_test(p)
             .await
             .unwrap_or_else(|e| json!({"status": "error", "error": e.to_string(), "testId": p.id, "testName": p.name}));
         (p, run)

@@ -133,10 +133,18 @@ async fn test_mode_end_to_end(engine: Engine) -> anyhow::Result<()> {
                 "variables": {"status": "shipped"}, "successCriterion": "The user learns the order shipped."}}))
         .await?;
     let test_id = shipped["id"].as_str().unwrap();
-    let run = ws
+    let started = ws
         .post(&format!("{tests}/{test_id}/run"), json!({}))
         .await?;
-    let run = run.assert_status(200);
+    let started = started.assert_status(202);
+    assert_eq!(
+        (started["status"].as_str(), started["total"].as_u64()),
+        (Some("running"), Some(1)),
+        "{started:#}"
+    );
+    let suite = until_finished(&ws, &tests, started).await?;
+    assert_eq!(suite["passed"], 1, "{suite:#}");
+    let run = &suite["runs"][0];
     assert_eq!(run["status"], "passed", "{run:#}");
     assert_eq!(run["expectations"].as_array().unwrap().len(), 3);
     assert!(
@@ -152,6 +160,11 @@ async fn test_mode_end_to_end(engine: Engine) -> anyhow::Result<()> {
         ))
         .await?;
     assert_eq!(one.assert_status(200), run);
+    let listed = ws.get(&format!("{tests}/runs")).await?;
+    assert_eq!(listed.assert_status(200)["data"][0]["id"], suite["id"]);
+    ws.get(&format!("{tests}/runs/tsrun_nope"))
+        .await?
+        .assert_error(404, "not_found", None);
 
     // The CLI: one line per test, exit 0 when all pass …
     let out = cli(&srv, &ws, &["--assistant", &id]).await?;
@@ -211,8 +224,10 @@ async fn test_mode_end_to_end(engine: Engine) -> anyhow::Result<()> {
         (Some(1), Some(1)),
         "{doc:#}"
     );
-    let suite = ws.post(&format!("{tests}/run"), json!({})).await?;
-    let suite = suite.assert_status(200);
+    let started = ws.post(&format!("{tests}/run"), json!({})).await?;
+    let suite = until_finished(&ws, &tests, started.assert_status(202)).await?;
+    assert_eq!(suite["status"], "finished", "{suite:#}");
+    assert_eq!(suite["total"], 2, "{suite:#}");
     assert_eq!(
         (suite["passed"].as_u64(), suite["failed"].as_u64()),
         (Some(1), Some(1))
@@ -234,3 +249,29 @@ async fn test_mode_end_to_end(engine: Engine) -> anyhow::Result<()> {
 }
 
 both!(test_mode_end_to_end);
+
+/// Read a started run of tests (`tests` is the target's tests path) until
+/// it is no longer running; at most a minute.
+pub(crate) async fn until_finished(
+    ws: &crate::harness::Api,
+    tests: &str,
+    started: &Value,
+) -> anyhow::Result<Value> {
+    let path = format!(
+        "{tests}/runs/{}",
+        started["id"].as_str().unwrap_or_default()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let read = ws.get(&path).await?;
+        let run = read.assert_status(200).clone();
+        if run["status"] != "running" {
+            return Ok(run);
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the run ended within a minute: {run:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -213,13 +213,58 @@ pub struct TestRun {
     pub duration_ms: u64,
 }
 
-/// The result of running every test of an assistant or workflow.
+/// A run of some tests of an assistant or workflow (all of them, or one):
+/// answered at once (202) with its id while it runs, and read at
+/// `…/tests/runs/{runId}` until its `status` is no longer `running`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestSuiteRun {
+    pub id: String,
+    pub status: TestSuiteStatus,
+    /// How many tests the run has.
+    pub total: usize,
     pub passed: usize,
     pub failed: usize,
     /// Runs that could not finish.
     pub errors: usize,
+    /// The finished runs, in the tests' order.
     pub runs: Vec<TestRun>,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+}
+
+impl TestSuiteRun {
+    /// Count the finished runs again.
+    pub fn recount(&mut self) {
+        let count = |s: TestRunStatus| self.runs.iter().filter(|r| r.status == s).count();
+        (self.passed, self.failed, self.errors) = (
+            count(TestRunStatus::Passed),
+            count(TestRunStatus::Failed),
+            count(TestRunStatus::Error),
+        );
+    }
+}
+
+/// Where a run of tests is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TestSuiteStatus {
+    /// Tests are queued or running.
+    Running,
+    /// Every test has a run (passed, failed or error).
+    Finished,
+    /// The server running it stopped first; the runs that finished are
+    /// kept. Run the tests again.
+    Abandoned,
+}
+
+impl TestSuiteStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Abandoned => "abandoned",
+        }
+    }
 }

@@ -16,7 +16,7 @@ use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
     AnswerParams, AnswerValue, Answers, Assistant, ConversationTest, CreateSessionParams,
     EventBody, ExpectationKind, ExpectationResult, Message, MessageRole, ObservedToolCall,
-    SessionStatus, TestRun, TestRunStatus, TestSuiteRun,
+    SessionStatus, TestRun, TestRunStatus,
 };
 use rtc_store::{ResourceKind, TestTarget, new_id, now_millis};
 use serde_json::{Value, json};
@@ -42,51 +42,9 @@ struct Drive {
 }
 
 impl Runtime {
-    /// Run every test of `target` (all admitted at once, or none),
-    /// results in the tests' order.
-    pub async fn run_tests(
-        &self,
-        workspace: &str,
-        target: TestTarget<'_>,
-        tests: &[ConversationTest],
-    ) -> Result<TestSuiteRun, RuntimeError> {
-        let tickets = self.admit_test_runs(workspace, tests.len())?;
-        let runs = futures::future::join_all(
-            tests
-                .iter()
-                .zip(tickets)
-                .map(|(t, ticket)| self.run_admitted(workspace, target, t, ticket)),
-        )
-        .await
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
-        let count = |s: TestRunStatus| runs.iter().filter(|r| r.status == s).count();
-        Ok(TestSuiteRun {
-            passed: count(TestRunStatus::Passed),
-            failed: count(TestRunStatus::Failed),
-            errors: count(TestRunStatus::Error),
-            runs,
-        })
-    }
-
-    /// Run one test of `target` and store the run. A fault of the
-    /// conversation (the model failing, a timeout) is a run with status
-    /// `error`, not an `Err`. The run goes on in its own task when the
-    /// caller goes away (a closed request), so its session is always
-    /// closed and its run stored.
-    pub async fn run_test(
-        &self,
-        workspace: &str,
-        target: TestTarget<'_>,
-        test: &ConversationTest,
-    ) -> Result<TestRun, RuntimeError> {
-        let ticket = self.admit_test_runs(workspace, 1)?.remove(0);
-        self.run_admitted(workspace, target, test, ticket).await
-    }
-
     /// Admit `n` runs of `workspace`, or refuse them all (429
     /// `too_many_test_runs`) when it has too many queued or running.
-    fn admit_test_runs(
+    pub(crate) fn admit_test_runs(
         &self,
         workspace: &str,
         n: usize,
@@ -104,7 +62,7 @@ impl Runtime {
 
     /// Run an admitted test in its own task, which goes on when the
     /// caller goes away.
-    async fn run_admitted(
+    pub(crate) async fn run_admitted(
         &self,
         workspace: &str,
         target: TestTarget<'_>,

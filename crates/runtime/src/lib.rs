@@ -26,6 +26,7 @@ mod providers;
 mod registry_tests;
 mod session;
 mod start;
+mod test_suites;
 #[cfg(test)]
 mod test_support;
 mod tool;
@@ -56,6 +57,7 @@ pub use rtc_session::limits::SessionLimits;
 pub use rtc_session::telemetry::SPAN_TARGET;
 pub use rtc_session::{DEFAULT_MAX_TOOLS, KernelConfig, Provider, ShutdownReport};
 pub use session::{ClientConnection, SessionConfig};
+pub use test_suites::SUITE_RUNS_KEPT;
 
 pub(crate) use host::Inner;
 

@@ -210,7 +210,8 @@ impl Store {
     }
 }
 
-/// Inside a target's delete: its tests and their runs go too.
+/// Inside a target's delete: its tests, their runs and its runs of
+/// tests go too.
 pub(crate) async fn delete_tests_of(
     conn: &mut sqlx::AnyConnection,
     workspace: &str,
@@ -229,5 +230,5 @@ pub(crate) async fn delete_tests_of(
         .bind(target_id)
         .execute(&mut *conn)
         .await?;
-    Ok(())
+    crate::test_suite_runs::delete_suite_runs_of(conn, workspace, kind, target_id).await
 }

@@ -120,6 +120,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "goal_loops",
         include_str!("../migrations/sqlite/0018_goal_loops.sql"),
     ),
+    (
+        19,
+        "test_suite_runs",
+        include_str!("../migrations/sqlite/0019_test_suite_runs.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -211,6 +216,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         18,
         "goal_loops",
         include_str!("../migrations/postgres/0018_goal_loops.sql"),
+    ),
+    (
+        19,
+        "test_suite_runs",
+        include_str!("../migrations/postgres/0019_test_suite_runs.sql"),
     ),
 ];
 

@@ -33,6 +33,7 @@ mod sessions;
 mod subagents;
 mod summaries;
 mod tasks;
+mod test_suite_runs;
 mod usage;
 mod workspaces;
 
@@ -62,6 +63,7 @@ pub use sessions::{NewSession, SessionRecord};
 pub use subagents::{InboxItem, InboxKind, SubAgentRecord};
 pub use summaries::ContextSummary;
 pub use tasks::{TaskEnding, TaskRecord};
+pub use test_suite_runs::ABANDONED_AFTER_MS;
 pub use usage::{UsageByDay, UsageCounts, UsageKey};
 pub use workspaces::WorkspaceRecord;
 

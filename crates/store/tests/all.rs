@@ -1261,6 +1261,47 @@ on_both!(
         assert_eq!(store.test_run("ws_a", &id, "run_03").await?, Some(run(3)));
         assert!(store.test_run("ws_b", &id, "run_03").await?.is_none());
 
+        // Runs of tests: stored running, updated as tests finish, the
+        // newest kept, apart per workspace and target.
+        let suite = |n: usize| rtc_protocol::TestSuiteRun {
+            id: format!("tsrun_{n:02}"),
+            status: rtc_protocol::TestSuiteStatus::Running,
+            total: 2,
+            passed: 0,
+            failed: 0,
+            errors: 0,
+            runs: vec![],
+            started_at: String::new(),
+            finished_at: None,
+        };
+        for n in 0..4 {
+            store.insert_suite_run("ws_a", target, &suite(n), 3).await?;
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let listed: Vec<String> = store
+            .suite_runs("ws_a", target, 10)
+            .await?
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(listed, ["tsrun_03", "tsrun_02", "tsrun_01"]);
+        let mut done = suite(3);
+        done.runs = vec![run(1), run(2)];
+        done.recount();
+        done.status = rtc_protocol::TestSuiteStatus::Finished;
+        store.update_suite_run("ws_a", &done).await?;
+        store.beat_suite_run("ws_a", "tsrun_03").await?;
+        let read = store.suite_run("ws_a", target, "tsrun_03").await?.unwrap();
+        assert_eq!(read, done);
+        assert_eq!((read.passed, read.failed), (1, 1));
+        assert_eq!(
+            store.suite_run("ws_a", target, "tsrun_02").await?.unwrap().status,
+            rtc_protocol::TestSuiteStatus::Running,
+            "a run with a fresh heartbeat is running"
+        );
+        assert!(store.suite_run("ws_b", target, "tsrun_03").await?.is_none());
+        assert!(store.suite_run("ws_a", other, "tsrun_03").await?.is_none());
+
         // A second test goes with its assistant, runs included.
         let second = store
             .insert_test("ws_a", target, case.clone())
@@ -1272,6 +1313,7 @@ on_both!(
         assert!(store.delete::<Assistant>("ws_a", "asst_1").await?);
         assert!(store.tests("ws_a", target).await?.is_empty());
         assert!(store.test_runs("ws_a", &id, 10).await?.is_empty());
+        assert!(store.suite_runs("ws_a", target, 10).await?.is_empty());
         Ok(())
     }
 );

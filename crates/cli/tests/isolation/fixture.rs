@@ -257,13 +257,13 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     let wf_test = id(&a
         .create(&format!("/v1/workflows/{}/tests", id(&workflow)), test_body)
         .await?);
-    let run = a
-        .post(
-            &format!("/v1/assistants/{}/tests/{asst_test}/run", id(&asst)),
-            json!({}),
-        )
+    let asst_tests = format!("/v1/assistants/{}/tests", id(&asst));
+    let started = a
+        .post(&format!("{asst_tests}/{asst_test}/run"), json!({}))
         .await?;
-    let run = id(run.assert_status(200));
+    let suite =
+        crate::test_mode::until_finished(&a, &asst_tests, started.assert_status(202)).await?;
+    let (suite_run, run) = (id(&suite), id(&suite["runs"][0]));
 
     let b_asst = b
         .create("/v1/assistants", json!({"name": "b-asst"}))
@@ -292,7 +292,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         ("tasks".to_owned(), vec![task]),
         ("memories".to_owned(), vec![memory]),
         ("tests".to_owned(), vec![asst_test, wf_test]),
-        ("runs".to_owned(), vec![run]),
+        ("runs".to_owned(), vec![run, suite_run]),
     ]);
     let markers = [
         "A-only",

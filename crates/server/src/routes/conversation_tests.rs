@@ -1,7 +1,8 @@
 //! Conversation tests (R-BX-10) of assistants and of workflows: CRUD under
 //! `/v1/assistants/{id}/tests` and `/v1/workflows/{id}/tests`, a run of
 //! one test or of all of them (in test mode, bounded by
-//! `RTC_TEST_CONCURRENCY` across requests), and the stored runs, newest
+//! `RTC_TEST_CONCURRENCY` across requests) answered at once and read at
+//! `…/tests/runs/{runId}` until it ends, and the stored runs, newest
 //! first. The two families share every handler body; `test_endpoints!`
 //! writes their annotated entry points.
 
@@ -9,7 +10,9 @@ use std::collections::BTreeSet;
 
 use axum::Json;
 use axum::http::StatusCode;
-use rtc_protocol::{Assistant, ConversationTest, ListResponse, TestRun, TestSuiteRun, Workflow};
+use rtc_protocol::{
+    Assistant, ConversationTest, ListResponse, TestRun, TestSuiteRun, TestSuiteStatus, Workflow,
+};
 use rtc_store::{ResourceKind, TestTarget};
 
 use crate::{ApiError, ApiResult, AppState};
@@ -116,19 +119,59 @@ pub(crate) async fn run(
     workspace: &str,
     target: TestTarget<'_>,
     test_id: &str,
-) -> ApiResult<Json<TestRun>> {
+) -> ApiResult<(StatusCode, Json<TestSuiteRun>)> {
     let test = load_test(s, workspace, target, test_id).await?;
-    Ok(Json(s.runtime.run_test(workspace, target, &test).await?))
+    started(
+        s.runtime
+            .start_test_run(workspace, target, vec![test])
+            .await?,
+    )
 }
 
 pub(crate) async fn run_all(
     s: &AppState,
     workspace: &str,
     target: TestTarget<'_>,
-) -> ApiResult<Json<TestSuiteRun>> {
+) -> ApiResult<(StatusCode, Json<TestSuiteRun>)> {
     declared(s, workspace, target).await?;
     let tests = s.store.tests(workspace, target).await?;
-    Ok(Json(s.runtime.run_tests(workspace, target, &tests).await?))
+    started(s.runtime.start_test_run(workspace, target, tests).await?)
+}
+
+/// 202 while the run goes on, 200 when it had nothing to run.
+fn started(run: TestSuiteRun) -> ApiResult<(StatusCode, Json<TestSuiteRun>)> {
+    let status = if run.status == TestSuiteStatus::Running {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(run)))
+}
+
+pub(crate) async fn suite_runs(
+    s: &AppState,
+    workspace: &str,
+    target: TestTarget<'_>,
+) -> ApiResult<Json<ListResponse<TestSuiteRun>>> {
+    declared(s, workspace, target).await?;
+    let limit = i64::try_from(rtc_runtime::SUITE_RUNS_KEPT).unwrap_or(i64::MAX);
+    Ok(Json(ListResponse::new(
+        s.store.suite_runs(workspace, target, limit).await?,
+    )))
+}
+
+pub(crate) async fn suite_run(
+    s: &AppState,
+    workspace: &str,
+    target: TestTarget<'_>,
+    run_id: &str,
+) -> ApiResult<Json<TestSuiteRun>> {
+    declared(s, workspace, target).await?;
+    s.store
+        .suite_run(workspace, target, run_id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("test run", run_id))
 }
 
 pub(crate) async fn runs(
@@ -164,9 +207,10 @@ macro_rules! test_endpoints {
     (
         $module:ident, $kind:expr, $tag:literal,
         tests: $tests:literal, test: $test:literal, run: $run:literal, run_all: $run_all:literal,
-        runs: $runs:literal, one_run: $one_run:literal,
+        runs: $runs:literal, one_run: $one_run:literal, suite_runs: $suite_runs:literal, suite_run: $suite_run:literal,
         ops: [$list_op:literal, $create_op:literal, $read_op:literal, $replace_op:literal,
-              $remove_op:literal, $run_op:literal, $run_all_op:literal, $runs_op:literal, $one_run_op:literal]
+              $remove_op:literal, $run_op:literal, $run_all_op:literal, $runs_op:literal, $one_run_op:literal,
+              $suite_runs_op:literal, $suite_run_op:literal]
     ) => {
         pub mod $module {
             use axum::extract::State;
@@ -187,6 +231,8 @@ macro_rules! test_endpoints {
                 Router::new()
                     .route($tests, get(list).post(create))
                     .route($run_all, post(run_all))
+                    .route($suite_runs, get(suite_runs))
+                    .route($suite_run, get(suite_run))
                     .route($test, get(read).put(replace).delete(remove))
                     .route($run, post(run))
                     .route($runs, get(runs))
@@ -226,22 +272,40 @@ macro_rules! test_endpoints {
                 super::remove(&s, &scope.workspace, target(&id), &test_id).await
             }
 
-            /// Run the test in a test-mode session and store the run; answers
-            /// when it is done (at most its `timeoutSeconds`).
+            /// Start a run of this test in a test-mode session: answers 202
+            /// at once with the run (`status: running`); read it at
+            /// `…/tests/runs/{runId}` until it ends. The test's own run is
+            /// stored with its runs too.
             #[utoipa::path(post, operation_id = $run_op, path = $run, tag = $tag, security(("bearer" = [])),
-                responses((status = 200, body = TestRun), (status = 404, body = ErrorResponse),
+                responses((status = 202, body = TestSuiteRun), (status = 404, body = ErrorResponse),
                     (status = 429, description = "the workspace has its most test runs queued or running (`too_many_test_runs`)", body = ErrorResponse)))]
-            pub async fn run(scope: Scope, State(s): State<AppState>, ApiPath((id, test_id)): ApiPath<(String, String)>) -> ApiResult<Json<TestRun>> {
+            pub async fn run(scope: Scope, State(s): State<AppState>, ApiPath((id, test_id)): ApiPath<(String, String)>) -> ApiResult<(StatusCode, Json<TestSuiteRun>)> {
                 super::run(&s, &scope.workspace, target(&id), &test_id).await
             }
 
-            /// Run every test, a bounded number at once; the runs in the
-            /// tests' order with the counts.
+            /// Start a run of every test, a bounded number at once: 202 with
+            /// the run (200 and `finished` when there are no tests); read
+            /// it at `…/tests/runs/{runId}` until it ends.
             #[utoipa::path(post, operation_id = $run_all_op, path = $run_all, tag = $tag, security(("bearer" = [])),
-                responses((status = 200, body = TestSuiteRun), (status = 404, body = ErrorResponse),
+                responses((status = 202, body = TestSuiteRun), (status = 200, body = TestSuiteRun, description = "no tests: a finished, empty run"), (status = 404, body = ErrorResponse),
                     (status = 429, description = "the workspace has its most test runs queued or running (`too_many_test_runs`)", body = ErrorResponse)))]
-            pub async fn run_all(scope: Scope, State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> ApiResult<Json<TestSuiteRun>> {
+            pub async fn run_all(scope: Scope, State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> ApiResult<(StatusCode, Json<TestSuiteRun>)> {
                 super::run_all(&s, &scope.workspace, target(&id)).await
+            }
+
+            /// The runs of tests, newest first (the newest 50 are kept).
+            #[utoipa::path(get, operation_id = $suite_runs_op, path = $suite_runs, tag = $tag, security(("bearer" = [])),
+                responses((status = 200, body = ListResponse<TestSuiteRun>), (status = 404, body = ErrorResponse)))]
+            pub async fn suite_runs(scope: Scope, State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> ApiResult<Json<ListResponse<TestSuiteRun>>> {
+                super::suite_runs(&s, &scope.workspace, target(&id)).await
+            }
+
+            /// One run of tests: `running` with the runs finished so far,
+            /// then `finished` (or `abandoned` when its server stopped).
+            #[utoipa::path(get, operation_id = $suite_run_op, path = $suite_run, tag = $tag, security(("bearer" = [])),
+                responses((status = 200, body = TestSuiteRun), (status = 404, body = ErrorResponse)))]
+            pub async fn suite_run(scope: Scope, State(s): State<AppState>, ApiPath((id, run_id)): ApiPath<(String, String)>) -> ApiResult<Json<TestSuiteRun>> {
+                super::suite_run(&s, &scope.workspace, target(&id), &run_id).await
             }
 
             /// The test's stored runs, newest first (the newest 50 are kept).
@@ -265,8 +329,10 @@ test_endpoints!(
     tests: "/v1/assistants/{id}/tests", test: "/v1/assistants/{id}/tests/{test_id}",
     run: "/v1/assistants/{id}/tests/{test_id}/run", run_all: "/v1/assistants/{id}/tests/run",
     runs: "/v1/assistants/{id}/tests/{test_id}/runs", one_run: "/v1/assistants/{id}/tests/{test_id}/runs/{run_id}",
+    suite_runs: "/v1/assistants/{id}/tests/runs", suite_run: "/v1/assistants/{id}/tests/runs/{run_id}",
     ops: ["listAssistantTests", "createAssistantTest", "getAssistantTest", "replaceAssistantTest",
-          "deleteAssistantTest", "runAssistantTest", "runAssistantTests", "listAssistantTestRuns", "getAssistantTestRun"]
+          "deleteAssistantTest", "runAssistantTest", "runAssistantTests", "listAssistantTestRuns", "getAssistantTestRun",
+          "listAssistantTestSuiteRuns", "getAssistantTestSuiteRun"]
 );
 
 test_endpoints!(
@@ -274,6 +340,8 @@ test_endpoints!(
     tests: "/v1/workflows/{id}/tests", test: "/v1/workflows/{id}/tests/{test_id}",
     run: "/v1/workflows/{id}/tests/{test_id}/run", run_all: "/v1/workflows/{id}/tests/run",
     runs: "/v1/workflows/{id}/tests/{test_id}/runs", one_run: "/v1/workflows/{id}/tests/{test_id}/runs/{run_id}",
+    suite_runs: "/v1/workflows/{id}/tests/runs", suite_run: "/v1/workflows/{id}/tests/runs/{run_id}",
     ops: ["listWorkflowTests", "createWorkflowTest", "getWorkflowTest", "replaceWorkflowTest",
-          "deleteWorkflowTest", "runWorkflowTest", "runWorkflowTests", "listWorkflowTestRuns", "getWorkflowTestRun"]
+          "deleteWorkflowTest", "runWorkflowTest", "runWorkflowTests", "listWorkflowTestRuns", "getWorkflowTestRun",
+          "listWorkflowTestSuiteRuns", "getWorkflowTestSuiteRun"]
 );
