@@ -31,8 +31,8 @@ pub struct TestArgs {
     /// Base URL of the server.
     #[arg(long, env = "RTC_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
-    /// A workspace API key.
-    #[arg(long, env = "RTC_API_KEY")]
+    /// A workspace API key; prefer the variable (`--key` shows in `ps`).
+    #[arg(long, env = "RTC_API_KEY", hide_env_values = true)]
     pub key: String,
 }
 
