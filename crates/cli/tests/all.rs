@@ -11,6 +11,8 @@ mod builtins;
 mod chat;
 mod connections;
 mod console;
+mod console_builders;
+mod console_first_hour;
 mod console_realtime;
 mod console_testing;
 mod contract;

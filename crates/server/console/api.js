@@ -6,6 +6,9 @@ const KEY = "rtc.workspaceKey";
 const ADMIN = "rtc.admin";
 const OPENED = "rtc.adminWorkspace";
 
+/** The answer of `GET /v1/me` for the key of this tab (a promise), or null. */
+let asked = null;
+
 /** Whether the key of this tab is the admin token. */
 export function isAdmin() {
   return sessionStorage.getItem(ADMIN) === "1";
@@ -33,6 +36,14 @@ export function key() {
 export function setKey(value) {
   if (value) sessionStorage.setItem(KEY, value);
   else { sessionStorage.removeItem(KEY); setAdmin(false); }
+  asked = null;
+}
+
+/** `GET /v1/me` (who the key is, what the server offers), asked once per
+ * key and page load. */
+export function me() {
+  if (!asked) asked = get("/v1/me").catch((e) => { asked = null; throw e; });
+  return asked;
 }
 
 /** An API error: HTTP status plus the stable `code`, message and `field`. */

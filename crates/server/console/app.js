@@ -2,7 +2,7 @@
 // (kept in this browser session only), the admin's opened workspace, and a
 // hash router over the pages.
 
-import { get, key, setKey, isAdmin, setAdmin, opened, open, ApiError } from "./api.js";
+import { me, key, setKey, isAdmin, setAdmin, opened, open, ApiError } from "./api.js";
 import { h, page, field, showError } from "./ui.js";
 import { secretsPage } from "./pages/secrets.js";
 import { mcpPage, mcpEditor } from "./pages/mcp.js";
@@ -56,8 +56,13 @@ async function route() {
   const admin = isAdmin();
   const ws = admin ? opened() : null;
   let path = location.hash.replace(/^#/, "").split("?")[0] || (admin && !ws ? "/workspaces" : "/assistants");
-  // The admin manages a workspace once one is open.
-  if (admin && !ws && path !== "/workspaces" && path !== "/providers") path = "/workspaces";
+  // The admin manages a workspace once one is open. The address follows
+  // the page shown: a stale one would make a later link to it (Open's
+  // #/assistants) a change of nothing, with no hashchange to route.
+  if (admin && !ws && path !== "/workspaces" && path !== "/providers") {
+    path = "/workspaces";
+    history.replaceState(null, "", "#/workspaces");
+  }
   document.getElementById("nav").hidden = admin && !ws;
   document.getElementById("signout").hidden = false;
   const scope = document.getElementById("scope");
@@ -102,8 +107,7 @@ function signIn(notice) {
     setKey(input.value.trim());
     try {
       // Who the token is, asked once (nothing provoked to fail).
-      const me = await get("/v1/me");
-      const admin = me.kind === "admin";
+      const admin = (await me()).kind === "admin";
       setAdmin(admin);
       const home = admin ? "#/workspaces" : "#/assistants";
       // A changed hash routes by itself (hashchange); routing twice would

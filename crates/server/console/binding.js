@@ -2,19 +2,24 @@
 // each argument and template input comes from (model / variable / literal
 // / template), result assignments and the model's view of the result.
 
-import { h, field, text, select, rows } from "./ui.js";
+import { h, field, text, select, rows, literalText, readLiteral, stringText, readString } from "./ui.js";
 
 const SYSTEM_VARIABLES = ["system__session_id", "system__root_session_id", "system__parent_session_id",
   "system__assistant_id", "system__user_id", "system__time_utc", "system__turn_count", "system__run_mode"];
 
-/** One source picker: the select, the value control, and how to read it back. */
-function sourcePicker(name, source, { allowModel, variables, path }) {
+/** One source picker: the select, the value control, and how to read it
+ * back. A literal of a string parameter (`type` "string") is the text as
+ * typed (`"Acme"` in JSON quotes is Acme too); others read as JSON when
+ * they parse. */
+function sourcePicker(name, source, { allowModel, variables, path, type }) {
   const kinds = allowModel ? ["model", "variable", "literal", "template"] : ["variable", "literal", "template"];
   const current = source?.source || kinds[0];
   const kind = select(kinds.map((k) => [k, k]), current, { "aria-label": `Source of ${name}` });
   const varNames = [...variables, ...SYSTEM_VARIABLES];
   const variable = select(varNames.map((v) => [v, v]), source?.variableName ?? varNames[0], { "aria-label": `Variable for ${name}` });
-  const literal = text(source?.source === "literal" ? JSON.stringify(source.value) : "", { "aria-label": `Literal value for ${name}`, placeholder: '"text", 42, true or JSON' });
+  const asText = type === "string";
+  const shown = source?.source !== "literal" ? "" : asText && typeof source.value === "string" ? stringText(source.value) : literalText(source.value);
+  const literal = text(shown, { "aria-label": `Literal value for ${name}`, placeholder: asText ? "text" : "text, 42, true or JSON" });
   const template = text(source?.template ?? "", { "aria-label": `Template for ${name}`, placeholder: "Hello {{customer_name}}" });
   const none = h("span", { class: "muted small" }, "the model fills it in");
   const slot = h("div");
@@ -30,11 +35,7 @@ function sourcePicker(name, source, { allowModel, variables, path }) {
       case "model": return { source: "model" };
       case "variable": return { source: "variable", variableName: variable.value };
       case "template": return { source: "template", template: template.value };
-      default: {
-        let value;
-        try { value = JSON.parse(literal.value); } catch { value = literal.value; }
-        return { source: "literal", value };
-      }
+      default: return { source: "literal", value: asText ? readString(literal.value) : readLiteral(literal.value) };
     }
   };
   return row;
@@ -68,7 +69,7 @@ export function bindingEditor(binding, { tools, variables, path, allowModel, tit
     if (!t) { body.replaceChildren(h("p", { class: "muted small" }, "Choose a tool to bind its arguments.")); return; }
     const props = Object.keys(t.parameters?.properties || {});
     const ctx = { allowModel, variables: variables() };
-    pickers = props.map((p) => [p, sourcePicker(p, binding.argumentBindings?.[p], { ...ctx, path: `${path}.argumentBindings.${p}` })]);
+    pickers = props.map((p) => [p, sourcePicker(p, binding.argumentBindings?.[p], { ...ctx, path: `${path}.argumentBindings.${p}`, type: t.parameters.properties[p]?.type })]);
     inputs = (t.templateInputs || []).map((i) => [i.name, sourcePicker(`input__${i.name}`, binding.templateBindings?.[i.name], { ...ctx, allowModel: false, path: `${path}.templateBindings.${i.name}` })]);
     body.replaceChildren(...[
       h("h3", {}, "Arguments"), pickers.length ? pickers.map(([, el]) => el) : h("p", { class: "muted small" }, "This tool takes no arguments."),

@@ -95,6 +95,13 @@ export function showError(root, err) {
   root.prepend(banner);
 }
 
+/** Go to `hash`; routed again when the address is already there (setting
+ * the same hash fires no hashchange, and the page would not change). */
+export function go(hash) {
+  if (location.hash === hash) window.dispatchEvent(new HashChangeEvent("hashchange"));
+  else location.hash = hash;
+}
+
 export function toast(message) {
   const t = h("div", { class: "t" }, message);
   const box = document.getElementById("toast");
@@ -123,6 +130,40 @@ export function rows({ items, render, blank, addLabel }) {
   return box;
 }
 
+/** A saved value as a text box shows it: a string as itself (`friend`, not
+ * `"friend"`) unless it would read back as another kind (`"42"`, `""`),
+ * anything else as JSON. `readLiteral` gives it back unchanged. */
+export function literalText(value) {
+  if (value === undefined) return "";
+  if (typeof value !== "string") return JSON.stringify(value);
+  let parses = true;
+  try { JSON.parse(value); } catch { parses = false; }
+  return !parses && value !== "" && value.trim() === value ? value : JSON.stringify(value);
+}
+
+/** A text box's value: JSON when it parses, else the (trimmed) text as a string. */
+export function readLiteral(textValue) {
+  const t = textValue.trim();
+  try { return JSON.parse(t); } catch { return t; }
+}
+
+/** A string-typed value as its box shows it: as itself, or quoted as JSON
+ * when it would read back otherwise (`""`, or text in quotes itself). */
+export function stringText(value) {
+  if (value === "") return '""';
+  try { if (typeof JSON.parse(value) === "string") return JSON.stringify(value); } catch { /* plain text */ }
+  return value;
+}
+
+/** A string-typed box's value: the text, or a string in JSON quotes (`"Acme"`) unquoted. */
+export function readString(textValue) {
+  try {
+    const v = JSON.parse(textValue);
+    if (typeof v === "string") return v;
+  } catch { /* plain text */ }
+  return textValue;
+}
+
 /** Parse a JSON text box; throws a field error naming `path`. */
 export function parseJson(textValue, path, fallback) {
   if (!textValue.trim()) return fallback;
@@ -140,7 +181,32 @@ export function page(title, ...children) {
   const main = document.getElementById("main");
   main.replaceChildren(h("h1", {}, title), ...children.filter((c) => c !== null && c !== undefined && c !== false));
   document.title = `${title} · rtc-agent`;
+  showSaveWarnings(main);
   return main;
+}
+
+/** Warnings of the last save (`{hash, what, warnings}`), for the page it leads to. */
+let saveWarnings = null;
+
+/**
+ * What a save accepted but warned about (`warnings: [{code, field,
+ * message}]`, e.g. a URL the outbound guard refuses): a banner above the
+ * resource's editor until dismissed, and a note at each field named.
+ */
+function showSaveWarnings(main) {
+  const w = saveWarnings;
+  saveWarnings = null;
+  if (!w || decodeURIComponent(location.hash) !== w.hash) return;
+  const banner = h("div", { class: "banner warn", role: "alert", "aria-label": "Saved with warnings" },
+    h("strong", {}, `${w.what} saved, with ${w.warnings.length === 1 ? "a warning" : `${w.warnings.length} warnings`}:`),
+    h("ul", {}, w.warnings.map((x) => h("li", { dataset: { code: x.code } },
+      x.field && !x.message.includes(x.field) ? [h("code", {}, x.field), " — "] : null, x.message))),
+    h("button", { type: "button", class: "ghost small", onclick: () => banner.remove() }, "Dismiss"));
+  main.querySelector("h1").after(banner);
+  for (const x of w.warnings) {
+    const at = x.field && main.querySelector(`.field[data-field="${CSS.escape(x.field)}"]`);
+    if (at) at.append(h("p", { class: "hint warn save-warning" }, x.message));
+  }
 }
 
 export function formatTime(t) {
@@ -157,12 +223,13 @@ export function stillOn(id) {
  * Create (POST to `collection`) or replace (PUT to `collection/<id>`) a
  * resource from its editor, then show it: a new one by going to
  * `#/<route>/<its id>`, a replaced one by `redraw(id)` — only while the
- * user is still on that editor.
+ * user is still on that editor. The save's `warnings` show on that page.
  */
 export async function saveResource({ collection, route, id, body, what, redraw }) {
   const isNew = id === "new";
   const saved = isNew ? await post(collection, body) : await put(`${collection}/${encodeURIComponent(id)}`, body);
   toast(`${what} ${saved.name} saved`);
+  saveWarnings = saved.warnings?.length ? { hash: `#/${route}/${saved.id}`, what: `${what} ${saved.name}`, warnings: saved.warnings } : null;
   if (isNew) {
     if (stillOn("new")) location.hash = `#/${route}/${encodeURIComponent(saved.id)}`;
   } else if (stillOn(id)) {

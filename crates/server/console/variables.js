@@ -1,7 +1,14 @@
 // The declared dynamic variables of an assistant or a workflow: name,
 // type, default and description, one row each.
 
-import { h, field, text, select, rows } from "./ui.js";
+import { h, field, text, select, rows, literalText, readLiteral, stringText, readString } from "./ui.js";
+
+/** A default as its box shows it: a string variable's as typed (an empty
+ * box means no default), others as JSON. */
+function defaultText(v) {
+  if (v.default === undefined) return "";
+  return v.type === "string" && typeof v.default === "string" ? stringText(v.default) : literalText(v.default);
+}
 
 /** The rows editor; `readVariables(box)` gives `dynamicVariables`. */
 export function variableRows(vars) {
@@ -12,7 +19,7 @@ export function variableRows(vars) {
     render: (v, i) => h("div", { class: "listrow" },
       field("Name", `dynamicVariables[${i}].name`, text(v.name, { class: "n", placeholder: "customer_name" })),
       field("Type", `dynamicVariables[${i}].type`, select(["string", "number", "boolean", "json"], v.type, { class: "t" })),
-      field("Default", `dynamicVariables[${i}].default`, text(v.default === undefined ? "" : JSON.stringify(v.default), { class: "dv", placeholder: "none (required at start)" })),
+      field("Default", `dynamicVariables[${i}].default`, text(defaultText(v), { class: "dv", placeholder: "none (required at start)" })),
       field("Description", `dynamicVariables[${i}].description`, text(v.description || "", { class: "ds" }))),
   });
 }
@@ -23,9 +30,7 @@ export function readVariables(box) {
     const description = r.querySelector(".ds").value.trim();
     if (description) v.description = description;
     const d = r.querySelector(".dv").value.trim();
-    if (d) {
-      try { v.default = JSON.parse(d); } catch { v.default = d; }
-    }
+    if (d) v.default = v.type === "string" ? readString(d) : readLiteral(d);
     return v;
   });
 }

@@ -22,6 +22,12 @@ const FILES: &[(&str, &str)] = &[
     ("builtins.js", include_str!("../console/builtins.js")),
     ("expr.js", include_str!("../console/expr.js")),
     ("variables.js", include_str!("../console/variables.js")),
+    ("llm.js", include_str!("../console/llm.js")),
+    (
+        "schema_builder.js",
+        include_str!("../console/schema_builder.js"),
+    ),
+    ("mock_editor.js", include_str!("../console/mock_editor.js")),
     (
         "realtime_audio.js",
         include_str!("../console/realtime_audio.js"),
@@ -37,10 +43,22 @@ const FILES: &[(&str, &str)] = &[
     ("pages/mcp.js", include_str!("../console/pages/mcp.js")),
     ("pages/tools.js", include_str!("../console/pages/tools.js")),
     (
+        "pages/tool_test.js",
+        include_str!("../console/pages/tool_test.js"),
+    ),
+    (
         "pages/assistants.js",
         include_str!("../console/pages/assistants.js"),
     ),
     ("pages/tests.js", include_str!("../console/pages/tests.js")),
+    (
+        "pages/test_expectations.js",
+        include_str!("../console/pages/test_expectations.js"),
+    ),
+    (
+        "pages/test_draft.js",
+        include_str!("../console/pages/test_draft.js"),
+    ),
     (
         "pages/providers.js",
         include_str!("../console/pages/providers.js"),
@@ -61,6 +79,10 @@ const FILES: &[(&str, &str)] = &[
     (
         "pages/sessions.js",
         include_str!("../console/pages/sessions.js"),
+    ),
+    (
+        "pages/event_log.js",
+        include_str!("../console/pages/event_log.js"),
     ),
     (
         "pages/playground.js",

@@ -24,6 +24,7 @@ await scenario("editor", async (t) => {
   await page.getByRole("button", { name: "New tool" }).click();
   await page.getByLabel("Name", { exact: true }).fill("check health");
   await page.getByLabel("Description").fill("Checks whether the service is up.");
+  await page.getByRole("group", { name: "Parameters view" }).getByRole("button", { name: "JSON" }).click();
   await page.getByLabel("Parameters (JSON Schema)").fill('{"type": "object", "properties": {}}');
   await page.getByLabel("URL").fill(`${BASE}/healthz`);
   await page.getByRole("button", { name: "Create tool" }).click();

@@ -46,7 +46,9 @@ await scenario("mcp", async (t) => {
   await page.getByRole("button", { name: "Discover tools" }).click();
   await page.getByText(/tools found/).waitFor();
   await page.getByLabel("Remote tool").selectOption("echo");
-  assert.match(await page.getByLabel("Parameters (JSON Schema)").inputValue(), /message/);
+  // The picked tool's schema in the parameters form, locked: its server's.
+  assert.equal(await page.getByRole("group", { name: "Parameter message" }).getByLabel("Parameter name").inputValue(), "message");
+  assert.equal(await page.getByRole("group", { name: "Parameter message" }).getByLabel("Parameter name").isDisabled(), true);
   assert.equal(await page.getByLabel("Name", { exact: true }).inputValue(), "echo");
   await page.getByRole("button", { name: "Create tool" }).click();
   await page.getByRole("heading", { name: "Tool echo" }).waitFor();

@@ -21,6 +21,7 @@ await scenario("mcp_changed", async (t) => {
   await notice.getByRole("button", { name: "Re-accept" }).click();
   await page.getByRole("heading", { name: "Tool weather" }).waitFor();
   await page.getByText("changed this tool's parameters").waitFor({ state: "detached" });
+  await page.getByRole("group", { name: "Parameters view" }).getByRole("button", { name: "JSON" }).click();
   assert.match(await page.getByLabel("Parameters (JSON Schema)").inputValue(), /units/);
   await t.shot("02-reaccepted");
 });

@@ -23,7 +23,9 @@ await scenario("tasks", async (t) => {
   await page.getByRole("heading", { name: "New task backend" }).waitFor();
   await page.getByLabel("Name", { exact: true }).fill("Research");
   assert.equal(await page.getByLabel("Type", { exact: true }).inputValue(), "reasoner");
-  await page.getByLabel("Model", { exact: true }).fill("reasoner-model");
+  // A model the provider does not name is typed by hand.
+  await page.getByLabel("Model", { exact: true }).selectOption({ label: "another model…" });
+  await page.getByLabel("Model name").fill("reasoner-model");
   await page.getByLabel("System prompt").fill("You research orders.");
   await page.getByRole("button", { name: "Bind a tool" }).click();
   const offered = await page.getByLabel("Tool", { exact: true }).locator("option").allInnerTexts();

@@ -2,17 +2,37 @@
 // bindings with a source per argument, startup actions, run mode and
 // realtime interface — and the compatibility report with explicit cleanup.
 
-import { get, list, post } from "../api.js";
+import { get, list, post, me } from "../api.js";
 import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast, stillOn, saveResource, removeResource, usageLine } from "../ui.js";
 import { bindingList } from "../binding.js";
 import { variableRows, readVariables } from "../variables.js";
 import { builtInsSection } from "../builtins.js";
+import { llmFields } from "../llm.js";
 import { targetTabs } from "./tests.js";
 
 const FEATURES = [
   ["subAgents", "Sub-agents"], ["askUser", "Ask the user (askUser)"], ["todo", "Todo list (todoWrite)"],
   ["goals", "Goals"], ["loops", "Loops"], ["memory", "Memory"], ["webSearch", "Web search"], ["webFetch", "Web fetch"],
 ];
+
+/** Families a server offers only when its operator configured them (`GET /v1/me`'s `server`). */
+const CONFIGURED_BY = { webSearch: "RTC_WEB_SEARCH_ENGINES", webFetch: "RTC_WEB_FETCH" };
+
+/**
+ * The feature boxes: `[key, [label, box], saved]`. A family the server
+ * does not offer is unticked and disabled with a note; its saved setting
+ * (`saved`) is sent back unchanged, for a server that offers it.
+ */
+function featureBoxes(features, offers) {
+  return FEATURES.map(([k, label]) => {
+    if (!CONFIGURED_BY[k] || !offers || offers[k]) return [k, checkbox(label, features?.[k] !== false)];
+    const saved = features?.[k];
+    const [l, box] = checkbox(label, false, { disabled: true });
+    l.append(h("span", { class: "hint" }, ` — not configured on this server (${CONFIGURED_BY[k]})`,
+      saved === undefined ? "; on for this assistant once the server offers it" : `; this assistant's setting (${saved ? "on" : "off"}) is kept`));
+    return [k, [l, box], saved];
+  });
+}
 
 export async function assistantsPage() {
   const items = await list("/v1/assistants");
@@ -38,13 +58,14 @@ function markIncompatible(form, paths) {
 
 export async function assistantEditor(id) {
   const isNew = id === "new";
-  const [a, tools, ifaces, backends, usage] = await Promise.all([
+  const [a, tools, ifaces, backends, usage, who] = await Promise.all([
     isNew ? Promise.resolve({ name: "", systemPrompt: "", runMode: "pipeline", llm: {}, dynamicVariables: [], builtInTools: {}, toolBindings: [], startupActions: [], features: {} })
       : get(`/v1/assistants/${encodeURIComponent(id)}`),
     list("/v1/tools"),
     list("/v1/realtime-interfaces"),
     list("/v1/task-backends"),
     isNew ? Promise.resolve(null) : get("/v1/usage").catch(() => null),
+    me().catch(() => null),
   ]);
   const used = usage?.byAssistant?.find((u) => u.assistantId === id)?.usage || { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
   const newId = text("", { placeholder: "optional" });
@@ -52,10 +73,7 @@ export async function assistantEditor(id) {
   const description = text(a.description || "");
   const prompt = area(a.systemPrompt, { class: "prose", rows: 6, placeholder: "You help {{customer_name}} with orders." });
   const first = text(a.firstMessage || "", { placeholder: "Hi! How can I help?" });
-  const provider = text(a.llm?.provider || "", { placeholder: "default" });
-  const model = text(a.llm?.model || "", { placeholder: "provider default" });
-  const temperature = h("input", { type: "number", step: "0.1", min: 0, max: 2, value: a.llm?.temperature ?? "" });
-  const maxTokens = h("input", { type: "number", min: 1, value: a.llm?.maxTokens ?? "" });
+  const llm = llmFields(a.llm, "llm", { inherit: { provider: "default" }, blankIsDefault: true });
   const runMode = select([["pipeline", "Pipeline (text model)"], ["realtime", "Realtime (speech-to-speech)"]], a.runMode);
   const iface = select([["", "— none —"], ...ifaces.map((i) => [i.id, i.name])], a.realtimeInterfaceId || "");
   const missing = a.taskBackendId && !backends.some((b) => b.id === a.taskBackendId) ? [[a.taskBackendId, `${a.taskBackendId} (not found)`]] : [];
@@ -75,7 +93,7 @@ export async function assistantEditor(id) {
   const vars = variableRows(a.dynamicVariables || []);
   const variables = () => readVariables(vars).map((v) => v.name).filter(Boolean);
   const built = builtInsSection(a.builtInTools || {}, { variables: () => readVariables(vars).filter((v) => v.name) });
-  const features = FEATURES.map(([k, label]) => [k, checkbox(label, a.features?.[k] !== false)]);
+  const features = featureBoxes(a.features, who?.server);
   const bindings = bindingList(a.toolBindings || [], { tools, variables, allowModel: true, prefix: "toolBindings", title: "Tool", addLabel: "Bind a tool" });
   const startup = bindingList(a.startupActions || [], { tools, variables, allowModel: false, prefix: "startupActions", title: "Startup tool", addLabel: "Add startup action" });
   const compat = h("div", { "aria-live": "polite" });
@@ -89,8 +107,7 @@ export async function assistantEditor(id) {
       field("System prompt", "systemPrompt", prompt, "{{variable}} inserts a variable's current value at every turn."),
       field("First message", "firstMessage", first)),
     h("fieldset", { class: "card" }, h("legend", {}, "Model and run mode"),
-      h("div", { class: "row" }, field("Provider", "llm.provider", provider), field("Model", "llm.model", model),
-        field("Temperature", "llm.temperature", temperature), field("Max tokens", "llm.maxTokens", maxTokens)),
+      llm,
       h("div", { class: "row" }, field("Run mode", "runMode", runMode), field("Realtime interface", "realtimeInterfaceId", iface), taskField)),
     h("fieldset", { class: "card" }, h("legend", {}, "Dynamic variables"),
       h("div", { class: "field", dataset: { field: "dynamicVariables" } }, vars, h("p", { class: "error" }))),
@@ -135,18 +152,14 @@ export async function assistantEditor(id) {
     try {
       const out = {
         name: name.value.trim(), description: description.value, systemPrompt: prompt.value,
-        runMode: runMode.value, llm: {}, dynamicVariables: readVariables(vars), builtInTools: built.read(),
+        runMode: runMode.value, llm: llm.read() || {}, dynamicVariables: readVariables(vars), builtInTools: built.read(),
         toolBindings: bindings.read(), startupActions: startup.read(),
-        features: Object.fromEntries(features.map(([k, [, box]]) => [k, box.checked])),
+        features: Object.fromEntries(features.map(([k, [, box], saved]) => [k, box.disabled ? saved : box.checked])),
       };
       if (isNew && newId.value.trim()) out.id = newId.value.trim();
       if (first.value) out.firstMessage = first.value;
       if (iface.value) out.realtimeInterfaceId = iface.value;
       if (taskBackend.value && runMode.value !== "realtime") out.taskBackendId = taskBackend.value;
-      if (provider.value.trim()) out.llm.provider = provider.value.trim();
-      if (model.value.trim()) out.llm.model = model.value.trim();
-      if (temperature.value !== "") out.llm.temperature = Number(temperature.value);
-      if (maxTokens.value !== "") out.llm.maxTokens = Number(maxTokens.value);
       await saveResource({ collection: "/v1/assistants", route: "assistants", id, body: out, what: "Assistant", redraw: assistantEditor });
     } catch (e) {
       showError(form, e);

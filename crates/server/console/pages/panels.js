@@ -1,12 +1,12 @@
 // The playground's live side panels: variables, todo list, goals, loops
 // and the sub-agent tree.
 
-import { h } from "../ui.js";
+import { h, literalText } from "../ui.js";
 
 export function variablesPanel(vars) {
   const entries = Object.entries(vars || {}).filter(([k]) => !k.startsWith("system__") || k === "system__turn_count");
   return entries.length
-    ? h("dl", { class: "vars" }, entries.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, JSON.stringify(v))]))
+    ? h("dl", { class: "vars" }, entries.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v === "" ? '""' : literalText(v))]))
     : h("p", { class: "muted small" }, "No variables.");
 }
 

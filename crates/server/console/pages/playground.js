@@ -3,9 +3,11 @@
 // questions as option chips, client tools answered by hand or
 // automatically, handoff replies as the human agent, and live panels
 // (delegated tasks among them, each openable with its transcript).
-// A dropped connection resumes from the last event seen. A realtime
-// assistant's session adds the voice bar (microphone in, audio out) and
-// shows the spoken transcripts, an interrupted answer marked.
+// A dropped connection resumes from the last event seen; a reloaded page
+// shows the client calls already answered as answered. End ends the
+// session. A realtime assistant's session adds the voice bar (microphone
+// in, audio out) and shows the spoken transcripts, an interrupted answer
+// marked.
 
 import { get, list, post, key } from "../api.js";
 import { RtcSession } from "/sdk/rtc-agent.js";
@@ -14,6 +16,7 @@ import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./
 import { workflowPanel } from "./workflows/live.js";
 import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
 import { realtimeOf, voiceBar } from "./playground_voice.js";
+import { endButton } from "./sessions.js";
 
 const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
 
@@ -102,6 +105,10 @@ async function startForm() {
 async function liveSession(sid) {
   const client = JSON.parse(sessionStorage.getItem(CLIENT_KEY(sid)) || "[]");
   const session = await get(`/v1/sessions/${encodeURIComponent(sid)}`);
+  // Client calls the history already answers: a reloaded page replays
+  // their client_tool.call, shown answered and never answered again.
+  const answered = new Set((await list(`/v1/sessions/${encodeURIComponent(sid)}/messages`).catch(() => []))
+    .filter((m) => m.role === "tool" && m.toolCallId).map((m) => m.toolCallId));
   const realtime = await realtimeOf(session).catch(() => null);
   const voice = realtime && voiceBar({ config: realtime, frame: (obj) => frame(obj), line: (t, cls) => line(t, cls) });
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
@@ -121,9 +128,11 @@ async function liveSession(sid) {
   taskCard.hidden = true;
   const taskView = taskDialog(sid);
   const flowSlot = h("div");
+  const end = endButton(sid, () => {});
+  end.hidden = session.status === "ended";
   page("Playground",
     h("p", {}, h("a", { href: `#/sessions/${encodeURIComponent(sid)}` }, sid), " · ", status,
-      session.testMode ? [" · ", h("span", { class: "pill warn", title: "Tools answer their mock responses" }, "test mode")] : null),
+      session.testMode ? [" · ", h("span", { class: "pill warn", title: "Tools answer their mock responses" }, "test mode")] : null, " ", end),
     flowSlot,
     h("div", { class: "play" },
       h("div", { class: "chat" }, voice ? voice.element : null, log, handoff, composer),
@@ -134,6 +143,9 @@ async function liveSession(sid) {
   const loops = new Map();
   const bubbles = new Map();
   const cards = new Map();
+  // Client calls waiting for an answer: callId → the box with the buttons.
+  const waiting = new Map();
+  let closed = false;
   // The host SDK keeps the socket: events once each and in order, resumed
   // after a dropped connection.
   const live = new RtcSession({
@@ -145,7 +157,7 @@ async function liveSession(sid) {
 
   const refresh = {
     todos: async () => todoBody.replaceChildren(todoPanel((await get(`/v1/sessions/${sid}/todos`)).todos)),
-    vars: async () => varBody.replaceChildren(variablesPanel(await get(`/v1/sessions/${sid}/state`))),
+    vars: async () => varBody.replaceChildren(variablesPanel((await get(`/v1/sessions/${sid}/state`)).variables)),
     goals: async () => { (await list(`/v1/sessions/${sid}/goals`)).forEach((g) => goals.set(g.id, g)); goalBody.replaceChildren(goalsPanel([...goals.values()])); },
     loops: async () => { (await list(`/v1/sessions/${sid}/loops`)).forEach((l) => loops.set(l.id, l)); loopBody.replaceChildren(loopsPanel([...loops.values()])); },
     tree: async () => treeBody.replaceChildren(treePanel(await get(`/v1/sessions/${sid}/tree`))),
@@ -200,6 +212,9 @@ async function liveSession(sid) {
     card.classList.toggle("err", !!e.isError);
     const shown = e.cancelled ? "cancelled" : typeof e.result === "string" ? e.result : JSON.stringify(e.result, null, 2);
     card.querySelector(".result").replaceChildren(h("span", {}, e.isError ? "error: " : "result: "), h("pre", {}, shown ?? ""));
+    // A client call answered elsewhere (another tab, or before a reload).
+    waiting.get(e.callId)?.replaceChildren(h("div", { class: "muted small" }, e.isError ? "ended with an error (see the tool's card)" : "answered"));
+    waiting.delete(e.callId);
   }
 
   function clientCall(e) {
@@ -209,6 +224,7 @@ async function liveSession(sid) {
     log.append(card);
     scroll();
     if (!e.waitForResponse) { card.append(h("div", { class: "muted small" }, "no result expected")); return; }
+    if (answered.has(e.callId)) { card.append(h("div", { class: "muted small" }, "answered")); return; }
     if (mine && mine.mode === "auto") {
       let result;
       try { result = JSON.parse(mine.reply); } catch { result = mine.reply; }
@@ -222,11 +238,13 @@ async function liveSession(sid) {
       if (isError) payload = { type: "client_tool.result", callId: e.callId, error: reply.value };
       else { let r; try { r = JSON.parse(reply.value); } catch { r = reply.value; } payload = { type: "client_tool.result", callId: e.callId, result: r }; }
       frame(payload);
+      waiting.delete(e.callId);
       box.replaceChildren(h("div", { class: "muted small" }, isError ? "answered with an error" : "answered"));
     };
     const box = h("div", {}, reply, h("div", { class: "actions" },
       h("button", { type: "button", onclick: () => answer(false) }, "Send result"),
       h("button", { type: "button", class: "ghost", onclick: () => answer(true) }, "Send error")));
+    waiting.set(e.callId, box);
     card.append(box);
   }
 
@@ -348,7 +366,7 @@ async function liveSession(sid) {
       case "session.ended":
         status.textContent = "ended";
         line(`session ended${e.reason ? `: ${e.reason}` : ""}`);
-        input.disabled = true; send.disabled = true;
+        input.disabled = true; send.disabled = true; end.hidden = true;
         break;
       case "error": line(`error ${e.code}: ${e.message}`, "sysline bad"); break;
       case "workflow.node_entered": case "workflow.evaluated": {
@@ -387,5 +405,5 @@ async function liveSession(sid) {
     }
   });
   input.focus();
-  return () => { live.close(); if (voice) voice.close(); };
+  return () => { closed = true; live.close(); if (voice) voice.close(); };
 }

@@ -5,6 +5,7 @@
 import { get, list } from "../api.js";
 import { h, page, field, text, area, select, showError, clearErrors, parseJson, saveResource, removeResource } from "../ui.js";
 import { bindingList } from "../binding.js";
+import { llmFields } from "../llm.js";
 
 const TYPES = [["reasoner", "Reasoner (built-in background agent)"], ["opencode", "OpenCode server"]];
 
@@ -55,10 +56,7 @@ function knownVariables(assistants, bindings) {
 }
 
 function reasonerSection(r, { tools, variables }) {
-  const provider = text(r.llm?.provider || "", { placeholder: "the assistant's" });
-  const model = text(r.llm?.model || "", { placeholder: "the assistant's" });
-  const temperature = number(r.llm?.temperature, { step: "0.1", min: 0, max: 2 });
-  const maxTokens = number(r.llm?.maxTokens, { min: 1 });
+  const llm = llmFields(r.llm, "reasoner.llm", { inherit: { provider: "the assistant's", model: "the assistant's" } });
   const prompt = area(r.systemPrompt || "", { class: "prose", rows: 5, placeholder: "You research questions thoroughly and answer with sources." });
   const maxSteps = number(r.maxSteps ?? 40, { min: 1, max: 200 });
   const usable = tools.filter((t) => t.type === "http" || t.type === "mcp");
@@ -68,8 +66,7 @@ function reasonerSection(r, { tools, variables }) {
   });
   const section = h("fieldset", { class: "card" }, h("legend", {}, "Reasoner"),
     h("p", { class: "hint" }, "Empty model fields take the delegating assistant's."),
-    h("div", { class: "row" }, field("Provider", "reasoner.llm.provider", provider), field("Model", "reasoner.llm.model", model),
-      field("Temperature", "reasoner.llm.temperature", temperature), field("Max tokens", "reasoner.llm.maxTokens", maxTokens)),
+    llm,
     field("System prompt", "reasoner.systemPrompt", prompt),
     field("Most model calls per task", "reasoner.maxSteps", maxSteps, "1 to 200."),
     h("h3", {}, "Tool bindings"),
@@ -78,12 +75,7 @@ function reasonerSection(r, { tools, variables }) {
       : "No HTTP or MCP tools in this workspace yet: the reasoner can only think."),
     h("div", { class: "field", dataset: { field: "reasoner.toolBindings" } }, bindings, h("p", { class: "error" })));
   section.read = () => {
-    const llm = {};
-    if (provider.value.trim()) llm.provider = provider.value.trim();
-    if (model.value.trim()) llm.model = model.value.trim();
-    if (temperature.value !== "") llm.temperature = Number(temperature.value);
-    if (maxTokens.value !== "") llm.maxTokens = Number(maxTokens.value);
-    const out = { llm, systemPrompt: prompt.value, toolBindings: bindings.read() };
+    const out = { llm: llm.read() || {}, systemPrompt: prompt.value, toolBindings: bindings.read() };
     const steps = readNumber(maxSteps);
     if (steps !== undefined) out.maxSteps = steps;
     return out;

@@ -5,9 +5,13 @@
 
 import { get, list, post, put, del } from "../api.js";
 import { h, page, field, text, area, showError, clearErrors, toast, parseJson } from "../ui.js";
+import { testBuilders, turnRows, notForForm, editable } from "./test_expectations.js";
+import { sessionDraft } from "./test_draft.js";
 
 /** Tests sent at once by "Run all" (the server bounds its runs too). */
 const AT_ONCE = 4;
+/** How often a running test run is read. */
+const POLL_MS = 300;
 
 const base = (kind, id) => `/v1/${kind}/${encodeURIComponent(id)}/tests`;
 const route = (kind, id) => `#/${kind}/${encodeURIComponent(id)}`;
@@ -55,8 +59,14 @@ export async function testsPage(kind, id) {
       h("td", { class: "actions" }, run, h("a", { href: `${route(kind, id)}/tests/${encodeURIComponent(t.id)}/runs` }, "Runs"), remove)));
   });
 
+  /** Start a test's run (answered at once) and read it until it ends. */
   async function runOne(t) {
-    const r = await post(`${base(kind, id)}/${t.id}/run`);
+    let suite = await post(`${base(kind, id)}/${t.id}/run`);
+    while (suite.status === "running") {
+      await new Promise((done) => setTimeout(done, POLL_MS));
+      suite = await get(`${base(kind, id)}/runs/${encodeURIComponent(suite.id)}`);
+    }
+    const r = suite.runs[0] || { status: "error", testId: t.id, testName: t.name, error: `the run was ${suite.status} before it finished; run it again` };
     cells.get(t.id).replaceChildren(pill(r.status));
     return r;
   }
@@ -167,58 +177,92 @@ export async function testRunsPage(kind, id, testId) {
     report);
 }
 
-const pretty = (v) => (v === undefined || v === null || (typeof v === "object" && !Object.keys(v).length) ? "" : JSON.stringify(v, null, 2));
-
-/** Create or edit a test. */
+/**
+ * Create or edit a test: its fields and the builders of its variables,
+ * scripted results and expectations, or the whole test as JSON. A new
+ * test may be drafted from a session (`?session=<id>`, "Save as test").
+ */
 export async function testEditor(kind, id, testId) {
   const isNew = testId === "new";
-  const t = isNew ? { name: "", turns: [], expect: {}, timeoutSeconds: 120 } : await get(`${base(kind, id)}/${encodeURIComponent(testId)}`);
-  const e = t.expect || {};
-  const name = text(t.name);
-  const description = text(t.description || "");
-  const turns = area(t.turns.join("\n"), { rows: 4, placeholder: "Where is my order A1?\nThanks, bye." });
-  const variables = area(pretty(t.variables), { rows: 3, class: "code", placeholder: '{"customer_name": "Ann"}' });
-  const responses = area(pretty(t.toolResponses), { rows: 4, class: "code", placeholder: '{"lookup_order": [{"response": {"status": "shipped"}}]}' });
-  const calls = area(pretty(e.toolCalls), { rows: 4, class: "code", placeholder: '[{"name": "lookup_order", "arguments": {"order_id": "A1"}}]' });
-  const finalVars = area(pretty(e.variables), { rows: 3, class: "code", placeholder: '{"order_status": "shipped"}' });
-  const endReason = text(e.endReason === undefined ? "" : JSON.stringify(e.endReason), { class: "code", placeholder: '{"$exists": false}' });
-  const criterion = area(e.successCriterion || "", { rows: 2, placeholder: "The assistant tells the user the order has shipped." });
-  const timeout = h("input", { type: "number", min: 1, max: 600, value: t.timeoutSeconds });
+  const fromSession = isNew ? new URLSearchParams(location.hash.split("?")[1] || "").get("session") : null;
+  const [target, tools] = await Promise.all([get(`/v1/${kind}/${encodeURIComponent(id)}`), list("/v1/tools")]);
+  const draft = fromSession ? await sessionDraft(fromSession, { target, tools }) : null;
+  const t = draft ? draft.test : isNew ? { name: "", turns: [], expect: {}, timeoutSeconds: 120 } : await get(`${base(kind, id)}/${encodeURIComponent(testId)}`);
+  const ctx = { tools, variables: target.dynamicVariables || [] };
+  const formView = h("div");
+  let readForm = null;
+  /** Draw the form from test `v`. */
+  const draw = (v) => {
+    const name = text(v.name || "");
+    const description = text(v.description || "");
+    const userId = text(v.userId || "", { placeholder: "optional" });
+    const turns = turnRows(v.turns || []);
+    const builders = testBuilders(v, ctx);
+    const timeout = h("input", { type: "number", min: 1, max: 600, value: v.timeoutSeconds ?? 120 });
+    formView.replaceChildren(
+      h("div", { class: "row" }, field("Name", "name", name), field("Description", "description", description), field("User id", "userId", userId)),
+      turns, builders, field("Timeout (seconds)", "timeoutSeconds", timeout));
+    readForm = () => {
+      const out = { name: name.value.trim(), description: description.value, turns: turns.read(), ...builders.read(), timeoutSeconds: Number(timeout.value || 120) };
+      if (userId.value.trim()) out.userId = userId.value.trim();
+      return out;
+    };
+  };
+  draw(t);
+
+  // The JSON view: the whole test, for power users.
+  const json = area("", { rows: 22, class: "code", spellcheck: "false" });
+  const jsonView = field("Test (JSON)", "json", json, "Switch back to the form to check it there, or save it as it is.");
+  jsonView.hidden = true;
+  const note = h("p", { class: "hint schema-note warn", role: "status" });
+  const formBtn = h("button", { type: "button", class: "ghost small", "aria-pressed": "true" }, "Form");
+  const jsonBtn = h("button", { type: "button", class: "ghost small", "aria-pressed": "false" }, "JSON");
+  const inJson = () => !jsonView.hidden;
+  const setView = (toJson) => {
+    jsonView.hidden = !toJson;
+    formView.hidden = toJson;
+    formBtn.setAttribute("aria-pressed", String(!toJson));
+    jsonBtn.setAttribute("aria-pressed", String(toJson));
+  };
+  jsonBtn.addEventListener("click", () => {
+    if (inJson()) return;
+    clearErrors(form);
+    try { json.value = JSON.stringify(readForm(), null, 2); } catch (err) { showError(form, err); return; }
+    note.textContent = "";
+    setView(true);
+  });
+  formBtn.addEventListener("click", () => {
+    if (!inJson()) return;
+    let v;
+    try { v = JSON.parse(json.value); } catch (err) { note.textContent = `Not valid JSON: ${err.message}. Fix it to go back to the form.`; return; }
+    const why = notForForm(v);
+    if (why) { note.textContent = `The form cannot show this test: ${why}.`; return; }
+    note.textContent = "";
+    draw(v);
+    setView(false);
+  });
+
   const form = h("form", { class: "card", "aria-label": "Test" },
-    h("div", { class: "row" }, field("Name", "name", name), field("Description", "description", description)),
-    field("User turns, one per line", "turns", turns, "Sent one after another, each once the assistant has finished; an open askUser question is answered with the turn."),
-    field("Initial variables (JSON)", "variables", variables),
-    field("Scripted tool results (JSON)", "toolResponses", responses, "Per tool name, the results of its calls in order: {\"response\": …} or {\"error\": \"…\"}. Other calls answer the tool's mock response."),
-    h("h2", {}, "Expectations"),
-    field("Tool calls (JSON)", "expect.toolCalls", calls, "Each {name, arguments?: {arg: matcher}, minCalls = 1, maxCalls?}. A matcher is a value, or {\"$contains\"|\"$regex\"|\"$exists\"|\"$oneOf\"|\"$gt\"|\"$lt\": …}."),
-    field("Final variables (JSON)", "expect.variables", finalVars),
-    field("End reason (matcher, JSON)", "expect.endReason", endReason),
-    field("Success criterion", "expect.successCriterion", criterion, "Judged by the small model over the transcript."),
-    field("Timeout (seconds)", "timeoutSeconds", timeout),
+    draft ? h("div", { class: "banner warn draft-note", role: "status" }, draft.note) : null,
+    h("div", { class: "field-head" }, h("span", {}),
+      h("div", { class: "view-toggle", role: "group", "aria-label": "Test view" }, formBtn, jsonBtn)),
+    note, formView, jsonView,
     h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create test" : "Save"),
       h("a", { href: `${route(kind, id)}/tests` }, "Back to the tests")));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     clearErrors(form);
+    const asJson = inJson();
     try {
-      const body = {
-        name: name.value.trim(), description: description.value,
-        turns: turns.value.split("\n").map((l) => l.trim()).filter(Boolean),
-        variables: parseJson(variables.value, "variables", {}),
-        toolResponses: parseJson(responses.value, "toolResponses", {}),
-        expect: {
-          toolCalls: parseJson(calls.value, "expect.toolCalls", []),
-          variables: parseJson(finalVars.value, "expect.variables", {}),
-        },
-        timeoutSeconds: Number(timeout.value || 120),
-      };
-      const reason = parseJson(endReason.value, "expect.endReason", undefined);
-      if (reason !== undefined) body.expect.endReason = reason;
-      if (criterion.value.trim()) body.expect.successCriterion = criterion.value.trim();
+      const body = asJson ? editable(parseJson(json.value, "json", {})) : readForm();
       const saved = isNew ? await post(base(kind, id), body) : await put(`${base(kind, id)}/${encodeURIComponent(testId)}`, body);
       toast(`Test ${saved.name} saved`);
       location.hash = `${route(kind, id)}/tests`;
-    } catch (err) { showError(form, err); }
+    } catch (err) {
+      // In the JSON view the form's fields are hidden: the error is shown
+      // at the JSON, naming the field.
+      showError(form, asJson && err.field && err.field !== "json" ? { code: err.code, message: `${err.field}: ${err.message}`, field: "json" } : err);
+    }
   });
-  page(isNew ? "New test" : `Test ${t.name}`, targetTabs(kind, id, "tests"), form);
+  page(isNew ? (draft ? "New test from a session" : "New test") : `Test ${t.name}`, targetTabs(kind, id, "tests"), form);
 }

@@ -1,9 +1,13 @@
 // Tool resources: HTTP (method, URL, headers, body, timeout), MCP (a tool
-// picked from the server's discovered tools) and client tools (wait policy).
+// picked from the server's discovered tools) and client tools (wait policy);
+// a saved HTTP or MCP tool has a Test panel (tool_test.js).
 
 import { get, list } from "../api.js";
 import { h, page, field, text, area, select, checkbox, rows, showError, clearErrors, parseJson, saveResource, removeResource } from "../ui.js";
 import { headerRows, readHeaders, discoveredTools } from "./mcp.js";
+import { schemaEditor } from "../schema_builder.js";
+import { mockEditor } from "../mock_editor.js";
+import { toolTestPanel } from "./tool_test.js";
 
 export async function toolsPage() {
   const tools = await list("/v1/tools");
@@ -27,7 +31,7 @@ export async function toolEditor(id) {
   const name = text(t.name, { placeholder: "get_weather" });
   const description = area(t.description, { class: "prose", rows: 2 });
   const kind = select([["http", "HTTP request"], ["mcp", "MCP tool"], ["client", "Client tool"]], t.type);
-  const parameters = area(json(t.parameters), { rows: 8, placeholder: '{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}' });
+  const parameters = schemaEditor(t.parameters);
   const inputs = rows({
     items: t.templateInputs || [],
     blank: () => ({ name: "", description: "", required: true }),
@@ -64,17 +68,28 @@ export async function toolEditor(id) {
     discoverNote.textContent = "Asking the server…";
     try {
       discovered = await discoveredTools(server.value);
+      const before = remote.value;
       remote.replaceChildren(...discovered.map((d) => h("option", { value: d.name }, d.name)));
+      if (discovered.some((d) => d.name === before)) remote.value = before;
       discoverNote.textContent = `${discovered.length} tools found. Picking one copies its input schema (pinned).`;
       pick();
     } catch (e) { discoverNote.textContent = `${e.code}: ${e.message}`; }
   });
+  // Name and description follow the picked tool while they are empty or
+  // still hold what the last pick put there; once typed by hand (or saved
+  // before), they are the user's and a pick leaves them alone.
+  const picked = { name: null, description: null };
+  const follow = (input, key, value) => {
+    if (input.value && input.value !== picked[key]) return;
+    input.value = value;
+    picked[key] = value;
+  };
   const pick = () => {
     const d = discovered.find((x) => x.name === remote.value);
     if (!d) return;
-    parameters.value = json(d.inputSchema);
-    if (!name.value) name.value = d.name.replace(/[^A-Za-z0-9_-]/g, "_");
-    if (!description.value && d.description) description.value = d.description;
+    parameters.set(d.inputSchema);
+    follow(name, "name", d.name.replace(/[^A-Za-z0-9_-]/g, "_"));
+    follow(description, "description", d.description || "");
   };
   remote.addEventListener("change", pick);
   const mcpPart = h("section", { "aria-label": "MCP" },
@@ -91,10 +106,9 @@ export async function toolEditor(id) {
     h("div", { class: "field", dataset: { field: "client.waitForResponse" } }, waitLabel, h("p", { class: "error" })),
     field("Timeout (ms)", "client.timeoutMs", clientTimeout));
 
-  const mock = area(t.mockResponse === undefined ? "" : json(t.mockResponse), { rows: 4, class: "code",
-    placeholder: '{"status": "shipped"}  or  [{"when": <expression over the arguments>, "response": …}, {"response": …}]' });
+  const mock = mockEditor(t.mockResponse, { variables: () => parameters.names() });
 
-  const sync = () => { httpPart.hidden = kind.value !== "http"; mcpPart.hidden = kind.value !== "mcp"; clientPart.hidden = kind.value !== "client"; };
+  const sync = () => { httpPart.hidden = kind.value !== "http"; mcpPart.hidden = kind.value !== "mcp"; clientPart.hidden = kind.value !== "client"; parameters.setReadOnly(kind.value === "mcp"); };
   kind.addEventListener("change", sync);
   sync();
 
@@ -102,10 +116,10 @@ export async function toolEditor(id) {
     isNew ? field("Id", "id", newId) : null,
     h("div", { class: "row" }, field("Name", "name", name, "What the model calls it."), field("Type", "type", kind)),
     field("Description", "description", description, "Tell the model when to use it."),
-    field("Parameters (JSON Schema)", "parameters", parameters),
+    parameters,
     h("div", { class: "field", dataset: { field: "templateInputs" } }, h("span", { class: "label" }, "Template inputs"), inputs, h("p", { class: "hint" }, "Values each assistant binds; used as {{input__name}}."), h("p", { class: "error" })),
     httpPart, mcpPart, clientPart,
-    field("Mock response (JSON)", "mockResponse", mock, "What the tool answers in test mode instead of being called: a value, or cases whose `when` expression reads the call's arguments (the first true one answers; one without `when` is the default)."),
+    mock,
     h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create tool" : "Save"),
       isNew ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete")));
 
@@ -116,9 +130,9 @@ export async function toolEditor(id) {
     try {
       const out = { name: name.value.trim(), description: description.value, type: kind.value };
       if (isNew && newId.value.trim()) out.id = newId.value.trim();
-      const params = parseJson(parameters.value, "parameters", undefined);
+      const params = parameters.read();
       if (params !== undefined) out.parameters = params;
-      const mocked = parseJson(mock.value, "mockResponse", undefined);
+      const mocked = mock.read();
       if (mocked !== undefined) out.mockResponse = mocked;
       out.templateInputs = inputs.rows().map((r) => ({ name: r.querySelector(".n").value.trim(), description: r.querySelector(".d").value, required: r.querySelector(".req").checked }));
       if (kind.value === "http") {
@@ -133,7 +147,7 @@ export async function toolEditor(id) {
       await saveResource({ collection: "/v1/tools", route: "tools", id, body: out, what: "Tool", redraw: toolEditor });
     } catch (e) { showError(form, e); }
   });
-  page(isNew ? "New tool" : `Tool ${t.name}`, form);
+  page(isNew ? "New tool" : `Tool ${t.name}`, form, isNew || t.type === "client" ? null : toolTestPanel(t, form));
   if (!isNew && t.type === "mcp" && t.mcp) pinnedNotice(t, form, parameters);
 }
 
@@ -171,7 +185,7 @@ async function pinnedNotice(t, form, parameters) {
   const changes = schemaChanges(t.parameters, found.inputSchema);
   if (!changes.length) return;
   const accept = h("button", { type: "button" }, "Re-accept");
-  accept.addEventListener("click", () => { parameters.value = JSON.stringify(found.inputSchema, null, 2); form.requestSubmit(); });
+  accept.addEventListener("click", () => { parameters.set(found.inputSchema); form.requestSubmit(); });
   form.prepend(h("div", { class: "banner bad", role: "alert", dataset: { notice: "schema-changed" } },
     h("p", {}, "The MCP server changed this tool's parameters since it was saved; calls are refused until you re-accept them:"),
     h("ul", {}, changes.map((c) => h("li", {}, c))), accept));

@@ -120,6 +120,7 @@ export async function workflowEditor(id) {
       const index = selection.index;
       form = edgeForm(doc.edges[index], index, {
         nodes: () => doc.nodes, variables, count: () => doc.edges.length,
+        otherIds: () => doc.edges.filter((_, i) => i !== index).map((e) => e.id),
         remove: () => { doc.edges.splice(index, 1); touch(); selection = null; invalid = null; open(); },
         move: (delta) => {
           if (!tryApply()) return;

@@ -3,14 +3,29 @@
 // "Open" to manage a workspace as with its key.
 
 import { list, post, open } from "../api.js";
-import { h, page, field, text, showError, clearErrors, toast } from "../ui.js";
+import { h, page, field, text, showError, clearErrors, toast, go } from "../ui.js";
 
-/** A key shown once, with what to do with it. */
+/** A key shown once, with what to do with it and a Copy button. */
 function keyBanner(what, ws) {
   const input = h("input", { type: "text", readonly: true, value: ws.apiKey, "aria-label": `API key of ${ws.name}`, class: "code" });
   input.addEventListener("focus", () => input.select());
+  const said = h("span", { class: "status", role: "status" });
+  const copy = h("button", { type: "button", class: "small" }, "Copy");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(ws.apiKey);
+      said.textContent = "Copied to the clipboard.";
+    } catch {
+      // No clipboard API here (a page not served over HTTPS or localhost,
+      // or permission refused): select the key for the user to copy.
+      input.focus();
+      input.select();
+      said.textContent = "Selected: press Ctrl+C (⌘C on a Mac) to copy it.";
+    }
+  });
   return h("div", { class: "banner warn", role: "region", "aria-label": "New API key" },
-    h("strong", {}, `${what} ${ws.name}. `), "Its API key is shown only now: copy it and give it to the workspace's operators.", input);
+    h("strong", {}, `${what} ${ws.name}. `), "Its API key is shown only now: copy it and give it to the workspace's operators.",
+    h("div", { class: "keyrow" }, input, copy), said);
 }
 
 /** The page; `created`: a workspace just made, whose key is shown once. */
@@ -38,7 +53,7 @@ export async function workspacesPage(created) {
         openBtn.addEventListener("click", () => {
           open(ws);
           toast(`Workspace ${ws.name} opened`);
-          location.hash = "#/assistants";
+          go("#/assistants");
         });
         const rotate = h("button", { type: "button", class: "small ghost" }, "Rotate key");
         rotate.addEventListener("click", async () => {

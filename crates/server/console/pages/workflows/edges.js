@@ -5,11 +5,15 @@
 
 import { h, field, text, area, select } from "../../ui.js";
 import { exprField } from "../../expr.js";
+import { followedEdgeId } from "./model.js";
 
 /**
  * The form of edge `index`. ctx: `nodes()` (the document's nodes),
- * `variables()`, `remove()`, `move(delta)`, `count()`. `read()` gives the
- * edge (throws a field error when the expression does not parse).
+ * `variables()`, `remove()`, `move(delta)`, `count()`, `otherIds()` (the
+ * other edges' ids). `read()` gives the edge (throws a field error when
+ * the expression does not parse). An id derived from the endpoints
+ * (`greet_to_end`) follows From and To when they change; a name the user
+ * gave stays.
  */
 export function edgeForm(edge, index, ctx) {
   const p = `edges[${index}]`;
@@ -18,6 +22,17 @@ export function edgeForm(edge, index, ctx) {
   const id = text(edge.id, { spellcheck: "false" });
   const from = select([["*", "* (any agent stage, after its own edges)"], ...withMissing(edge.from === "*" ? "" : edge.from, ids)], edge.from);
   const to = select(withMissing(edge.to, ids), edge.to);
+  const title = h("span", {}, edge.id);
+  const retitle = () => { title.textContent = id.value; form.setAttribute("aria-label", `Edge ${id.value}`); };
+  id.addEventListener("input", retitle);
+  let ends = { from: edge.from, to: edge.to };
+  const follow = () => {
+    id.value = followedEdgeId(id.value.trim(), ends, from.value, to.value, ctx.otherIds());
+    retitle();
+    ends = { from: from.value, to: to.value };
+  };
+  from.addEventListener("change", follow);
+  to.addEventListener("change", follow);
   const c = edge.condition || { type: "always" };
   const kind = select([["always", "always"], ["expression", "expression"], ["llm", "llm (the judge decides)"], ["result", "result of the action"]], c.type);
   const expr = exprField("Expression (boolean)", `${p}.condition.expression`, c.type === "expression" ? c.expression : undefined, { variables: ctx.variables, allowLlm: false });
@@ -33,7 +48,7 @@ export function edgeForm(edge, index, ctx) {
   kind.addEventListener("change", sync);
   sync();
   const form = h("form", { class: "wf-form", "aria-label": `Edge ${edge.id}`, dataset: { kind: "edge", index } },
-    h("h2", {}, h("span", { class: "pill" }, edge.from === "*" ? "global edge" : "edge"), " ", edge.id),
+    h("h2", {}, h("span", { class: "pill" }, edge.from === "*" ? "global edge" : "edge"), " ", title),
     h("div", { class: "field", dataset: { field: p } }, h("p", { class: "error" })),
     field("Edge id", `${p}.id`, id),
     h("div", { class: "row" }, field("From", `${p}.from`, from), field("To", `${p}.to`, to)),

@@ -7,7 +7,7 @@ import { h, field, text, area, select } from "../../ui.js";
 import { bindingList } from "../../binding.js";
 import { builtInsSection } from "../../builtins.js";
 import { variableRows, readVariables } from "../../variables.js";
-import { llmFields } from "./nodes.js";
+import { llmFields } from "../../llm.js";
 
 /**
  * The globals form. ctx: `tools`, `interfaces`. `read(doc)` writes the
@@ -18,7 +18,7 @@ export function globalsForm(doc, ctx) {
   const description = text(doc.description || "");
   const runMode = select([["", "— default (pipeline) —"], ["pipeline", "Pipeline (text model)"], ["realtime", "Realtime (speech-to-speech)"]], doc.runMode || "");
   const iface = select([["", "— none —"], ...ctx.interfaces.map((i) => [i.id, i.name])], doc.realtimeInterfaceId || "");
-  const llm = llmFields(doc.llm, "llm");
+  const llm = llmFields(doc.llm, "llm", { inherit: { provider: "default" }, blankIsDefault: true });
   const prompt = area(doc.systemPrompt || "", { class: "prose", rows: 4, placeholder: "You are Acme's support agent. Be brief." });
   const vars = variableRows(doc.dynamicVariables || []);
   const variables = () => readVariables(vars).filter((v) => v.name);

@@ -35,21 +35,43 @@ export function blankNode(type, doc) {
   }
 }
 
+/** The id an edge gets from its endpoints: `greet_to_lookup` (`any_to_…` from `*`). */
+function edgeBase(from, to) {
+  return `${from === "*" ? "any" : from}_to_${to}`.slice(0, 60);
+}
+
+/** Whether `id` is the one derived from these endpoints (`base` or
+ * `base_N`), not a name the user gave: such an id follows its endpoints. */
+function derivedEdgeId(id, from, to) {
+  const base = edgeBase(from, to);
+  return id === base || (id.startsWith(`${base}_`) && /^\d+$/.test(id.slice(base.length + 1)));
+}
+
+/** The id of an edge whose endpoints became `from` → `to`: derived anew
+ * when it was derived from its old ones (`was`), else kept. */
+export function followedEdgeId(id, was, from, to, taken) {
+  return derivedEdgeId(id, was.from, was.to) ? freshId(edgeBase(from, to), taken) : id;
+}
+
 /** A new edge from `from` (the start node or the first node) to `to`. */
 export function blankEdge(doc, from, to) {
   const a = from || doc.startNodeId || doc.nodes[0]?.id || "";
   const b = to || doc.nodes.find((n) => n.id !== a)?.id || a;
   const source = doc.nodes.find((n) => n.id === a);
   const condition = source?.type === "action" ? { type: "result", success: true } : { type: "always" };
-  return { id: freshId(`${a}_to_${b}`.slice(0, 60), doc.edges.map((e) => e.id)), from: a, to: b, condition };
+  return { id: freshId(edgeBase(a, b), doc.edges.map((e) => e.id)), from: a, to: b, condition };
 }
 
-/** Rename node `from` to `to` everywhere it is referenced. */
+/** Rename node `from` to `to` everywhere it is referenced (an edge id
+ * derived from its endpoints follows them). */
 export function renameNode(doc, from, to) {
   for (const n of doc.nodes) if (n.id === from) n.id = to;
   for (const e of doc.edges) {
+    if (e.from !== from && e.to !== from) continue;
+    const was = { from: e.from, to: e.to };
     if (e.from === from) e.from = to;
     if (e.to === from) e.to = to;
+    e.id = followedEdgeId(e.id, was, e.from, e.to, doc.edges.filter((o) => o !== e).map((o) => o.id));
   }
   if (doc.startNodeId === from) doc.startNodeId = to;
   if (doc.onErrorNodeId === from) doc.onErrorNodeId = to;

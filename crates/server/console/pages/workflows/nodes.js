@@ -8,25 +8,7 @@
 import { h, field, text, area, select, checkbox } from "../../ui.js";
 import { bindingEditor, bindingList } from "../../binding.js";
 import { builtInsPatch, rulesEditor } from "../../builtins.js";
-
-/** Provider, model, temperature and max tokens; `read()` gives `llm` or undefined. */
-export function llmFields(llm, path) {
-  const provider = text(llm?.provider || "", { placeholder: "default" });
-  const model = text(llm?.model || "", { placeholder: "inherited" });
-  const temperature = h("input", { type: "number", step: "0.1", min: 0, max: 2, value: llm?.temperature ?? "" });
-  const maxTokens = h("input", { type: "number", min: 1, value: llm?.maxTokens ?? "" });
-  const el = h("div", { class: "row" }, field("Provider", `${path}.provider`, provider), field("Model", `${path}.model`, model),
-    field("Temperature", `${path}.temperature`, temperature), field("Max tokens", `${path}.maxTokens`, maxTokens));
-  el.read = () => {
-    const out = {};
-    if (provider.value.trim()) out.provider = provider.value.trim();
-    if (model.value.trim()) out.model = model.value.trim();
-    if (temperature.value !== "") out.temperature = Number(temperature.value);
-    if (maxTokens.value !== "") out.maxTokens = Number(maxTokens.value);
-    return Object.keys(out).length ? out : undefined;
-  };
-  return el;
-}
+import { llmFields } from "../../llm.js";
 
 const setIf = (obj, key, value) => {
   if (value === undefined || value === "" || (Array.isArray(value) && !value.length && key !== "rules")) delete obj[key];
@@ -37,7 +19,7 @@ function agentFields(n, p, ctx) {
   const prompt = area(n.prompt || "", { class: "prose", rows: 5, placeholder: "Ask for the order number." });
   const entry = select([["respond", "respond: run a model turn on entry"], ["say", "say the first message, then wait"], ["wait", "wait for the user"]], n.entryBehavior || "respond");
   const first = text(n.firstMessage || "", { placeholder: "Hi, Acme support. Your order number?" });
-  const llm = llmFields(n.llm, `${p}.llm`);
+  const llm = llmFields(n.llm, `${p}.llm`, { inherit: { provider: "the workflow's", model: "the workflow's" } });
   const [indLabel, independent] = checkbox("Independent: without the workflow's prompt, built-ins and bindings", !!n.independent);
   const [limitLabel, limit] = checkbox("Limit the variables this stage may change", Array.isArray(n.writableVariables));
   const writable = h("div", { class: "options" });
