@@ -1295,7 +1295,11 @@ on_both!(
         assert_eq!(read, done);
         assert_eq!((read.passed, read.failed), (1, 1));
         assert_eq!(
-            store.suite_run("ws_a", target, "tsrun_02").await?.unwrap().status,
+            store
+                .suite_run("ws_a", target, "tsrun_02")
+                .await?
+                .unwrap()
+                .status,
             rtc_protocol::TestSuiteStatus::Running,
             "a run with a fresh heartbeat is running"
         );
