@@ -17,7 +17,7 @@ pub use rtc_protocol::RealtimeDialect as Dialect;
 use serde_json::Value;
 
 pub use codec::caps;
-pub use socket::connect;
+pub use socket::{GuardedWs, WsConnectError, WsIo, connect, connect_guarded};
 
 /// PCM16 mono little-endian at `rate` Hz.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,10 @@
 //! [`connect`]: the guarded WebSocket to a realtime provider and the
-//! [`RealtimeAdapter`] over it. The host is resolved once and only
-//! addresses the [`AddressPolicy`](rtc_tools::net_guard::AddressPolicy)
-//! permits are dialled (no second resolution a rebinding name could
-//! change); `wss` runs rustls (ring, webpki roots) over that very stream.
+//! [`RealtimeAdapter`] over it; [`connect_guarded`], the guarded
+//! WebSocket itself, is shared with the speech providers. The host is
+//! resolved once and only addresses the
+//! [`AddressPolicy`](rtc_tools::net_guard::AddressPolicy) permits are
+//! dialled (no second resolution a rebinding name could change); `wss`
+//! runs rustls (ring, webpki roots) over that very stream.
 //! A reader task turns every provider frame into [`RtEvent`]s on a bounded
 //! channel: audio is dropped when the channel is full, everything else
 //! waits, and [`RtEvent::Closed`] comes last. The API key travels only in
@@ -34,10 +36,7 @@ use crate::{
     ResponseOpts, Result, RtCaps, RtEvent, SessionSpec,
 };
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-type Ws = WebSocketStream<Box<dyn Io>>;
+type Ws = GuardedWs;
 
 /// A `session.update` waiting for its `session.updated` (or `error`).
 struct PendingUpdate {
@@ -57,8 +56,8 @@ fn take_pending(slot: &PendingSlot) -> Option<PendingUpdate> {
 pub async fn connect(
     cfg: &ProviderCfg,
 ) -> Result<(Box<dyn RealtimeAdapter>, mpsc::Receiver<RtEvent>)> {
-    let (url, tls_host) = provider_url(cfg)?;
-    let mut ws = tokio::time::timeout(cfg.timeout, open(cfg, &url, tls_host))
+    let (url, _tls_host) = provider_url(cfg)?;
+    let mut ws = tokio::time::timeout(cfg.timeout, open(cfg, &url))
         .await
         .map_err(|_| RealtimeError::Timeout(cfg.timeout))??;
     let mut decoder = Decoder::new(cfg.dialect);
@@ -124,52 +123,135 @@ fn host_of(url: &url::Url) -> Result<String> {
 }
 
 /// Resolve, guard, dial, TLS, WebSocket handshake.
-async fn open(cfg: &ProviderCfg, url: &url::Url, tls_host: Option<String>) -> Result<Ws> {
-    let host = host_of(url)?;
+async fn open(cfg: &ProviderCfg, url: &url::Url) -> Result<Ws> {
+    let headers = [("authorization", format!("Bearer {}", cfg.api_key))];
+    connect_guarded(url, &headers, cfg.policy, cfg.max_message_bytes)
+        .await
+        .map_err(|e| match e {
+            WsConnectError::InvalidUrl(m) => RealtimeError::InvalidUrl(m),
+            WsConnectError::Blocked(host) => RealtimeError::Blocked(host),
+            WsConnectError::Connect(m) => RealtimeError::Connect(m),
+            WsConnectError::InvalidHeader(_) => {
+                RealtimeError::Connect("the API key is not a valid HTTP header value".into())
+            }
+            WsConnectError::Refused {
+                status: 401 | 403, ..
+            } => RealtimeError::Unauthorized,
+            WsConnectError::Refused { status_line, .. } => {
+                RealtimeError::Connect(format!("the handshake was refused with HTTP {status_line}"))
+            }
+        })
+}
+
+/// The I/O under a [`GuardedWs`]: TCP, or rustls over TCP.
+pub trait WsIo: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> WsIo for T {}
+
+/// A WebSocket opened by [`connect_guarded`].
+pub type GuardedWs = WebSocketStream<Box<dyn WsIo>>;
+
+/// Why [`connect_guarded`] failed. No message carries a header value.
+#[derive(Debug, thiserror::Error)]
+pub enum WsConnectError {
+    #[error("the URL is not valid: {0}")]
+    InvalidUrl(String),
+    #[error("the outbound guard refused {0}")]
+    Blocked(String),
+    #[error("{0}")]
+    Connect(String),
+    /// The named header's value is not a valid HTTP header value.
+    #[error("the {0} header value is not valid")]
+    InvalidHeader(&'static str),
+    /// The server answered the upgrade with another status; `body` is
+    /// what it said (at most 4 KiB, lossy UTF-8; not scrubbed).
+    #[error("the handshake was refused with HTTP {status_line}")]
+    Refused {
+        status: u16,
+        status_line: String,
+        body: String,
+    },
+}
+
+/// Open a WebSocket to `url` (`ws` or `wss`) through the outbound guard:
+/// the host is resolved once and only addresses `policy` permits are
+/// dialled; `wss` runs rustls (ring, webpki roots) over that very stream.
+/// `headers` are added to the upgrade request and marked sensitive;
+/// messages and frames above `max_message_bytes` fail the connection. The
+/// realtime adapter and the speech providers (`rtc-speech`) share it.
+pub async fn connect_guarded(
+    url: &url::Url,
+    headers: &[(&'static str, String)],
+    policy: rtc_tools::net_guard::AddressPolicy,
+    max_message_bytes: usize,
+) -> std::result::Result<GuardedWs, WsConnectError> {
+    let tls = match url.scheme() {
+        "wss" => true,
+        "ws" => false,
+        other => {
+            return Err(WsConnectError::InvalidUrl(format!(
+                "the scheme must be ws or wss, not {other}"
+            )));
+        }
+    };
+    let host = host_of(url).map_err(|_| WsConnectError::InvalidUrl("it has no host".into()))?;
     let port = url
         .port_or_known_default()
-        .ok_or_else(|| RealtimeError::InvalidUrl("it has no port".into()))?;
+        .ok_or_else(|| WsConnectError::InvalidUrl("it has no port".into()))?;
     let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
         .await
-        .map_err(|e| RealtimeError::Connect(format!("cannot resolve {host}: {e}")))?
+        .map_err(|e| WsConnectError::Connect(format!("cannot resolve {host}: {e}")))?
         .collect();
     let allowed: Vec<SocketAddr> = resolved
         .into_iter()
-        .filter(|a| cfg.policy.permits(a.ip()))
+        .filter(|a| policy.permits(a.ip()))
         .collect();
     if allowed.is_empty() {
-        return Err(RealtimeError::Blocked(host));
+        return Err(WsConnectError::Blocked(host));
     }
-    let tcp = dial(&allowed, &host).await?;
+    let tcp = dial(&allowed, &host).await.map_err(unwrap_connect)?;
     let _ = tcp.set_nodelay(true);
-    let io: Box<dyn Io> = match tls_host {
-        Some(name) => Box::new(tls(tcp, &name).await?),
-        None => Box::new(tcp),
+    let io: Box<dyn WsIo> = if tls {
+        Box::new(self::tls(tcp, &host).await.map_err(unwrap_connect)?)
+    } else {
+        Box::new(tcp)
     };
     let mut request = url
         .as_str()
         .into_client_request()
-        .map_err(|e| RealtimeError::InvalidUrl(format!("not a WebSocket request: {e}")))?;
-    let mut bearer = HeaderValue::from_str(&format!("Bearer {}", cfg.api_key)).map_err(|_| {
-        RealtimeError::Connect("the API key is not a valid HTTP header value".into())
-    })?;
-    bearer.set_sensitive(true);
-    request.headers_mut().insert("authorization", bearer);
+        .map_err(|e| WsConnectError::InvalidUrl(format!("not a WebSocket request: {e}")))?;
+    for (name, value) in headers {
+        let mut value =
+            HeaderValue::from_str(value).map_err(|_| WsConnectError::InvalidHeader(name))?;
+        value.set_sensitive(true);
+        request.headers_mut().insert(*name, value);
+    }
     let limits = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
-        .max_message_size(Some(cfg.max_message_bytes))
-        .max_frame_size(Some(cfg.max_message_bytes));
+        .max_message_size(Some(max_message_bytes))
+        .max_frame_size(Some(max_message_bytes));
     match tokio_tungstenite::client_async_with_config(request, io, Some(limits)).await {
         Ok((ws, _response)) => Ok(ws),
-        Err(WsError::Http(resp)) if matches!(resp.status().as_u16(), 401 | 403) => {
-            Err(RealtimeError::Unauthorized)
+        Err(WsError::Http(resp)) => {
+            let body = resp.body().as_deref().unwrap_or_default();
+            let body = String::from_utf8_lossy(&body[..body.len().min(4096)]).into_owned();
+            Err(WsConnectError::Refused {
+                status: resp.status().as_u16(),
+                status_line: resp.status().to_string(),
+                body,
+            })
         }
-        Err(WsError::Http(resp)) => Err(RealtimeError::Connect(format!(
-            "the handshake was refused with HTTP {}",
-            resp.status()
-        ))),
-        Err(e) => Err(RealtimeError::Connect(format!(
+        Err(e) => Err(WsConnectError::Connect(format!(
             "the WebSocket handshake failed: {e}"
         ))),
+    }
+}
+
+/// The message of a [`dial`] or [`tls`] failure, without the realtime
+/// wording around it.
+fn unwrap_connect(e: RealtimeError) -> WsConnectError {
+    match e {
+        RealtimeError::InvalidUrl(m) => WsConnectError::InvalidUrl(m),
+        RealtimeError::Connect(m) => WsConnectError::Connect(m),
+        other => WsConnectError::Connect(other.to_string()),
     }
 }
 

@@ -3,7 +3,9 @@
 //! child process, the real MCP "everything" server from npm, a real
 //! `opencode serve` (npm `opencode-ai`), a scripted
 //! OpenAI-compatible mock LLM, a scripted mock realtime (speech-to-speech)
-//! provider, and the stand-ins workflow tests share.
+//! provider, dialect-accurate speech mocks (OpenAI-compatible STT/TTS,
+//! Deepgram, ElevenLabs) with pilot-tone test audio, and the stand-ins
+//! workflow tests share.
 //!
 //! PostgreSQL tests need `RTC_TEST_POSTGRES_URL` (an admin URL of a running
 //! cluster; `scripts/test` starts one). Each test gets its own database.
@@ -21,6 +23,12 @@ mod realtime_mock;
 mod realtime_mock_conn;
 mod realtime_mock_script;
 mod server;
+mod speech_audio;
+mod speech_deepgram_listen;
+mod speech_deepgram_mock;
+mod speech_elevenlabs_mock;
+mod speech_openai_mock;
+mod speech_openai_speech;
 mod workflow_stand_ins;
 
 pub use db::{Engine, TestDatabase};
@@ -37,6 +45,19 @@ pub use realtime_mock::{
     ScriptedResponse, Step, pcm16_rms,
 };
 pub use server::{ClosedPort, ServerProcess, TEST_ADMIN_TOKEN, free_port};
+pub use speech_audio::{
+    PILOT_AMPLITUDE, PILOTS, PilotMap, TTS_MS_PER_CHAR, TTS_TONE_HZ, Wav, espeak_program,
+    espeak_speech, mix_pilot, parse_wav, pcm_ms, pilot_map, pilot_of, resample, rms as speech_rms,
+    silence, sine, speech_with_pilot, to_pcm, to_samples, tone_amplitude, tts_ms, tts_tone,
+    wav_bytes,
+};
+pub use speech_deepgram_mock::{
+    DeepgramConnection, DeepgramFrame, DeepgramMock, LoggedFrame, NET_0001,
+};
+pub use speech_elevenlabs_mock::{ElevenLabsConnection, ElevenLabsFrame, ElevenLabsMock};
+pub use speech_openai_mock::{
+    OPENAI_PCM_RATE, SpeechOpenAiMock, SpeechRequest, SttAnswer, TtsAnswer,
+};
 pub use workflow_stand_ins::{OrderService, StageScript, judge_requests, stage_requests};
 
 /// Install the TLS crypto provider reqwest needs (ring). Idempotent.

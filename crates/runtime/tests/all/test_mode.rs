@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rtc_protocol::{ConversationTest, CreateSessionParams, TestRunStatus};
+use rtc_protocol::{
+    ConversationTest, CreateSessionParams, TestRun, TestRunStatus, TestSuiteRun, TestSuiteStatus,
+};
 use rtc_runtime::RuntimeError;
 use rtc_store::{ResourceKind, TestTarget};
 use rtc_testkit::MockReply;
@@ -190,7 +192,7 @@ async fn a_conversation_test_runs_scripted_and_is_judged() {
         })))
         .await
         .unwrap();
-    let run = h.rt.run_test(WS, target, &test).await.unwrap();
+    let run = run_one(&h, WS, target, &test).await.unwrap();
     assert_eq!(run.status, TestRunStatus::Passed, "{run:#?}");
     assert_eq!(run.expectations.len(), 5);
     assert_eq!(
@@ -223,7 +225,7 @@ async fn a_conversation_test_runs_scripted_and_is_judged() {
             .contains("The assistant says the order is delayed.")
     );
 
-    let again = h.rt.run_test(WS, target, &test).await.unwrap();
+    let again = run_one(&h, WS, target, &test).await.unwrap();
     assert_eq!(again.status, TestRunStatus::Failed);
     let failed: Vec<&str> = again
         .expectations
@@ -275,10 +277,9 @@ async fn a_run_that_cannot_finish_is_an_error_and_runs_are_bounded() {
     let slow = case(json!({"name": "slow", "turns": ["hi"], "timeoutSeconds": 1}));
     let unknown = case(json!({"name": "bad var", "turns": ["hi"], "variables": {"nope": 1}}));
     let started = std::time::Instant::now();
-    let suite =
-        h.rt.run_tests(WS, target, &[slow.clone(), unknown, slow])
-            .await
-            .unwrap();
+    let suite = run_suite(&h, WS, target, vec![slow.clone(), unknown, slow])
+        .await
+        .unwrap();
     assert_eq!(
         (suite.passed, suite.failed, suite.errors),
         (0, 0, 3),
@@ -436,28 +437,59 @@ async fn a_workspace_with_many_slow_runs_does_not_starve_another() {
         id: "a",
     };
     let slow = case(json!({"name": "slow", "turns": ["hi"], "timeoutSeconds": 15}));
-    // Twelve slow runs, whose requests go away at once (abandoned).
+    // Twelve slow runs, started and left to run.
     for _ in 0..12 {
-        let rt = h.rt.clone();
-        let slow = slow.clone();
-        let run = tokio::spawn(async move { rt.run_test(WS, target_of("a"), &slow).await });
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        run.abort();
+        h.rt.start_test_run(WS, target_of("a"), vec![slow.clone()])
+            .await
+            .unwrap();
     }
-    let more = h.rt.run_tests(WS, target, &[slow.clone(), slow]).await;
+    let more =
+        h.rt.start_test_run(WS, target, vec![slow.clone(), slow])
+            .await;
     match more {
         Err(RuntimeError::TooMany { code, .. }) => assert_eq!(code, "too_many_test_runs"),
         other => panic!("expected too_many_test_runs, got {other:?}"),
     }
     let quick = case(json!({"name": "quick", "turns": ["hi"]}));
     let started = std::time::Instant::now();
-    let run = h.rt.run_test("ws2", target, &quick).await.unwrap();
+    let run = run_one(&h, "ws2", target, &quick).await.unwrap();
     assert_eq!(run.status, TestRunStatus::Passed, "{run:?}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(5),
         "the other workspace waited {:?}",
         started.elapsed()
     );
+}
+
+/// Start a run of `tests` and read it until it is no longer running.
+async fn run_suite(
+    h: &Harness,
+    ws: &str,
+    target: TestTarget<'_>,
+    tests: Vec<ConversationTest>,
+) -> Result<TestSuiteRun, RuntimeError> {
+    let started = h.rt.start_test_run(ws, target, tests).await?;
+    loop {
+        let Some(run) = h.store.suite_run(ws, target, &started.id).await? else {
+            return Err(RuntimeError::not_found("test run", &started.id));
+        };
+        if run.status != TestSuiteStatus::Running {
+            return Ok(run);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Run one test to its end: its run.
+async fn run_one(
+    h: &Harness,
+    ws: &str,
+    target: TestTarget<'_>,
+    test: &ConversationTest,
+) -> Result<TestRun, RuntimeError> {
+    let mut suite = run_suite(h, ws, target, vec![test.clone()]).await?;
+    assert_eq!(suite.status, TestSuiteStatus::Finished, "{suite:#?}");
+    Ok(suite.runs.remove(0))
 }
 
 fn target_of(id: &'static str) -> TestTarget<'static> {
@@ -487,7 +519,7 @@ async fn a_run_whose_model_call_failed_is_an_error() {
         )
         .await
         .unwrap();
-    let run = h.rt.run_test(WS, target, &test).await.unwrap();
+    let run = run_one(&h, WS, target, &test).await.unwrap();
     assert_eq!(run.status, TestRunStatus::Error, "{run:#?}");
     let error = run.error.unwrap_or_default();
     assert!(
