@@ -188,13 +188,18 @@ on_both!(workspaces_never_see_each_other, |srv| {
 });
 
 on_both!(me_says_who_the_token_is, |srv| {
+    // This server has no search engine and no page fetching configured.
+    let offers = json!({"webSearch": false, "webFetch": false});
     let me = srv.admin().get("/v1/me").await?;
-    assert_eq!(me.assert_status(200), &json!({"kind": "admin"}));
+    assert_eq!(
+        me.assert_status(200),
+        &json!({"kind": "admin", "server": offers})
+    );
     let (id, ws) = srv.workspace("Acme support").await?;
     let me = ws.get("/v1/me").await?;
     assert_eq!(
         me.assert_status(200),
-        &json!({"kind": "workspace", "workspace": {"id": id, "name": "Acme support"}})
+        &json!({"kind": "workspace", "workspace": {"id": id, "name": "Acme support"}, "server": offers})
     );
     srv.anonymous()
         .get("/v1/me")

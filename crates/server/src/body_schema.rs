@@ -185,6 +185,7 @@ mod tests {
             rtc_protocol::AnswerParams::name(),
             rtc_protocol::ConversationTest::name(),
             rtc_protocol::WorkspaceQuota::name(),
+            rtc_protocol::ToolTestRequest::name(),
         ];
         for name in &names {
             assert!(VALIDATORS.contains_key(name.as_ref()), "{name}");
