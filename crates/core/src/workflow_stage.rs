@@ -32,6 +32,8 @@ pub fn base_assistant(w: &Workflow) -> Assistant {
         description: String::new(),
         run_mode: w.run_mode.unwrap_or_default(),
         realtime_interface_id: w.realtime_interface_id.clone(),
+        // Workflows get no voice in v1 (design voice-pipeline.md §4(a)).
+        speech: None,
         llm: w.llm.clone().unwrap_or_default(),
         system_prompt: w.system_prompt.clone().unwrap_or_default(),
         first_message: None,

@@ -38,6 +38,10 @@ pub struct Assistant {
     pub run_mode: RunMode,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub realtime_interface_id: Option<String>,
+    /// A pipeline assistant's voice (its speech interfaces and turn
+    /// taking); absent: text only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speech: Option<crate::SpeechSettings>,
     #[serde(default)]
     pub llm: LlmConfig,
     #[serde(default)]

@@ -88,6 +88,7 @@ fn reasoner_assistant(settings: &ReasonerSettings, llm: LlmConfig) -> Assistant 
         description: String::new(),
         run_mode: RunMode::Pipeline,
         realtime_interface_id: None,
+        speech: None,
         llm,
         system_prompt: settings.system_prompt.clone(),
         first_message: None,
