@@ -41,6 +41,33 @@ struct Drive {
     turns_sent: usize,
 }
 
+/// A run of `test` with nothing observed yet: status `error`, no error
+/// text, started at `started_at` (ms).
+pub(crate) fn errored_run(
+    test: &ConversationTest,
+    target: TestTarget<'_>,
+    started_at: i64,
+) -> TestRun {
+    TestRun {
+        id: new_id("trun"),
+        test_id: test.id.clone().unwrap_or_default(),
+        test_name: test.name.clone(),
+        assistant_id: (target.kind == ResourceKind::Assistant).then(|| target.id.to_owned()),
+        workflow_id: (target.kind == ResourceKind::Workflow).then(|| target.id.to_owned()),
+        status: TestRunStatus::Error,
+        error: None,
+        session_id: None,
+        expectations: Vec::new(),
+        transcript: Vec::new(),
+        tool_calls: Vec::new(),
+        variables: Default::default(),
+        end_reason: None,
+        turns_sent: 0,
+        started_at: rfc3339_from_millis(started_at),
+        duration_ms: 0,
+    }
+}
+
 impl Runtime {
     /// Admit `n` runs of `workspace`, or refuse them all (429
     /// `too_many_test_runs`) when it has too many queued or running.
@@ -102,24 +129,9 @@ impl Runtime {
                     test.timeout_seconds
                 )),
             };
-        let mut run = TestRun {
-            id: new_id("trun"),
-            test_id: test.id.clone().unwrap_or_default(),
-            test_name: test.name.clone(),
-            assistant_id: (target.kind == ResourceKind::Assistant).then(|| target.id.to_owned()),
-            workflow_id: (target.kind == ResourceKind::Workflow).then(|| target.id.to_owned()),
-            status: TestRunStatus::Error,
-            error: None,
-            session_id: drive.session.clone(),
-            expectations: Vec::new(),
-            transcript: Vec::new(),
-            tool_calls: Vec::new(),
-            variables: Default::default(),
-            end_reason: None,
-            turns_sent: drive.turns_sent,
-            started_at: rfc3339_from_millis(started_at),
-            duration_ms: 0,
-        };
+        let mut run = errored_run(test, target, started_at);
+        run.session_id = drive.session.clone();
+        run.turns_sent = drive.turns_sent;
         if let Some(session) = &drive.session {
             let (config, failed_calls) = self.observe(workspace, session, &mut run).await?;
             // A model call that failed is no pass, whatever was expected.

@@ -10,8 +10,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{ConversationTest, TestRun, TestRunStatus, TestSuiteRun, TestSuiteStatus};
-use rtc_store::{ResourceKind, TestTarget, new_id, now_millis};
+use rtc_protocol::{ConversationTest, TestRun, TestSuiteRun, TestSuiteStatus};
+use rtc_store::{TestTarget, new_id, now_millis};
 
 use crate::fair_gate::Ticket;
 use crate::{Runtime, RuntimeError};
@@ -124,22 +124,7 @@ impl Runtime {
 /// The run of a test that could not be run to its end (the store failed
 /// under it): an `error` naming why.
 fn failed_run(test: &ConversationTest, target: TestTarget<'_>, e: &RuntimeError) -> TestRun {
-    TestRun {
-        id: new_id("trun"),
-        test_id: test.id.clone().unwrap_or_default(),
-        test_name: test.name.clone(),
-        assistant_id: (target.kind == ResourceKind::Assistant).then(|| target.id.to_owned()),
-        workflow_id: (target.kind == ResourceKind::Workflow).then(|| target.id.to_owned()),
-        status: TestRunStatus::Error,
-        error: Some(format!("the run could not finish: {e}")),
-        session_id: None,
-        expectations: Vec::new(),
-        transcript: Vec::new(),
-        tool_calls: Vec::new(),
-        variables: Default::default(),
-        end_reason: None,
-        turns_sent: 0,
-        started_at: rfc3339_from_millis(now_millis()),
-        duration_ms: 0,
-    }
+    let mut run = crate::conversation_tests::errored_run(test, target, now_millis());
+    run.error = Some(format!("the run could not finish: {e}"));
+    run
 }
