@@ -24,14 +24,16 @@ pub(crate) struct LimitFile {
     pub test_concurrency_per_workspace: Option<u64>,
     pub max_test_runs_per_workspace: Option<u64>,
     pub realtime_connects_per_minute: Option<u64>,
+    pub voice_max_sessions: Option<u64>,
     pub max_upstream_body_bytes: Option<u64>,
     pub max_upstream_line_bytes: Option<u64>,
     pub max_task_transcript_bytes: Option<u64>,
     pub provider_checks_per_minute: Option<u64>,
+    pub speech_checks_per_minute: Option<u64>,
 }
 
 /// The keys of [`LimitFile`] (a test holds them equal).
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 19] = [
     "max_value_bytes",
     "max_variables_bytes",
     "max_update_rules",
@@ -45,10 +47,12 @@ const KEYS: [&str; 17] = [
     "test_concurrency_per_workspace",
     "max_test_runs_per_workspace",
     "realtime_connects_per_minute",
+    "voice_max_sessions",
     "max_upstream_body_bytes",
     "max_upstream_line_bytes",
     "max_task_transcript_bytes",
     "provider_checks_per_minute",
+    "speech_checks_per_minute",
 ];
 
 impl LimitFile {
@@ -95,6 +99,8 @@ pub struct LimitSettings {
     pub max_test_runs_per_workspace: u64,
     /// New realtime provider connections of one session per minute.
     pub realtime_connects_per_minute: u64,
+    /// Voice hosts attached at once per workspace.
+    pub voice_max_sessions: u64,
     /// Bytes of one answer (or message) read from a server a tenant
     /// names: OpenCode's JSON, a realtime provider's messages.
     pub max_upstream_body_bytes: u64,
@@ -105,6 +111,9 @@ pub struct LimitSettings {
     /// Provider checks (`POST /v1/providers/{name}/check`) per minute,
     /// over the whole server.
     pub provider_checks_per_minute: u64,
+    /// Speech interface checks (`POST /v1/speech-interfaces/{id}/check`)
+    /// per minute, per workspace.
+    pub speech_checks_per_minute: u64,
 }
 
 impl LimitSettings {
@@ -191,6 +200,11 @@ impl LimitSettings {
                 file.realtime_connects_per_minute,
                 u64::from(features.realtime_connects_per_minute),
             )?,
+            voice_max_sessions: number(
+                "RTC_VOICE_MAX_SESSIONS",
+                file.voice_max_sessions,
+                u64::try_from(features.voice_max_sessions).unwrap_or(u64::MAX),
+            )?,
             max_upstream_body_bytes: number(
                 "RTC_MAX_UPSTREAM_BODY_BYTES",
                 file.max_upstream_body_bytes,
@@ -210,6 +224,11 @@ impl LimitSettings {
                 "RTC_PROVIDER_CHECKS_PER_MINUTE",
                 file.provider_checks_per_minute,
                 30,
+            )?,
+            speech_checks_per_minute: number(
+                "RTC_SPEECH_CHECKS_PER_MINUTE",
+                file.speech_checks_per_minute,
+                10,
             )?,
         })
     }

@@ -321,6 +321,8 @@ async fn validate(
             providers,
             // v3 had no task backends: the mapping names none.
             task_backend: None,
+            // Nor speech interfaces.
+            speech_interfaces: &BTreeMap::new(),
             update_bounds,
         };
         match validate_assistant(a, &ctx) {

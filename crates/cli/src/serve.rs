@@ -12,7 +12,7 @@ use rtc_runtime::{
     ClusterSettings, FeatureLimits, KernelConfig, LoopSettings, Provider, Runtime, RuntimeConfig,
     SessionLimits, SubAgentLimits, TestQueueLimits,
 };
-use rtc_server::{AdminAuth, AppState, Limits, PerMinute};
+use rtc_server::{AdminAuth, AppState, Limits, PerMinute, PerMinuteEach};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
 use rtc_tools::mcp::McpConnector;
@@ -109,6 +109,9 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         metrics_auth: settings.metrics_token.as_deref().map(AdminAuth::from_token),
         provider_checks: Arc::new(PerMinute::new(
             u32::try_from(settings.limits.provider_checks_per_minute).unwrap_or(u32::MAX),
+        )),
+        speech_checks: Arc::new(PerMinuteEach::new(
+            u32::try_from(settings.limits.speech_checks_per_minute).unwrap_or(u32::MAX),
         )),
     };
     let listener = tokio::net::TcpListener::bind(&settings.listen)
@@ -250,6 +253,7 @@ fn build_runtime(
             realtime_connects_per_minute: u32::try_from(l.realtime_connects_per_minute)
                 .unwrap_or(u32::MAX),
             max_task_transcript_bytes: size(l.max_task_transcript_bytes),
+            voice_max_sessions: size(l.voice_max_sessions),
         },
         web_search: match settings.web.search_engines.as_slice() {
             [] => None,

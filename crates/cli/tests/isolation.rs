@@ -56,6 +56,7 @@ fn body_for(method: &Method, path: &str) -> Option<Value> {
         }
         ("PUT", p) if p.starts_with("/v1/secrets/") => json!({"value": "b-value-0123456789"}),
         ("PUT", p) if p.starts_with("/v1/workflows/") => b_workflow(),
+        ("PUT", p) if p.starts_with("/v1/speech-interfaces/") => b_speech_interface(),
         ("PUT", p) if p.starts_with("/v1/task-backends/") => {
             json!({"name": "b", "type": "reasoner", "reasoner": {}})
         }
@@ -67,6 +68,12 @@ fn body_for(method: &Method, path: &str) -> Option<Value> {
         _ => json!({}),
     };
     Some(body)
+}
+
+/// A speech interface any workspace may save: no key.
+fn b_speech_interface() -> Value {
+    json!({"name": "b", "kind": "stt", "connection": {"dialect": "openai",
+        "url": "https://api.openai.com/v1", "model": "whisper-1"}})
 }
 
 /// A workflow any workspace may save: one agent stage.
@@ -288,7 +295,19 @@ fn collection_writes(fx: &Fixture, method: &Method, template: &str) -> Option<Ve
                 201,
             )]
         }
+        ("POST", "/v1/speech-interfaces") => {
+            let mut with_key = b_speech_interface();
+            with_key["connection"]["apiKey"] = json!("{{secret__a_only}}");
+            let mut own_id = b_speech_interface();
+            own_id["id"] = json!(first("speech-interfaces"));
+            vec![(with_key, 422), (own_id, 201)]
+        }
         ("POST", "/v1/assistants") => vec![
+            (
+                json!({"name": "b", "speech": {"sttInterfaceId": first("speech-interfaces"),
+                    "ttsInterfaceId": first("speech-interfaces")}}),
+                422,
+            ),
             (
                 json!({"name": "b", "toolBindings": [{"toolId": first("tools")}]}),
                 422,

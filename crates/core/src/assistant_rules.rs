@@ -1,12 +1,13 @@
 //! Save-time (and session-start) rules of prompt assistants: variables,
-//! prompts, model settings, built-in tools, bindings and realtime gating.
+//! prompts, model settings, built-in tools, bindings, realtime gating and
+//! the `speech` block of a voice pipeline.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use rtc_expr::{LlmLeaves, check_assignment, value_fits};
 use rtc_protocol::{
     Assistant, BuiltInTools, DynamicVariable, EndMessageType, LlmConfig, RealtimeInterface,
-    RunMode, TaskBackend, Tool, ToolBinding, ValueType,
+    RunMode, SpeechInterface, TaskBackend, Tool, ToolBinding, ValueType,
 };
 
 use crate::binding_rules::{BindingUse, VariableScope, check_variable_template, validate_binding};
@@ -38,6 +39,8 @@ pub struct AssistantContext<'a> {
     pub providers: &'a BTreeSet<String>,
     /// The task backend named by `taskBackendId`, if it exists.
     pub task_backend: Option<&'a TaskBackend>,
+    /// The speech interfaces `speech` names that exist, by id.
+    pub speech_interfaces: &'a BTreeMap<String, SpeechInterface>,
     /// What one `updateState` may hold.
     pub update_bounds: UpdateBounds,
 }
@@ -118,6 +121,11 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
         )?;
     }
     check_run_mode(assistant, ctx)?;
+    crate::speech_rules::check_speech(
+        assistant.run_mode,
+        assistant.speech.as_ref(),
+        ctx.speech_interfaces,
+    )?;
     check_task_backend(assistant, ctx.task_backend, &vars)
 }
 

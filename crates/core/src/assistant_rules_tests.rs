@@ -69,6 +69,7 @@ fn validate(v: Value, iface: Option<&RealtimeInterface>) -> Result<(), crate::Va
             realtime_interface: iface,
             providers: &providers,
             task_backend: None,
+            speech_interfaces: &BTreeMap::new(),
             update_bounds: Default::default(),
         },
     )

@@ -1,6 +1,6 @@
 //! The domain rules of rtc-agent, free of IO: validation of every resource
 //! at save time (names, placeholders, bindings, variables, expressions,
-//! realtime gating), the compatibility report and its cleanup, and small
+//! realtime gating, speech interfaces), the compatibility report and its cleanup, and small
 //! pure helpers (result paths, timestamps) shared by the adapters.
 //!
 //! Callers load whatever a rule needs (the bound tools, the realtime
@@ -22,6 +22,7 @@ pub mod realtime;
 pub mod report_marks;
 pub mod result_path;
 pub mod schema_changes;
+pub mod speech_rules;
 pub mod system_vars;
 pub mod task_backend_rules;
 pub mod test_rules;

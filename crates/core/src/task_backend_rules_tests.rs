@@ -518,6 +518,7 @@ fn assistant(
             realtime_interface: iface,
             providers: &providers,
             task_backend: backend,
+            speech_interfaces: &BTreeMap::new(),
             update_bounds: Default::default(),
         },
     )

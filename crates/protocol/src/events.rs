@@ -113,6 +113,13 @@ event_kinds! {
     /// The user started speaking (a realtime session): the host must
     /// flush what it has not played yet.
     SpeechStarted(SpeechStarted) = "speech.started",
+    /// A voice host is attached to a pipeline session with `speech`
+    /// (again after a reconnection).
+    SpeechReady(crate::SpeechReady) = "session.speech_ready",
+    /// The end of the user's spoken turn was decided (a voice session).
+    SpeechStopped(crate::SpeechStopped) = "speech.stopped",
+    /// A voice session's tool filler was spoken while tools ran.
+    SpeechFiller(crate::SpeechFiller) = "speech.filler",
     /// Older messages were replaced by a summary in the session's model
     /// requests (the stored history stays whole).
     ContextCompacted(ContextCompacted) = "context.compacted",
@@ -159,6 +166,15 @@ pub enum EphemeralFrame {
     /// `outputRate`), part of the provider item `itemId`.
     #[serde(rename = "audio.delta")]
     AudioDelta(AudioDelta),
+    /// A voice session's streaming STT's provisional text of what the
+    /// user is saying.
+    #[serde(rename = "transcript.interim")]
+    TranscriptInterim(TranscriptInterim),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TranscriptInterim {
+    pub text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -220,6 +236,9 @@ pub struct TurnCompleted {
     /// (`stop`, `tool_calls`, `length`, `content_filter`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// A voice session's turn: where its time went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::TurnLatency>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -447,6 +466,12 @@ pub struct AskUserQuestion {
     pub sub_session_id: Option<String>,
     #[serde(default)]
     pub sub_session_title: Option<String>,
+    /// A voice host hears the questions, one at a time; the first is the
+    /// audio item `itemId`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub spoken: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -137,6 +137,16 @@ fn every_kind_has_one_shape_on_the_wire() {
         ),
         ("speech.started", json!({"audioStartMs": 1200})),
         (
+            "session.speech_ready",
+            json!({"inputRate": 16000, "outputRate": 24000,
+                   "stt": {"dialect": "mock"}, "tts": {"dialect": "mock"}}),
+        ),
+        ("speech.stopped", json!({"audioEndMs": 2400})),
+        (
+            "speech.filler",
+            json!({"itemId": "fill_1", "text": "One moment, please."}),
+        ),
+        (
             "context.compacted",
             json!({"tokensBefore": 3300, "tokensAfter": 900, "contextWindow": 4096,
                    "summarizedMessages": 12, "reason": "threshold"}),

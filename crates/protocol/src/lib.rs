@@ -24,6 +24,7 @@ pub mod task;
 pub mod testing;
 pub mod tool;
 pub mod usage;
+pub mod voice;
 pub mod workflow;
 pub mod workspace;
 
@@ -45,6 +46,7 @@ pub use task::*;
 pub use testing::*;
 pub use tool::*;
 pub use usage::*;
+pub use voice::*;
 pub use workflow::*;
 pub use workspace::*;
 

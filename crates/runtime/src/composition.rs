@@ -1,6 +1,6 @@
 //! What the runtime composes from the workspace and its features before
 //! the kernel runs a session: an assistant checked against its tools,
-//! realtime interface, task backend and providers (`validate_assistant`,
+//! realtime interface, task backend, speech interfaces and providers (`validate_assistant`,
 //! at save and again at start, R-RT-5); the configuration snapshot of a
 //! new session, an assistant's or a workflow's (`session_config`); MCP
 //! discovery; and telling features that a resource they keep something
@@ -12,7 +12,7 @@ use rtc_core::assistant_rules::{AssistantContext, referenced_tools, validate_ass
 use rtc_core::realtime::shipped_interfaces;
 use rtc_protocol::{
     Assistant, CreateSessionParams, McpServer, McpToolInfo, RealtimeInterface, RunMode,
-    TaskBackend, Tool,
+    SpeechInterface, TaskBackend, Tool,
 };
 use rtc_store::{Store, StoreError};
 
@@ -56,6 +56,8 @@ pub struct AssistantDeps {
     pub interface: Option<RealtimeInterface>,
     /// The task backend named by `taskBackendId`, if it exists.
     pub task_backend: Option<TaskBackend>,
+    /// The speech interfaces `speech` names that exist, by id.
+    pub speech_interfaces: BTreeMap<String, SpeechInterface>,
 }
 
 /// What validating `assistant` needs: its tools (with `replacement`
@@ -83,10 +85,17 @@ pub async fn assistant_context(
         Some(id) => store.get(workspace, id).await?,
         None => None,
     };
+    let speech_interfaces = store
+        .get_many(
+            workspace,
+            rtc_core::speech_rules::referenced_interfaces(assistant),
+        )
+        .await?;
     Ok(AssistantDeps {
         tools,
         interface,
         task_backend,
+        speech_interfaces,
     })
 }
 
@@ -102,6 +111,7 @@ impl Runtime {
             realtime_interface: deps.interface.as_ref(),
             providers: &providers,
             task_backend: deps.task_backend.as_ref(),
+            speech_interfaces: &deps.speech_interfaces,
             update_bounds: self.inner.settings.limits.update,
         };
         validate_assistant(assistant, &ctx)?;
@@ -229,12 +239,19 @@ impl Runtime {
                     v.code = "realtime_capability";
                     RuntimeError::Invalid(v)
                 }
+                // A speech interface deleted or changed since the save.
+                RuntimeError::Invalid(mut v) => {
+                    v.code = crate::speech_interfaces::at_session_start(v.code);
+                    RuntimeError::Invalid(v)
+                }
                 other => other,
             })?;
         if assistant.run_mode == RunMode::Realtime {
             self.check_realtime_connection(workspace, deps.interface.as_ref())
                 .await?;
         }
+        self.check_session_speech(workspace, &assistant, &deps)
+            .await?;
         Ok((assistant_id.to_owned(), assistant, deps.tools))
     }
 

@@ -27,6 +27,9 @@ pub(crate) struct Inner {
     pub test_slots: Arc<FairGate>,
     /// Slots of tool tests (`tool_test::TOOL_TEST_LIMITS`).
     pub tool_test_slots: Arc<FairGate>,
+    /// The server's espeak-ng processes (`RTC_ESPEAK_MAX`, half of them
+    /// per workspace), shared by voice sessions and interface checks.
+    pub espeak: rtc_speech::EspeakLimiter,
 }
 
 impl Deref for Inner {
@@ -73,6 +76,7 @@ impl Inner {
             ),
             test_slots: FairGate::new(config.tests),
             tool_test_slots: FairGate::new(crate::tool_test::TOOL_TEST_LIMITS),
+            espeak: rtc_speech::EspeakLimiter::from_env(),
             config,
             executors,
         });

@@ -25,6 +25,7 @@ mod providers;
 #[cfg(test)]
 mod registry_tests;
 mod session;
+mod speech_interfaces;
 mod start;
 mod test_suites;
 #[cfg(test)]
@@ -52,11 +53,13 @@ pub use features::FeatureLimits;
 pub use features::loops::service::LoopSettings;
 pub use features::realtime::{HOST_RATES, MAX_AUDIO_FRAME_BYTES, RealtimeLink};
 pub use features::sub_agents::service::SubAgentLimits;
+pub use features::voice::VoiceLink;
 pub use providers::{DEFAULT_PROVIDER, check_provider, describe_provider};
 pub use rtc_session::limits::SessionLimits;
 pub use rtc_session::telemetry::SPAN_TARGET;
 pub use rtc_session::{DEFAULT_MAX_TOOLS, KernelConfig, Provider, ShutdownReport};
 pub use session::{ClientConnection, SessionConfig};
+pub use speech_interfaces::{CHECK_WITHIN as SPEECH_CHECK_WITHIN, espeak_installed};
 pub use test_suites::SUITE_RUNS_KEPT;
 
 pub(crate) use host::Inner;

@@ -158,6 +158,18 @@ impl Runtime {
         id: &str,
         text: &str,
     ) -> Result<Message, RuntimeError> {
+        self.user_message_from(workspace, id, text, None).await
+    }
+
+    /// [`Self::send_user_message`] with the message's `source` (`audio`
+    /// for a voice session's transcript).
+    pub(crate) async fn user_message_from(
+        &self,
+        workspace: &str,
+        id: &str,
+        text: &str,
+        source: Option<&str>,
+    ) -> Result<Message, RuntimeError> {
         let inner = &self.inner;
         let ctx = inner.session_in(workspace, id).await?;
         inner.settings.limits.check_text(text)?;
@@ -191,7 +203,8 @@ impl Runtime {
         for feature in &inner.features {
             feature.user_message_arriving(inner, &ctx).await?;
         }
-        let m = message(MessageRole::User, text);
+        let mut m = message(MessageRole::User, text);
+        m.source = source.map(str::to_owned);
         let event = MessageCompleted::of(&m).into();
         let _pending = UserTurnPending::new(&ctx);
         {
@@ -263,6 +276,8 @@ impl Runtime {
         self.inner
             .append(&ctx, m.clone(), vec![event], Durability::Committed)
             .await?;
+        // A voice session speaks the human agent's words to the user.
+        crate::features::voice::speak_line(&self.inner, &ctx, &m.id, text);
         Ok(m)
     }
 

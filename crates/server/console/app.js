@@ -10,6 +10,7 @@ import { taskBackendsPage, taskBackendEditor } from "./pages/task_backends.js";
 import { toolsPage, toolEditor } from "./pages/tools.js";
 import { assistantsPage, assistantEditor } from "./pages/assistants.js";
 import { realtimePage, realtimeEditor } from "./pages/realtime.js";
+import { speechPage, speechEditor } from "./pages/speech.js";
 import { sessionsPage, sessionDetail } from "./pages/sessions.js";
 import { playgroundPage } from "./pages/playground.js";
 import { workflowsPage, workflowEditor } from "./pages/workflows.js";
@@ -39,6 +40,8 @@ const routes = [
   [/^\/secrets$/, secretsPage],
   [/^\/realtime$/, realtimePage],
   [/^\/realtime\/(.+)$/, realtimeEditor],
+  [/^\/speech$/, speechPage],
+  [/^\/speech\/(.+)$/, speechEditor],
   [/^\/sessions$/, sessionsPage],
   [/^\/sessions\/(.+)$/, sessionDetail],
   [/^\/providers$/, providersPage],

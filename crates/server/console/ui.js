@@ -83,6 +83,9 @@ export function showError(root, err) {
   if (target) {
     target.classList.add("invalid");
     target.querySelector(".error").textContent = message;
+    // A field folded away (a closed "More") is unfolded to be seen.
+    const fold = target.closest("details");
+    if (fold) fold.open = true;
     const control = target.querySelector("input, select, textarea");
     if (control) {
       control.setAttribute("aria-invalid", "true");
@@ -254,4 +257,9 @@ export async function removeResource({ form, collection, route, id, what }) {
 export function usageLine(u) {
   const n = (x) => Number(x || 0).toLocaleString("en-US");
   return `${n(u.calls)} model calls · ${n(u.inputTokens)} input tokens (${n(u.cachedTokens)} cached) · ${n(u.outputTokens)} output tokens`;
+}
+
+/** Links to `assistants` ({id, name}), separated by commas. */
+export function assistantLinks(assistants) {
+  return assistants.flatMap((a, i) => [i ? ", " : "", h("a", { href: `#/assistants/${encodeURIComponent(a.id)}` }, a.name)]);
 }

@@ -175,6 +175,7 @@ mod tests {
             rtc_protocol::McpServer::name(),
             rtc_protocol::TaskBackend::name(),
             rtc_protocol::RealtimeInterface::name(),
+            rtc_protocol::SpeechInterface::name(),
             rtc_protocol::PutSecretParams::name(),
             rtc_protocol::CreateWorkspaceParams::name(),
             rtc_protocol::CreateSessionParams::name(),

@@ -72,6 +72,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../console/pages/realtime.js"),
     ),
     (
+        "pages/speech.js",
+        include_str!("../console/pages/speech.js"),
+    ),
+    (
+        "pages/assistant_voice.js",
+        include_str!("../console/pages/assistant_voice.js"),
+    ),
+    (
         "pages/task_backends.js",
         include_str!("../console/pages/task_backends.js"),
     ),

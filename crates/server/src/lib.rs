@@ -25,7 +25,7 @@ pub use auth::AdminAuth;
 pub use error::{ApiError, ApiResult};
 pub use extract::WORKSPACE_HEADER;
 pub use openapi::api_json;
-pub use rate::PerMinute;
+pub use rate::{PerMinute, PerMinuteEach};
 
 /// Limits applied to requests.
 #[derive(Debug, Clone)]
@@ -64,6 +64,9 @@ pub struct AppState {
     /// Provider checks admitted per minute, over the whole server: each
     /// is a model request the operator pays for.
     pub provider_checks: std::sync::Arc<PerMinute>,
+    /// Speech interface checks admitted per minute, per workspace: each
+    /// is a request to the workspace's provider or an espeak process.
+    pub speech_checks: std::sync::Arc<PerMinuteEach>,
 }
 
 /// The CORS answer for `origins` (none when empty). Bearer tokens are not
@@ -107,6 +110,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::tools::router())
         .merge(routes::task_backends::router())
         .merge(routes::realtime::router())
+        .merge(routes::speech::router())
         .merge(routes::assistants::router())
         .merge(routes::workflows::router())
         .merge(routes::providers::router())

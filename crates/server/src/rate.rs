@@ -1,8 +1,11 @@
-//! A server-wide rate of one kind of request (R-SEC-7): at most `n` in
-//! any minute-long window, counted where the request is served. For the
-//! requests the operator pays for whoever sends them (provider checks).
+//! Rates of one kind of request (R-SEC-7): at most `n` in any
+//! minute-long window, counted where the request is served — over the
+//! whole server for the requests the operator pays for whoever sends them
+//! (provider checks), per workspace for those a workspace's own
+//! configuration pays for (speech interface checks).
 
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 const WINDOW: Duration = Duration::from_secs(60);
@@ -42,6 +45,46 @@ impl PerMinute {
     }
 }
 
+/// At most `per_minute` admissions per key (a workspace) per fixed
+/// one-minute window; windows that ended are forgotten as others open.
+#[derive(Debug)]
+pub struct PerMinuteEach {
+    per_minute: u32,
+    windows: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+impl PerMinuteEach {
+    pub fn new(per_minute: u32) -> Self {
+        Self {
+            per_minute: per_minute.max(1),
+            windows: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Admit one for `key` at `now`, or the time until its window opens
+    /// again.
+    pub fn admit(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        let mut windows = self.windows.lock();
+        if !windows.contains_key(key) {
+            windows.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
+        }
+        let (start, count) = windows.entry(key.to_owned()).or_insert((now, 0));
+        if now.duration_since(*start) >= WINDOW {
+            *start = now;
+            *count = 0;
+        }
+        if *count >= self.per_minute {
+            return Err(WINDOW.saturating_sub(now.duration_since(*start)));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    pub fn per_minute(&self) -> u32 {
+        self.per_minute
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +98,18 @@ mod tests {
         let wait = rate.admit(t0 + Duration::from_secs(20)).unwrap_err();
         assert!(wait <= Duration::from_secs(40), "{wait:?}");
         assert!(rate.admit(t0 + Duration::from_secs(61)).is_ok());
+    }
+
+    #[test]
+    fn each_key_has_its_own_minute() {
+        let rate = PerMinuteEach::new(1);
+        let t0 = Instant::now();
+        assert!(rate.admit("a", t0).is_ok());
+        assert!(rate.admit("a", t0 + Duration::from_secs(1)).is_err());
+        assert!(rate.admit("b", t0 + Duration::from_secs(1)).is_ok());
+        assert!(rate.admit("a", t0 + Duration::from_secs(60)).is_ok());
+        // Ended windows are forgotten when another key opens one.
+        assert!(rate.admit("c", t0 + Duration::from_secs(62)).is_ok());
+        assert_eq!(rate.windows.lock().len(), 2);
     }
 }

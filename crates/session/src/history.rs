@@ -179,9 +179,21 @@ impl<H: Host> Kernel<H> {
 
     /// The assistant says `text` outside the model (first message, custom goodbye).
     pub async fn say(&self, ctx: &SessionCtx, text: &str) -> Result<(), RuntimeError> {
-        let m = message(MessageRole::Assistant, text);
-        let event = MessageCompleted::of(&m).into();
-        self.append(ctx, m, vec![event], Durability::Queued).await
+        let mut m = message(MessageRole::Assistant, text);
+        // A feature that speaks the session's text says it first.
+        let told = match crate::step_tap::tap_of(ctx) {
+            Some(tap) => tap.say(&m.id, text).await,
+            None => crate::step_tap::StepStored::default(),
+        };
+        if let Some(content) = told.content {
+            m.content = content;
+        }
+        m.source = told.source;
+        m.interrupted = told.interrupted;
+        let mut event = MessageCompleted::of(&m);
+        event.item_id = told.item_id;
+        self.append(ctx, m, vec![event.into()], Durability::Queued)
+            .await
     }
 
     /// The recent conversation as text, for extraction and judges.

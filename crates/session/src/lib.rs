@@ -47,6 +47,7 @@ pub mod registry;
 pub mod remote_clients;
 mod scheduler;
 pub mod small_model;
+pub mod step_tap;
 #[cfg(test)]
 mod store_tests;
 pub mod telemetry;

@@ -105,12 +105,19 @@ impl<H: Host> Kernel<H> {
             tracing::error!(session = %ctx.id, error = %e, "ending the session failed");
         }
         let interrupted = cancel.is_cancelled();
+        let note = match crate::step_tap::tap_of(&ctx) {
+            Some(tap) => tap.turn_ending().await,
+            None => crate::step_tap::TurnNote::default(),
+        };
         let completed = TurnCompleted {
             turn_id: Some(turn_id),
-            interrupted: interrupted || outcome.cut,
-            reason: outcome.cut.then(|| "stream_cut".to_owned()),
+            interrupted: interrupted || outcome.cut || note.reason.is_some(),
+            reason: note
+                .reason
+                .or_else(|| outcome.cut.then(|| "stream_cut".to_owned())),
             status: None,
             finish_reason: outcome.finish_reason,
+            latency: note.latency,
         };
         let not_running = SessionUpdate {
             turn_running: Some(false),
@@ -335,6 +342,7 @@ impl<H: Host> Kernel<H> {
                 reason: Some("the server restarted during the turn".to_owned()),
                 status: None,
                 finish_reason: None,
+                latency: None,
             };
             let update = SessionUpdate {
                 turn_running: Some(false),

@@ -142,6 +142,7 @@ impl<H: Host> Cluster<'_, H> {
             reason: Some(OWNER_STOPPED.to_owned()),
             status: None,
             finish_reason: None,
+            latency: None,
         };
         ctx.events
             .emit_with(vec![event.into()], SessionUpdate::default())

@@ -25,6 +25,7 @@ use crate::events::Durability;
 use crate::history::message;
 use crate::kernel::{Host, Kernel, Provider};
 use crate::registry::SessionTools;
+use crate::step_tap::{StepStored, StepTap};
 use crate::tool::{CallOutcome, Interrupt, ToolCx};
 use crate::usage::{CallKind, UsageTag};
 use crate::{RuntimeError, telemetry, variables};
@@ -169,11 +170,21 @@ impl<H: Host> Kernel<H> {
                 output: rtc_core::llm::OutputFormat::Text,
             };
             let message_id = new_id("msg");
+            // A feature that speaks the text takes it (`step_tap.rs`).
+            let tap = crate::step_tap::tap_of(ctx);
+            if let Some(t) = &tap {
+                t.step_started(&message_id);
+            }
             let capture = self.settings.capture_content;
             let span = telemetry::chat_span(ctx, &model, &request.messages, capture);
-            let answer = stream_answer(provider, request, ctx, cancel, &message_id)
+            let answer = stream_answer(provider, request, ctx, cancel, &message_id, tap.as_deref())
                 .instrument(span.clone())
                 .await?;
+            if let (Some(t), false) = (&tap, matches!(answer, Streamed::Answer(_)))
+                && let Some(delivered) = t.step_abandoned(&message_id).await
+            {
+                Box::pin(self.record_delivered(ctx, delivered, &message_id)).await?;
+            }
             if let Streamed::Answer(r) = &answer {
                 telemetry::record_answer(&span, r, capture);
                 self.meter(&usage_tag, provider_name, &model, r.usage.as_ref());
@@ -193,6 +204,8 @@ impl<H: Host> Kernel<H> {
                     return Ok(outcome);
                 }
                 Streamed::Cut { shown } => {
+                    // With a tap, what it delivered was stored above.
+                    let shown = if tap.is_some() { String::new() } else { shown };
                     Box::pin(self.record_cut(ctx, shown, message_id)).await?;
                     outcome.cut = true;
                     return Ok(outcome);
@@ -213,7 +226,7 @@ impl<H: Host> Kernel<H> {
                 .await?;
             let answer = crate::answer::check(response, &taken);
             // Boxed, as what runs before and after the model is (R-PF-5).
-            Box::pin(self.record_answer(ctx, &answer, message_id)).await?;
+            Box::pin(self.record_answer(ctx, &answer, message_id, tap.as_deref())).await?;
             if answer.response.finish_reason.as_deref() == Some("content_filter") {
                 let message = "the provider's content filter stopped the model's answer";
                 ctx.events
@@ -289,10 +302,22 @@ impl<H: Host> Kernel<H> {
         ctx: &SessionCtx,
         answer: &CheckedAnswer,
         message_id: String,
+        tap: Option<&dyn StepTap>,
     ) -> Result<(), RuntimeError> {
         let response = &answer.response;
-        let mut stored = message(MessageRole::Assistant, &response.content);
+        let told = match tap {
+            Some(t) => {
+                let calls: Vec<String> =
+                    response.tool_calls.iter().map(|c| c.name.clone()).collect();
+                t.step_ended(&message_id, &response.content, &calls).await
+            }
+            None => StepStored::default(),
+        };
+        let content = told.content.as_deref().unwrap_or(&response.content);
+        let mut stored = message(MessageRole::Assistant, content);
         stored.id = message_id;
+        stored.source = told.source;
+        stored.interrupted = told.interrupted;
         stored.tool_calls = response
             .tool_calls
             .iter()
@@ -303,9 +328,10 @@ impl<H: Host> Kernel<H> {
             })
             .collect();
         let mut events: Vec<EventBody> = Vec::new();
-        if !response.content.is_empty() || response.tool_calls.is_empty() {
+        if !stored.content.is_empty() || response.tool_calls.is_empty() {
             let mut completed = MessageCompleted::of(&stored);
             completed.refusal = answer.refusal;
+            completed.item_id = told.item_id;
             events.push(completed.into());
         }
         for c in &response.tool_calls {
@@ -321,6 +347,28 @@ impl<H: Host> Kernel<H> {
         self.append(ctx, stored, events, Durability::Queued).await
     }
 
+    /// Store what a step tap delivered of a step that ended without an
+    /// answer (the played part of an interrupted answer).
+    async fn record_delivered(
+        &self,
+        ctx: &SessionCtx,
+        delivered: StepStored,
+        message_id: &str,
+    ) -> Result<(), RuntimeError> {
+        let content = delivered.content.unwrap_or_default();
+        if content.is_empty() {
+            return Ok(());
+        }
+        let mut stored = message(MessageRole::Assistant, &content);
+        stored.id = message_id.to_owned();
+        stored.interrupted = delivered.interrupted;
+        stored.source = delivered.source;
+        let mut completed = MessageCompleted::of(&stored);
+        completed.item_id = delivered.item_id;
+        self.append(ctx, stored, vec![completed.into()], Durability::Queued)
+            .await
+    }
+
     /// Store the part of an answer that reached the host before its
     /// stream was cut, marked interrupted, with a `stream_cut` error.
     async fn record_cut(
@@ -332,6 +380,13 @@ impl<H: Host> Kernel<H> {
         let mut stored = message(MessageRole::Assistant, &shown);
         stored.id = message_id;
         stored.interrupted = true;
+        if shown.is_empty() {
+            let error = EventBody::error(
+                "stream_cut",
+                "the model's answer was cut off: the provider's stream ended before the answer was complete",
+            );
+            return ctx.events.emit(error).await;
+        }
         let events = vec![
             MessageCompleted::of(&stored).into(),
             EventBody::error(
@@ -442,6 +497,7 @@ async fn stream_answer(
     ctx: &SessionCtx,
     cancel: &CancellationToken,
     message_id: &str,
+    tap: Option<&dyn StepTap>,
 ) -> Result<Streamed, RuntimeError> {
     let mut stream = provider.client.stream(request);
     // What reached the host, kept if the stream is cut.
@@ -454,6 +510,10 @@ async fn stream_answer(
         match next {
             Some(Ok(LlmEvent::TextDelta(delta))) => {
                 shown.push_str(&delta);
+                if let Some(t) = tap {
+                    t.delta(message_id, &delta);
+                    continue;
+                }
                 let delta = MessageDelta::text(message_id, delta);
                 ctx.events.emit(delta.into()).await?;
             }

@@ -114,7 +114,7 @@ pub async fn check_stt(cfg: &SttConfig, within: Duration) -> CheckReport {
         match answered {
             Ok(Ok(latency)) => CheckReport {
                 ok: true,
-                latency_ms: Some(if streaming { connected } else { latency }),
+                latency_ms: Some(latency),
                 ..CheckReport::default()
             },
             Ok(Err(message)) => CheckReport::failed(message),

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use rtc_core::time::rfc3339_from_millis;
-use rtc_protocol::{Assistant, McpServer, RealtimeInterface, TaskBackend, Tool, Workflow};
+use rtc_protocol::{
+    Assistant, McpServer, RealtimeInterface, SpeechInterface, TaskBackend, Tool, Workflow,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Row;
@@ -22,6 +24,7 @@ pub enum ResourceKind {
     Secret,
     Workflow,
     TaskBackend,
+    SpeechInterface,
 }
 
 impl ResourceKind {
@@ -34,6 +37,7 @@ impl ResourceKind {
             Self::Secret => "secret",
             Self::Workflow => "workflow",
             Self::TaskBackend => "task_backend",
+            Self::SpeechInterface => "speech_interface",
         }
     }
 
@@ -46,6 +50,7 @@ impl ResourceKind {
             Self::Secret,
             Self::Workflow,
             Self::TaskBackend,
+            Self::SpeechInterface,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -61,6 +66,7 @@ impl ResourceKind {
             Self::Secret => "secret",
             Self::Workflow => "wf",
             Self::TaskBackend => "tb",
+            Self::SpeechInterface => "si",
         }
     }
 }
@@ -170,6 +176,11 @@ impl Document for Assistant {
         if let Some(id) = &self.task_backend_id {
             refs.push(Reference::new(ResourceKind::TaskBackend, id));
         }
+        refs.extend(
+            rtc_core::speech_rules::referenced_interfaces(self)
+                .into_iter()
+                .map(|id| Reference::new(ResourceKind::SpeechInterface, id)),
+        );
         refs
     }
     meta!();
@@ -227,6 +238,20 @@ impl Document for RealtimeInterface {
     }
     fn references(&self) -> Vec<Reference> {
         rtc_core::realtime::referenced_secret(self)
+            .into_iter()
+            .map(|s| Reference::new(ResourceKind::Secret, s))
+            .collect()
+    }
+    meta!();
+}
+
+impl Document for SpeechInterface {
+    const KIND: ResourceKind = ResourceKind::SpeechInterface;
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn references(&self) -> Vec<Reference> {
+        rtc_core::speech_rules::referenced_secret(self)
             .into_iter()
             .map(|s| Reference::new(ResourceKind::Secret, s))
             .collect()

@@ -33,6 +33,14 @@ pub enum MockReply {
     Delayed(Duration, Box<MockReply>),
     /// Misbehaviour of real providers (see [`Misbehaviour`]).
     Misbehave(Misbehaviour),
+    /// Text streamed three words at a time, `pace` apart, then these
+    /// tool calls in the same answer (none: `stop`): a model that speaks
+    /// before it calls, or speaks slowly.
+    Spoken {
+        text: String,
+        calls: Vec<(String, Value)>,
+        pace: Duration,
+    },
 }
 
 impl MockReply {
@@ -262,8 +270,38 @@ async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Resp
             axum::Json(completion(msg, "tool_calls")).into_response()
         }
         MockReply::Misbehave(m) => m.respond(),
+        MockReply::Spoken { text, calls, pace } => paced(&text, &calls, pace),
         MockReply::Delayed(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// [`MockReply::Spoken`] as a paced event stream.
+fn paced(text: &str, calls: &[(String, Value)], pace: Duration) -> Response {
+    let mut chunks = text_chunks(text);
+    if !calls.is_empty() {
+        chunks.pop();
+        chunks.extend(call_chunks(calls));
+    }
+    let mut lines: Vec<String> = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    lines.push(format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"id": "mock", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
+    ));
+    let stream = futures::stream::unfold(
+        (lines.into_iter(), true),
+        move |(mut it, first)| async move {
+            let line = it.next()?;
+            if !first {
+                tokio::time::sleep(pace).await;
+            }
+            Some((Ok::<_, std::convert::Infallible>(line), (it, false)))
+        },
+    );
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 /// A request's tokens as the mock counts them: a quarter of the bytes of

@@ -241,6 +241,8 @@ mod tests {
             questions: vec![question(false), question(true)],
             sub_session_id: None,
             sub_session_title: None,
+            spoken: false,
+            item_id: None,
         });
         assert!(a.show().contains("(1 of 2)"));
         assert!(a.show().contains("  3. Other"));

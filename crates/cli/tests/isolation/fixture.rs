@@ -151,6 +151,11 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
     let iface = a
         .create("/v1/realtime-interfaces", json!({"name": "a-only-iface"}))
         .await?;
+    let speech = a
+        .create("/v1/speech-interfaces", json!({"name": "a-only-speech", "kind": "tts",
+            "connection": {"dialect": "openai", "url": "https://api.openai.com/v1", "model": "tts-1",
+                "voice": "alloy", "apiKey": "{{secret__a_only}}"}}))
+        .await?;
     let reasoner = a
         .create("/v1/task-backends", json!({"name": "a-only-reasoner", "type": "reasoner",
             "reasoner": {"systemPrompt": REASONER_PROMPT, "toolBindings": [{"toolId": id(&http)}]}}))
@@ -281,6 +286,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
             vec![id(&http), id(&mcp_tool), id(&client)],
         ),
         ("realtime-interfaces".to_owned(), vec![id(&iface)]),
+        ("speech-interfaces".to_owned(), vec![id(&speech)]),
         (
             "task-backends".to_owned(),
             vec![id(&reasoner), id(&opencode)],
@@ -302,6 +308,7 @@ pub(super) async fn fixture(srv: &Server, echo: &Echo) -> anyhow::Result<Fixture
         "a_only_client",
         "aOnlyFn",
         "a-only-iface",
+        "a-only-speech",
         "a-only-reasoner",
         "a-only-opencode",
         "a-only-prompt-marker",

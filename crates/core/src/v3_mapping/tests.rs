@@ -376,6 +376,7 @@ fn the_migrated_example_passes_the_v4_rules() {
             realtime_interface: None,
             providers: &providers,
             task_backend: None,
+            speech_interfaces: &BTreeMap::new(),
             update_bounds: Default::default(),
         },
     )

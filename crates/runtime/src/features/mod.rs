@@ -16,6 +16,7 @@ pub(crate) mod memory;
 pub(crate) mod realtime;
 pub(crate) mod sub_agents;
 pub(crate) mod tasks;
+pub(crate) mod voice;
 pub(crate) mod web;
 pub(crate) mod workflow;
 
@@ -41,6 +42,7 @@ pub(crate) fn registered() -> Vec<Arc<dyn Feature<Inner>>> {
         Arc::new(memory::Memory),
         Arc::new(tasks::Tasks),
         Arc::new(realtime::Realtime),
+        Arc::new(voice::Voice),
     ]
 }
 
@@ -61,6 +63,10 @@ pub struct FeatureLimits {
     /// Most bytes of a reasoner task's saved transcript; the oldest steps
     /// give way first.
     pub max_task_transcript_bytes: usize,
+    /// Most voice hosts attached at once per workspace (design
+    /// `voice-pipeline.md` §4(g)); a `client.hello{audio}` past it is
+    /// refused (`voice_sessions_limited`).
+    pub voice_max_sessions: usize,
 }
 
 impl Default for FeatureLimits {
@@ -70,6 +76,7 @@ impl Default for FeatureLimits {
             max_walk_events: 2_000,
             realtime_connects_per_minute: 6,
             max_task_transcript_bytes: 4 * 1024 * 1024,
+            voice_max_sessions: 50,
         }
     }
 }

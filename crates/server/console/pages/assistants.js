@@ -1,6 +1,7 @@
 // Assistants: prompt, model, variables, built-ins, LLM features, tool
 // bindings with a source per argument, startup actions, run mode and
-// realtime interface — and the compatibility report with explicit cleanup.
+// realtime interface, a pipeline assistant's voice (assistant_voice.js) —
+// and the compatibility report with explicit cleanup.
 
 import { get, list, post, me } from "../api.js";
 import { h, page, field, text, area, select, checkbox, showError, clearErrors, toast, stillOn, saveResource, removeResource, usageLine } from "../ui.js";
@@ -9,6 +10,7 @@ import { variableRows, readVariables } from "../variables.js";
 import { builtInsSection } from "../builtins.js";
 import { llmFields } from "../llm.js";
 import { targetTabs } from "./tests.js";
+import { voiceSection } from "./assistant_voice.js";
 
 const FEATURES = [
   ["subAgents", "Sub-agents"], ["askUser", "Ask the user (askUser)"], ["todo", "Todo list (todoWrite)"],
@@ -41,7 +43,7 @@ export async function assistantsPage() {
     items.length ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Run mode"), h("th", {}, "Bindings"), h("th", {}, ""))),
       h("tbody", {}, items.map((a) => h("tr", {},
         h("td", {}, h("a", { href: `#/assistants/${encodeURIComponent(a.id)}` }, a.name)),
-        h("td", {}, a.runMode),
+        h("td", {}, a.runMode, a.speech && a.runMode === "pipeline" ? [" ", h("span", { class: "pill" }, "voice")] : null),
         h("td", {}, String(a.toolBindings.length)),
         h("td", {}, h("a", { href: `#/playground?assistant=${encodeURIComponent(a.id)}` }, "Try in playground"))))))
       : h("p", { class: "muted" }, "No assistants yet. Create tools first if the assistant should call any."));
@@ -58,7 +60,7 @@ function markIncompatible(form, paths) {
 
 export async function assistantEditor(id) {
   const isNew = id === "new";
-  const [a, tools, ifaces, backends, usage, who] = await Promise.all([
+  const [a, tools, ifaces, backends, usage, who, speechIfaces] = await Promise.all([
     isNew ? Promise.resolve({ name: "", systemPrompt: "", runMode: "pipeline", llm: {}, dynamicVariables: [], builtInTools: {}, toolBindings: [], startupActions: [], features: {} })
       : get(`/v1/assistants/${encodeURIComponent(id)}`),
     list("/v1/tools"),
@@ -66,6 +68,7 @@ export async function assistantEditor(id) {
     list("/v1/task-backends"),
     isNew ? Promise.resolve(null) : get("/v1/usage").catch(() => null),
     me().catch(() => null),
+    list("/v1/speech-interfaces").catch(() => []),
   ]);
   const used = usage?.byAssistant?.find((u) => u.assistantId === id)?.usage || { calls: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0 };
   const newId = text("", { placeholder: "optional" });
@@ -90,6 +93,9 @@ export async function assistantEditor(id) {
   };
   runMode.addEventListener("change", syncTasks);
   syncTasks();
+  const voice = voiceSection(a.speech, speechIfaces);
+  runMode.addEventListener("change", () => voice.showFor(runMode.value));
+  voice.showFor(runMode.value);
   const vars = variableRows(a.dynamicVariables || []);
   const variables = () => readVariables(vars).map((v) => v.name).filter(Boolean);
   const built = builtInsSection(a.builtInTools || {}, { variables: () => readVariables(vars).filter((v) => v.name) });
@@ -109,6 +115,7 @@ export async function assistantEditor(id) {
     h("fieldset", { class: "card" }, h("legend", {}, "Model and run mode"),
       llm,
       h("div", { class: "row" }, field("Run mode", "runMode", runMode), field("Realtime interface", "realtimeInterfaceId", iface), taskField)),
+    voice,
     h("fieldset", { class: "card" }, h("legend", {}, "Dynamic variables"),
       h("div", { class: "field", dataset: { field: "dynamicVariables" } }, vars, h("p", { class: "error" }))),
     built,
@@ -159,6 +166,8 @@ export async function assistantEditor(id) {
       if (isNew && newId.value.trim()) out.id = newId.value.trim();
       if (first.value) out.firstMessage = first.value;
       if (iface.value) out.realtimeInterfaceId = iface.value;
+      const speech = runMode.value === "pipeline" ? voice.read() : undefined;
+      if (speech) out.speech = speech;
       if (taskBackend.value && runMode.value !== "realtime") out.taskBackendId = taskBackend.value;
       await saveResource({ collection: "/v1/assistants", route: "assistants", id, body: out, what: "Assistant", redraw: assistantEditor });
     } catch (e) {

@@ -3,7 +3,7 @@
 // or an OpenCode server (one the operator runs, or one rtc-agent starts).
 
 import { get, list } from "../api.js";
-import { h, page, field, text, area, select, showError, clearErrors, parseJson, saveResource, removeResource } from "../ui.js";
+import { h, page, field, text, area, select, showError, clearErrors, parseJson, saveResource, removeResource, assistantLinks } from "../ui.js";
 import { bindingList } from "../binding.js";
 import { llmFields } from "../llm.js";
 
@@ -160,7 +160,7 @@ export async function taskBackendEditor(id) {
       h("div", { class: "row" },
         field("Time limit per task (s)", "timeoutSeconds", timeout, "1 to 86,400."),
         field("Most tasks at once", "maxConcurrentTasks", concurrency, "In the whole workspace, 1 to 64.")),
-      users.length ? h("p", { class: "hint" }, "Used by: ", users.map((a, i) => [i ? ", " : "", h("a", { href: `#/assistants/${encodeURIComponent(a.id)}` }, a.name)])) : null),
+      users.length ? h("p", { class: "hint" }, "Used by: ", assistantLinks(users)) : null),
     reasoner, opencode,
     h("div", { class: "actions" }, h("button", { type: "submit" }, isNew ? "Create task backend" : "Save"),
       isNew ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete")));

@@ -212,6 +212,7 @@ fn path_param(path: &str, name: &str) -> Parameter {
         "mcp-servers" => "MCP server",
         "tools" => "tool",
         "realtime-interfaces" => "realtime interface",
+        "speech-interfaces" => "speech interface",
         "assistants" => "assistant",
         "workflows" => "workflow",
         "sessions" => "session",

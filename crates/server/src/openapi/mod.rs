@@ -11,7 +11,7 @@ use contract::Contract;
 use crate::routes::conversation_tests::{assistant_tests, workflow_tests};
 use crate::routes::{
     assistants, health, interaction, live, mcp_servers, memories, providers, realtime, secrets,
-    sessions, task_backends, tasks, tools, usage, workflows, workspaces,
+    sessions, speech, task_backends, tasks, tools, usage, workflows, workspaces,
 };
 
 #[derive(OpenApi)]
@@ -26,6 +26,7 @@ use crate::routes::{
         tools::create, tools::list, tools::read, tools::replace, tools::remove, tools::test,
         task_backends::create, task_backends::list, task_backends::read, task_backends::replace, task_backends::remove,
         realtime::create, realtime::list, realtime::read, realtime::replace, realtime::remove,
+        speech::create, speech::list, speech::read, speech::replace, speech::remove, speech::check,
         assistants::create, assistants::list, assistants::read, assistants::replace, assistants::remove,
         assistants::report, assistants::cleanup,
         workflows::create, workflows::list, workflows::read, workflows::replace, workflows::remove,

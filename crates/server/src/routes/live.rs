@@ -146,6 +146,20 @@ async fn serve_socket(
             .ok(),
         _ => None,
     };
+    // A voice session's socket speaks once its hello asks for audio
+    // (design voice-pipeline.md §4(b)).
+    let mut voice = match s
+        .runtime
+        .is_voice_session(&access.workspace, &access.session)
+        .await
+    {
+        Ok(true) => s
+            .runtime
+            .attach_voice(&access.workspace, &access.session)
+            .await
+            .ok(),
+        _ => None,
+    };
     let (mut tx, mut rx) = socket.split();
     let shutdown = s.shutdown.clone();
     // User messages are sent in order by a task of their own, so the
@@ -183,6 +197,12 @@ async fn serve_socket(
                     break;
                 }
             }
+            Some(audio) = next_voice_audio(&mut voice) => {
+                let text = serde_json::to_string(&audio).unwrap_or_default();
+                if tx.send(WsMessage::Text(text.into())).await.is_err() {
+                    break;
+                }
+            }
             incoming = rx.next() => {
                 let Some(Ok(msg)) = incoming else { break };
                 let text = match msg {
@@ -193,7 +213,7 @@ async fn serve_socket(
                 let reply = match serde_json::from_str::<ClientFrame>(&text) {
                     Ok(_) if let Some(e) = crate::extract::refuse_nul(&text) => Some(error_frame(e)),
                     Ok(f) => {
-                        let link = Socket { conn: &conn, messages: &messages, realtime: realtime.as_ref() };
+                        let link = Socket { conn: &conn, messages: &messages, realtime: realtime.as_ref(), voice: voice.as_ref() };
                         handle_frame(&s, &access, link, f, &mut events).await.err().map(error_frame)
                     }
                     Err(e) => Some(frame_error(&text, &e)),
@@ -276,12 +296,23 @@ async fn next_audio(
     }
 }
 
+/// The next audio frame of a voice session's speaker; never without one.
+async fn next_voice_audio(
+    link: &mut Option<rtc_runtime::VoiceLink>,
+) -> Option<rtc_protocol::EphemeralFrame> {
+    match link {
+        Some(l) => l.frames.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// What a socket's frames go to.
 #[derive(Clone, Copy)]
 struct Socket<'a> {
     conn: &'a rtc_runtime::ClientConnection,
     messages: &'a mpsc::Sender<String>,
     realtime: Option<&'a rtc_runtime::RealtimeLink>,
+    voice: Option<&'a rtc_runtime::VoiceLink>,
 }
 
 /// Audio frames need a realtime session's bridge.
@@ -313,6 +344,9 @@ async fn handle_frame(
             conn.declare(tools);
             if let (Some(audio), Some(rt)) = (hello.audio, link.realtime) {
                 rt.hello(audio).await?;
+            }
+            if let (Some(audio), Some(voice)) = (hello.audio, link.voice) {
+                voice.hello(audio).await?;
             }
         }
         ClientFrame::UserMessage(m) if link.realtime.is_some() => {
@@ -358,6 +392,10 @@ async fn handle_frame(
                 .await?;
             *events = stream.boxed();
         }
+        ClientFrame::AudioAppend(a) if let Some(voice) = link.voice => voice.audio(&a.audio)?,
+        ClientFrame::AudioCommit(_) if let Some(voice) = link.voice => voice.commit()?,
+        // A voice session's played positions are not used yet.
+        ClientFrame::PlaybackInterrupted(_) if link.voice.is_some() => {}
         ClientFrame::AudioAppend(a) => realtime_only(link)?.audio(&a.audio).await?,
         ClientFrame::AudioCommit(_) => realtime_only(link)?.commit().await?,
         ClientFrame::PlaybackInterrupted(p) => {

@@ -12,6 +12,7 @@ pub mod realtime;
 mod save_warnings;
 pub mod secrets;
 pub mod sessions;
+pub mod speech;
 pub mod task_backends;
 pub mod tasks;
 pub mod tools;
@@ -55,6 +56,7 @@ fn noun(kind: ResourceKind) -> &'static str {
         ResourceKind::Secret => "secret",
         ResourceKind::Workflow => "workflow",
         ResourceKind::TaskBackend => "task backend",
+        ResourceKind::SpeechInterface => "speech interface",
     }
 }
 

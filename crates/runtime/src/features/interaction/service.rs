@@ -90,14 +90,19 @@ impl Inner {
                 "a question is already waiting for the user; ask one set of questions at a time",
             ));
         }
+        // A voice host hears the first question now (design
+        // voice-pipeline.md §4(f)); its transcripts answer them in turn.
+        let item_id = crate::features::voice::hears(ctx).then(|| rtc_store::new_id("ask"));
         let event = AskUserQuestion {
             call_id: pending.call_id.clone(),
             questions: pending.questions.clone(),
             sub_session_id: pending.sub_session_id.clone(),
             sub_session_title: pending.sub_session_title.clone(),
+            spoken: item_id.is_some(),
+            item_id: item_id.clone(),
         };
         let update = SessionUpdate {
-            pending_question: Some(Some(pending)),
+            pending_question: Some(Some(pending.clone())),
             ..SessionUpdate::default()
         };
         ctx.events
@@ -105,6 +110,9 @@ impl Inner {
             .await?;
         if ctx.parent.is_some() {
             self.to_root(ctx, event.into()).await?;
+        }
+        if let Some(item) = &item_id {
+            crate::features::voice::ask(self, ctx, item, &pending, 0);
         }
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
         outcome.deferred = true;

@@ -103,19 +103,7 @@ pub struct RealtimeLink {
 impl RealtimeLink {
     /// `client.hello`'s audio rates.
     pub async fn hello(&self, audio: HelloAudio) -> Result<(), RuntimeError> {
-        for (rate, field) in [
-            (audio.input_rate, "audio.inputRate"),
-            (audio.output_rate, "audio.outputRate"),
-        ] {
-            if !HOST_RATES.contains(&rate) {
-                return Err(rtc_core::ValidationError::new(
-                    "invalid_rate",
-                    field,
-                    format!("audio rates are 16000 or 24000 Hz; got {rate}"),
-                )
-                .into());
-            }
-        }
+        check_host_rates(audio)?;
         self.send(HostInput::Rates {
             input: audio.input_rate,
             output: audio.output_rate,
@@ -125,22 +113,7 @@ impl RealtimeLink {
 
     /// `audio.append`: base64 PCM16 at the host's input rate.
     pub async fn audio(&self, base64_pcm: &str) -> Result<(), RuntimeError> {
-        let invalid = |message: String| -> RuntimeError {
-            rtc_core::ValidationError::new("invalid_audio", "audio", message).into()
-        };
-        if base64_pcm.len() > MAX_AUDIO_FRAME_BYTES / 3 * 4 + 4 {
-            return Err(invalid(format!(
-                "one frame carries at most {MAX_AUDIO_FRAME_BYTES} bytes of audio; send smaller chunks"
-            )));
-        }
-        let pcm = base64::engine::general_purpose::STANDARD
-            .decode(base64_pcm)
-            .map_err(|e| invalid(format!("`audio` must be base64 PCM16: {e}")))?;
-        if pcm.len() % 2 != 0 {
-            return Err(invalid(
-                "PCM16 audio has an even number of bytes".to_owned(),
-            ));
-        }
+        let pcm = decode_audio(base64_pcm)?;
         // Audio never waits: a bridge busy with the provider loses some
         // rather than stopping the socket.
         match self.input.try_send(HostInput::Audio(pcm)) {
@@ -172,6 +145,45 @@ impl RealtimeLink {
     async fn send(&self, input: HostInput) -> Result<(), RuntimeError> {
         self.input.send(input).await.map_err(|_| stopped())
     }
+}
+
+/// An `audio.append`'s PCM16, at most [`MAX_AUDIO_FRAME_BYTES`] decoded.
+pub(crate) fn decode_audio(base64_pcm: &str) -> Result<Vec<u8>, RuntimeError> {
+    let invalid = |message: String| -> RuntimeError {
+        rtc_core::ValidationError::new("invalid_audio", "audio", message).into()
+    };
+    if base64_pcm.len() > MAX_AUDIO_FRAME_BYTES / 3 * 4 + 4 {
+        return Err(invalid(format!(
+            "one frame carries at most {MAX_AUDIO_FRAME_BYTES} bytes of audio; send smaller chunks"
+        )));
+    }
+    let pcm = base64::engine::general_purpose::STANDARD
+        .decode(base64_pcm)
+        .map_err(|e| invalid(format!("`audio` must be base64 PCM16: {e}")))?;
+    if pcm.len() % 2 != 0 {
+        return Err(invalid(
+            "PCM16 audio has an even number of bytes".to_owned(),
+        ));
+    }
+    Ok(pcm)
+}
+
+/// `client.hello`'s audio rates are ones a host may ask for.
+pub(crate) fn check_host_rates(audio: HelloAudio) -> Result<(), RuntimeError> {
+    for (rate, field) in [
+        (audio.input_rate, "audio.inputRate"),
+        (audio.output_rate, "audio.outputRate"),
+    ] {
+        if !HOST_RATES.contains(&rate) {
+            return Err(rtc_core::ValidationError::new(
+                "invalid_rate",
+                field,
+                format!("audio rates are 16000 or 24000 Hz; got {rate}"),
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 fn stopped() -> RuntimeError {

@@ -27,6 +27,7 @@ impl Bridge {
             reason: None,
             status: Some(status.to_owned()),
             finish_reason: None,
+            latency: None,
         };
         let update = SessionUpdate {
             turn_running: Some(false),
