@@ -16,6 +16,7 @@ mod console_first_hour;
 mod console_realtime;
 mod console_speech;
 mod console_testing;
+mod console_voice;
 mod contract;
 mod conversation;
 mod crash_safety;

@@ -5,9 +5,10 @@
 // (delegated tasks among them, each openable with its transcript).
 // A dropped connection resumes from the last event seen; a reloaded page
 // shows the client calls already answered as answered. End ends the
-// session. A realtime assistant's session adds the voice bar (microphone
-// in, audio out) and shows the spoken transcripts, an interrupted answer
-// marked.
+// session. A realtime assistant's session, or a pipeline assistant's with
+// a voice, adds the voice bar (microphone in, audio out) and shows the
+// spoken transcripts, an interrupted answer marked (cut to what was heard),
+// and for a voice session the interim transcript and each turn's latency.
 
 import { get, list, post, key } from "../api.js";
 import { RtcSession } from "/sdk/rtc-agent.js";
@@ -15,7 +16,7 @@ import { h, page, field, text, area, select, checkbox, showError, clearErrors, t
 import { variablesPanel, todoPanel, goalsPanel, loopsPanel, treePanel } from "./panels.js";
 import { workflowPanel } from "./workflows/live.js";
 import { tasksPanel, sessionTasks, taskDialog } from "./tasks.js";
-import { realtimeOf, voiceBar } from "./playground_voice.js";
+import { voiceOf, voiceBar } from "./playground_voice.js";
 import { endButton } from "./sessions.js";
 
 const CLIENT_KEY = (sid) => `rtc.playground.client.${sid}`;
@@ -109,8 +110,8 @@ async function liveSession(sid) {
   // their client_tool.call, shown answered and never answered again.
   const answered = new Set((await list(`/v1/sessions/${encodeURIComponent(sid)}/messages`).catch(() => []))
     .filter((m) => m.role === "tool" && m.toolCallId).map((m) => m.toolCallId));
-  const realtime = await realtimeOf(session).catch(() => null);
-  const voice = realtime && voiceBar({ config: realtime, frame: (obj) => frame(obj), line: (t, cls) => line(t, cls) });
+  const voiceConfig = await voiceOf(session).catch(() => null);
+  const voice = voiceConfig && voiceBar({ config: voiceConfig, frame: (obj) => frame(obj), line: (t, cls) => line(t, cls) });
   const log = h("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
   const status = h("span", { class: "status", role: "status" }, "connecting…");
   // Several lines: Enter sends, Shift+Enter starts a new line.
@@ -135,7 +136,7 @@ async function liveSession(sid) {
       session.testMode ? [" · ", h("span", { class: "pill warn", title: "Tools answer their mock responses" }, "test mode")] : null, " ", end),
     flowSlot,
     h("div", { class: "play" },
-      h("div", { class: "chat" }, voice ? voice.element : null, log, handoff, composer),
+      h("div", { class: "chat" }, voice ? voice.element : null, log, handoff, composer, voice ? voice.interim : null),
       h("div", { class: "panels" }, taskCard, todoCard, varCard, goalCard, loopCard, treeCard)),
     taskView.element);
 
@@ -176,7 +177,7 @@ async function liveSession(sid) {
   Object.values(refresh).forEach((f) => f().catch(() => {}));
 
   const scroll = () => { log.scrollTop = log.scrollHeight; };
-  const line = (textValue, cls = "sysline") => { log.append(h("div", { class: cls }, textValue)); scroll(); };
+  const line = (textValue, cls = "sysline") => { const el = h("div", { class: cls }, textValue); log.append(el); scroll(); return el; };
   const bubble = (id, role, content, label) => {
     let b = bubbles.get(id);
     if (!b) {
@@ -331,6 +332,12 @@ async function liveSession(sid) {
           b.classList.add("interrupted");
           b.append(h("span", { class: "pill" }, "interrupted"));
         }
+        break;
+      }
+      case "message.truncated": {
+        // A barge-in after the answer was stored: it is cut to what was heard.
+        const b = bubble(e.messageId, "assistant", e.content);
+        if (!b.classList.contains("interrupted")) { b.classList.add("interrupted"); b.append(h("span", { class: "pill" }, "interrupted")); }
         break;
       }
       case "tool.called": toolCard(e); break;
