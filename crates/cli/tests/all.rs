@@ -60,6 +60,7 @@ mod voice_audio;
 mod voice_deepgram;
 mod voice_end;
 mod voice_handoff;
+mod voice_latency;
 mod voice_providers;
 mod voice_tools;
 mod voice_turns;
