@@ -10,7 +10,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use rtc_core::mcp_rules::{Caller, keep_masked_env, masked, validate_mcp_server};
 use rtc_protocol::{ErrorResponse, ListResponse, McpServer, McpToolInfo, McpTransport};
-use rtc_tools::net_guard::check_url_at_save;
 
 use super::{chosen_id, delete_doc, replace_doc};
 use crate::extract::{ApiJson, ApiPath, Scope};
@@ -44,16 +43,7 @@ fn check_address(s: &AppState, server: &McpServer) -> ApiResult<()> {
     let McpTransport::StreamableHttp { url, .. } = &server.transport else {
         return Ok(());
     };
-    let Ok(parsed) = url::Url::parse(url) else {
-        return Ok(()); // validate_mcp_server refused it already
-    };
-    check_url_at_save(&parsed, s.runtime.address_policy()).map_err(|e| {
-        ApiError::unprocessable(
-            "private_address",
-            "transport.url",
-            format!("`transport.url`: {e}; this server does not reach private networks"),
-        )
-    })
+    super::save_warnings::refuse_private_url(s, "transport.url", url)
 }
 
 /// Register an MCP server. `stdio` servers start local processes and need

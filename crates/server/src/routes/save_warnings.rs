@@ -1,12 +1,32 @@
-//! Warnings a save answers with (never stored): the URL of an HTTP tool
-//! or of an operator-run OpenCode server that the outbound guard would
-//! refuse. The save succeeds, so an operator can finish the setup (say,
-//! list the address in `RTC_OUTBOUND_ALLOW`), but learns now what the
-//! first call would otherwise tell them.
+//! What a save says about a URL the outbound guard would refuse. HTTP
+//! tools and operator-run OpenCode servers are saved with a warning (never
+//! stored), so an operator can finish the setup (say, list the address in
+//! `RTC_OUTBOUND_ALLOW`) but learns now what the first call would
+//! otherwise tell them; MCP servers and realtime and speech interfaces,
+//! which are connected to at once, are refused (422 `private_address`).
 
 use rtc_protocol::{SaveWarning, TaskBackend, Tool};
 
-use crate::AppState;
+use crate::{ApiError, ApiResult, AppState};
+
+/// Refuse (422 `private_address` naming `field`) a URL the guard would
+/// refuse; a WebSocket URL is judged as the HTTP URL it upgrades from. An
+/// unparsable URL is left to the resource's own rules.
+pub(crate) fn refuse_private_url(s: &AppState, field: &str, raw: &str) -> ApiResult<()> {
+    let as_http = raw
+        .replacen("wss://", "https://", 1)
+        .replacen("ws://", "http://", 1);
+    let Ok(parsed) = url::Url::parse(&as_http) else {
+        return Ok(());
+    };
+    rtc_tools::net_guard::check_url_at_save(&parsed, s.runtime.address_policy()).map_err(|e| {
+        ApiError::unprocessable(
+            "private_address",
+            field,
+            format!("`{field}`: {e}; this server does not reach private networks"),
+        )
+    })
+}
 
 /// A URL template as the guard would see it: `None` when a placeholder
 /// sits in the scheme or host (only a call knows where it goes), else the

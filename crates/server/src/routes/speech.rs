@@ -67,22 +67,7 @@ async fn validate(s: &AppState, workspace: &str, iface: &SpeechInterface) -> Api
     let Some(raw) = &iface.connection.url else {
         return Ok(());
     };
-    // The guard judges HTTP URLs; a WebSocket URL is one with another scheme.
-    let as_http = raw
-        .replacen("wss://", "https://", 1)
-        .replacen("ws://", "http://", 1);
-    if let Ok(parsed) = url::Url::parse(&as_http) {
-        rtc_tools::net_guard::check_url_at_save(&parsed, s.runtime.address_policy()).map_err(
-            |e| {
-                ApiError::unprocessable(
-                    "private_address",
-                    "connection.url",
-                    format!("`connection.url`: {e}; this server does not reach private networks"),
-                )
-            },
-        )?;
-    }
-    Ok(())
+    super::save_warnings::refuse_private_url(s, "connection.url", raw)
 }
 
 /// Declare a speech interface. An `espeak` one needs the admin token
