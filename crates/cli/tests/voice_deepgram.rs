@@ -3,7 +3,8 @@
 //! handshake's query and `Token`, binary audio all along, interim text as
 //! ephemeral frames, `Finalize` at the end of the turn and the final as
 //! the user message; `KeepAlive` while the host is silent, `CloseStream`
-//! when it leaves.
+//! when it leaves. With barge-in off, speech over the assistant reaches
+//! Deepgram as silence of the same length (§4(d)).
 
 use std::time::Duration;
 
@@ -24,6 +25,7 @@ const ANSWER: &str = "It left our warehouse this morning.";
 async fn stage(
     engine: Engine,
     llm: &MockLlm,
+    barge_in: bool,
 ) -> anyhow::Result<Option<(Server, Api, DeepgramMock, ElevenLabsMock, Host)>> {
     let Some(srv) = server(engine, llm).await? else {
         return Ok(None);
@@ -56,7 +58,8 @@ async fn stage(
     .await?;
     let id = voice_assistant(
         &ws,
-        json!({"speech": {"sttInterfaceId": "dg", "ttsInterfaceId": "el"}}),
+        json!({"speech": {"sttInterfaceId": "dg", "ttsInterfaceId": "el",
+            "bargeIn": {"enabled": barge_in}}}),
     )
     .await?;
     let (_, mut host) = voice_host(&srv, &ws, &id, json!({}), (24_000, 24_000)).await?;
@@ -67,7 +70,7 @@ async fn stage(
 /// Scenario 6.
 async fn deepgram_and_elevenlabs(engine: Engine) -> anyhow::Result<()> {
     let llm = MockLlm::start(vec![MockReply::text(ANSWER)]).await?;
-    let Some((_srv, _ws, dg, el, mut host)) = stage(engine, &llm).await? else {
+    let Some((_srv, _ws, dg, el, mut host)) = stage(engine, &llm, true).await? else {
         return Ok(());
     };
     dg.set_interim_every(200);
@@ -145,7 +148,7 @@ async fn deepgram_and_elevenlabs(engine: Engine) -> anyhow::Result<()> {
 /// past Deepgram's 10 s idle limit, and `CloseStream` when the host leaves.
 async fn deepgram_idle(engine: Engine) -> anyhow::Result<()> {
     let llm = MockLlm::start(Vec::new()).await?;
-    let Some((_srv, _ws, dg, _el, host)) = stage(engine, &llm).await? else {
+    let Some((_srv, _ws, dg, _el, host)) = stage(engine, &llm, true).await? else {
         return Ok(());
     };
     tokio::time::sleep(Duration::from_secs(12)).await;
@@ -165,5 +168,70 @@ async fn deepgram_idle(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// §4(d): with `bargeIn.enabled:false`, audio received while the
+/// assistant speaks is dropped, and Deepgram gets silence of the same
+/// byte length instead, so its timeline stays aligned.
+async fn no_barge_in_sends_silence(engine: Engine) -> anyhow::Result<()> {
+    const LONG: &str = "Your order left our warehouse this morning and travels by \
+        courier today. It should reach you tomorrow before noon, and you will get \
+        a text message with the tracking link as soon as the driver sets out.";
+    let llm = MockLlm::start(vec![MockReply::text(LONG)]).await?;
+    let Some((_srv, _ws, dg, _el, mut host)) = stage(engine, &llm, false).await? else {
+        return Ok(());
+    };
+    dg.set_interim_every(100);
+    host.send(json!({"type": "user.message", "text": "Any news on my parcel?"}))
+        .await?;
+    // The answer plays: the user speaks over it, all of it at once.
+    host.until(Duration::from_secs(20), |v| v["type"] == "audio.delta")
+        .await?;
+    let before = dg.audio_bytes();
+    let pcm = utterance("Where is my order?", 24_000, 2700).await?;
+    speak(&mut host, &pcm, 24_000).await?;
+    // The same byte length reaches Deepgram (24 kHz in, 16 kHz out).
+    let expected = pcm.len() * 2 / 3;
+    let audio = |frames: &[rtc_testkit::LoggedFrame]| -> usize {
+        frames
+            .iter()
+            .map(|f| match f.frame {
+                rtc_testkit::DeepgramFrame::Audio(n) => n,
+                rtc_testkit::DeepgramFrame::Text(_) => 0,
+            })
+            .sum()
+    };
+    dg.wait_for(
+        |_, frames| audio(frames) + 256 >= before + expected,
+        Duration::from_secs(5),
+    )
+    .await?;
+    let sent = dg.audio_bytes() - before;
+    assert!(
+        sent.abs_diff(expected) <= 256,
+        "sent {sent} bytes for {expected}"
+    );
+    host.until(Duration::from_secs(20), |v| v["type"] == "turn.completed")
+        .await?;
+    host.drain(Duration::from_millis(1500)).await?;
+    // Deepgram heard silence: no word of it came back.
+    let heard: Vec<_> = dg
+        .sent()
+        .into_iter()
+        .filter(|(_, v)| v.to_string().to_lowercase().contains("where"))
+        .collect();
+    assert!(heard.is_empty(), "{heard:?}");
+    assert!(host.of_type("speech.started").is_empty());
+    assert!(host.of_type("transcript.interim").is_empty());
+    assert!(dg.text_frames("Finalize").is_empty());
+    assert!(
+        host.of_type("message.completed")
+            .iter()
+            .all(|m| m["role"] != "user" || m["source"] != "audio"),
+        "no user message was heard"
+    );
+    assert_eq!(llm.requests().len(), 1);
+    Ok(())
+}
+
 crate::harness::both!(deepgram_and_elevenlabs);
+crate::harness::both!(no_barge_in_sends_silence);
 crate::harness::both!(deepgram_idle);

@@ -1,7 +1,9 @@
 //! How a voice session ends (design `voice-pipeline.md` §4(f)): the
 //! custom goodbye is spoken verbatim with no model call, then
 //! `session.ended` after its last audio (scenario 20); a goodbye that may
-//! not be interrupted ignores the user's speech (scenario 21).
+//! not be interrupted ignores the user's speech (scenario 21); a
+//! `generated` goodbye is one more model step, with no tools, spoken
+//! before `session.ended`.
 
 use std::time::Duration;
 
@@ -114,5 +116,85 @@ async fn goodbye_is_not_interrupted(engine: Engine) -> anyhow::Result<()> {
     custom_goodbye(engine, true).await
 }
 
+/// `messageType: "generated"`: one more model step, with no tools, is
+/// spoken, then `session.ended` after its last audio.
+async fn generated_goodbye_is_spoken(engine: Engine) -> anyhow::Result<()> {
+    const FAREWELL: &str = "Have a lovely evening, goodbye!";
+    let llm = MockLlm::start(vec![
+        MockReply::Spoken {
+            text: BEFORE.to_owned(),
+            calls: vec![("endConversation".to_owned(), json!({"reason": "done"}))],
+            pace: Duration::ZERO,
+        },
+        MockReply::text(FAREWELL),
+    ])
+    .await?;
+    let Some(srv) = server(engine, &llm).await? else {
+        return Ok(());
+    };
+    let speech = SpeechOpenAiMock::start(Some(OPENAI_KEY), pilot_map([(2700, "unused")])).await?;
+    let (_, ws) = srv.workspace("A").await?;
+    openai_interfaces(&ws, &speech.base_url).await?;
+    let id = voice_assistant(
+        &ws,
+        json!({"builtInTools": {"endConversation": {
+        "description": "When the user is done", "messageType": "generated"}}}),
+    )
+    .await?;
+    let (_, mut host) = voice_host(&srv, &ws, &id, json!({}), (16_000, 16_000)).await?;
+    host.until_type("session.speech_ready").await?;
+    host.send(json!({"type": "user.message", "text": "That's all, thanks."}))
+        .await?;
+    let ended = host.until_type("session.ended").await?;
+    assert_eq!(ended["reason"], "done");
+    // Two model steps: the second is the goodbye, offered no tools.
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let tools = &requests[1]["tools"];
+    assert!(
+        tools.is_null() || tools.as_array().is_some_and(Vec::is_empty),
+        "the goodbye step has no tools: {tools}"
+    );
+    let completed = host.of_type("message.completed");
+    let farewell = completed
+        .iter()
+        .find(|m| m["content"] == FAREWELL)
+        .copied()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(farewell["source"], "audio", "{farewell}");
+    assert_eq!(farewell["role"], "assistant", "{farewell}");
+    let item = farewell["messageId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    // Spoken whole, before the end.
+    assert_eq!(received_ms(&host, &item), tone_ms(FAREWELL));
+    let said: Vec<String> = speech
+        .requests_to("/audio/speech")
+        .iter()
+        .map(|r| r.fields["input"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(said.contains(&BEFORE.to_owned()), "{said:?}");
+    assert!(said.contains(&FAREWELL.to_owned()), "{said:?}");
+    let ended_at = host.seen.iter().position(|v| v["type"] == "session.ended");
+    let last_audio = host.seen.iter().rposition(|v| v["type"] == "audio.delta");
+    let last_farewell_audio = host
+        .seen
+        .iter()
+        .rposition(|v| v["type"] == "audio.delta" && v["itemId"] == item.as_str());
+    assert!(last_farewell_audio.is_some());
+    assert_eq!(
+        last_audio, last_farewell_audio,
+        "the goodbye is spoken last"
+    );
+    assert!(
+        last_audio < ended_at,
+        "session.ended follows the last audio"
+    );
+    Ok(())
+}
+
 crate::harness::both!(custom_goodbye_is_spoken);
+crate::harness::both!(generated_goodbye_is_spoken);
 crate::harness::both!(goodbye_is_not_interrupted);

@@ -155,23 +155,32 @@ impl<H: Host> Kernel<H> {
                 }
                 Err(e) => return Err(e),
             }
-            let vars = ctx.state.lock().await.variables.clone();
+            let (vars, ending) = {
+                let state = ctx.state.lock().await;
+                (state.variables.clone(), state.ending.is_some())
+            };
             let system = render_variables(&assistant.system_prompt, &vars);
             let Some(messages) = self.step_messages(ctx, &step, &system, pressure).await? else {
                 too_long(ctx).await?;
                 return Ok(outcome);
             };
+            // A feature that speaks the text takes it (`step_tap.rs`).
+            let tap = crate::step_tap::tap_of(ctx);
             let request = ChatRequest {
                 model: model.clone(),
                 messages,
-                tools: specs.clone(),
+                // A spoken `generated` goodbye (voice design §4(f)): the
+                // step after `endConversation` is offered no tools.
+                tools: if ending && tap.is_some() {
+                    Vec::new()
+                } else {
+                    specs.clone()
+                },
                 temperature: assistant.llm.temperature,
                 max_tokens: assistant.llm.max_tokens,
                 output: rtc_core::llm::OutputFormat::Text,
             };
             let message_id = new_id("msg");
-            // A feature that speaks the text takes it (`step_tap.rs`).
-            let tap = crate::step_tap::tap_of(ctx);
             if let Some(t) = &tap {
                 t.step_started(&message_id);
             }

@@ -276,6 +276,16 @@ impl TurnTaking {
         }
     }
 
+    /// Whether audio arriving now is dropped (not heard, not transcribed):
+    /// input is muted, or the assistant speaks with barge-in off and the
+    /// user is not mid-utterance.
+    pub fn drops_input(&self) -> bool {
+        !matches!(self.user, UserPhase::Speaking { .. })
+            && (self.muted
+                || (self.assistant == AssistantActivity::Speaking
+                    && !self.settings.barge_in.enabled))
+    }
+
     /// One VAD frame (256 samples at 16 kHz) starting at `start_sample`.
     pub fn on_frame(&mut self, start_sample: u64, voiced: bool) -> Vec<TurnAction> {
         let start_ms = start_sample / SAMPLES_PER_MS;

@@ -223,10 +223,6 @@ impl Listener {
             .chunks_exact(2)
             .map(|b| i16::from_le_bytes([b[0], b[1]]))
             .collect();
-        if self.streaming {
-            let down = self.down.process(&audio);
-            self.forward.extend_from_slice(&down);
-        }
         self.kept.extend(samples.iter().copied());
         while self.kept.len() > self.max_kept {
             self.kept.pop_front();
@@ -248,6 +244,18 @@ impl Listener {
         if let Ok(state) = self.ctx.state.try_lock() {
             self.turns
                 .set_input_muted(matches!(state.ending, Some((_, false))));
+        }
+        if self.streaming {
+            let down = self.down.process(&audio);
+            // Dropped audio (barge-in off while the assistant speaks, or a
+            // goodbye that may not be interrupted) reaches a streaming STT
+            // as silence of the same length: not transcribed, and its
+            // timeline stays aligned (§4(d)).
+            if self.turns.drops_input() {
+                self.forward.resize(self.forward.len() + down.len(), 0);
+            } else {
+                self.forward.extend_from_slice(&down);
+            }
         }
         let mut actions = Vec::new();
         for frame in self.vad.push_samples(&samples) {
