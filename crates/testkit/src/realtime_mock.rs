@@ -135,6 +135,29 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Wait until `holds` (read under the mock's lock) is true, woken by
+/// `changed` each time the mock's log changes, or fail after `timeout`
+/// naming `mock`. Shared by every mock with a log.
+pub(crate) async fn wait_until(
+    changed: &Notify,
+    holds: impl Fn() -> bool,
+    timeout: Duration,
+    mock: &str,
+) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let notified = changed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if holds() {
+            return Ok(());
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            anyhow::bail!("the {mock} did not reach the expected state within {timeout:?}");
+        }
+    }
+}
+
 /// The running mock; stops (and drops its connections) when dropped.
 pub struct RealtimeMock {
     addr: SocketAddr,
@@ -223,18 +246,13 @@ impl RealtimeMock {
         pred: impl Fn(&[ClientFrame]) -> bool,
         timeout: Duration,
     ) -> anyhow::Result<()> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if pred(&lock(&self.shared.state).log) {
-                return Ok(());
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                anyhow::bail!("the mock log did not reach the expected state within {timeout:?}");
-            }
-        }
+        crate::realtime_mock::wait_until(
+            &self.shared.changed,
+            || pred(&lock(&self.shared.state).log),
+            timeout,
+            "mock log",
+        )
+        .await
     }
 
     /// Close every open connection (with a close frame).

@@ -235,23 +235,16 @@ impl DeepgramMock {
         pred: impl Fn(&[DeepgramConnection], &[LoggedFrame]) -> bool,
         timeout: Duration,
     ) -> anyhow::Result<()> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            {
+        crate::realtime_mock::wait_until(
+            &self.shared.changed,
+            || {
                 let st = lock(&self.shared.state);
-                if pred(&st.connections, &st.frames) {
-                    return Ok(());
-                }
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                anyhow::bail!(
-                    "the Deepgram mock did not reach the expected state within {timeout:?}"
-                );
-            }
-        }
+                pred(&st.connections, &st.frames)
+            },
+            timeout,
+            "Deepgram mock",
+        )
+        .await
     }
 }
 

@@ -250,20 +250,13 @@ impl SpeechOpenAiMock {
         pred: impl Fn(&[SpeechRequest]) -> bool,
         timeout: Duration,
     ) -> anyhow::Result<()> {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let changed = self.shared.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if pred(&lock(&self.shared.state).requests) {
-                return Ok(());
-            }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                anyhow::bail!(
-                    "the speech mock did not reach the expected state within {timeout:?}"
-                );
-            }
-        }
+        crate::realtime_mock::wait_until(
+            &self.shared.changed,
+            || pred(&lock(&self.shared.state).requests),
+            timeout,
+            "speech mock",
+        )
+        .await
     }
 }
 
