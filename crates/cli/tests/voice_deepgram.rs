@@ -17,22 +17,19 @@ use crate::realtime_support::Host;
 use crate::voice::{received_ms, tone_ms, voice_assistant, voice_host};
 use crate::voice_audio::{speak, utterance};
 
-const DEEPGRAM_KEY: &str = "dg-voice-0123456789";
-const ELEVENLABS_KEY: &str = "el-voice-0123456789";
+pub(crate) const DEEPGRAM_KEY: &str = "dg-voice-0123456789";
+pub(crate) const ELEVENLABS_KEY: &str = "el-voice-0123456789";
 const HEARD: &str = "where is my order";
 const ANSWER: &str = "It left our warehouse this morning.";
 
-async fn stage(
-    engine: Engine,
-    llm: &MockLlm,
+/// Deepgram (`dg`) and ElevenLabs (`el`) interfaces with their keys as
+/// secrets, and a voice assistant on them with `bargeIn.enabled`; its id.
+pub(crate) async fn deepgram_assistant(
+    ws: &Api,
+    dg: &DeepgramMock,
+    el: &ElevenLabsMock,
     barge_in: bool,
-) -> anyhow::Result<Option<(Server, Api, DeepgramMock, ElevenLabsMock, Host)>> {
-    let Some(srv) = server(engine, llm).await? else {
-        return Ok(None);
-    };
-    let dg = DeepgramMock::start(DEEPGRAM_KEY, pilot_map([(2700, HEARD)])).await?;
-    let el = ElevenLabsMock::start(ELEVENLABS_KEY).await?;
-    let (_, ws) = srv.workspace("A").await?;
+) -> anyhow::Result<String> {
     for (name, value) in [
         ("secret__deepgram_key", DEEPGRAM_KEY),
         ("secret__elevenlabs_key", ELEVENLABS_KEY),
@@ -56,12 +53,26 @@ async fn stage(
             "apiKey": "{{secret__elevenlabs_key}}"}}),
     )
     .await?;
-    let id = voice_assistant(
-        &ws,
+    voice_assistant(
+        ws,
         json!({"speech": {"sttInterfaceId": "dg", "ttsInterfaceId": "el",
             "bargeIn": {"enabled": barge_in}}}),
     )
-    .await?;
+    .await
+}
+
+async fn stage(
+    engine: Engine,
+    llm: &MockLlm,
+    barge_in: bool,
+) -> anyhow::Result<Option<(Server, Api, DeepgramMock, ElevenLabsMock, Host)>> {
+    let Some(srv) = server(engine, llm).await? else {
+        return Ok(None);
+    };
+    let dg = DeepgramMock::start(DEEPGRAM_KEY, pilot_map([(2700, HEARD)])).await?;
+    let el = ElevenLabsMock::start(ELEVENLABS_KEY).await?;
+    let (_, ws) = srv.workspace("A").await?;
+    let id = deepgram_assistant(&ws, &dg, &el, barge_in).await?;
     let (_, mut host) = voice_host(&srv, &ws, &id, json!({}), (24_000, 24_000)).await?;
     host.until_type("session.speech_ready").await?;
     Ok(Some((srv, ws, dg, el, host)))

@@ -84,16 +84,17 @@ async fn espeak_speaks(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Scenario 6, the ElevenLabs side: the path with the voice, `xi-api-key`,
-/// the BOS `" "` first, every chunk ending in a space, EOS last, and the
-/// audio delivered at the host's rate.
-async fn elevenlabs_speaks(engine: Engine) -> anyhow::Result<()> {
-    let llm = MockLlm::start(vec![MockReply::text(ANSWER)]).await?;
-    let Some(srv) = server(engine, &llm).await? else {
-        return Ok(());
+/// A server and a workspace whose voice assistant speaks through the
+/// ElevenLabs mock `el`; the assistant's id.
+async fn elevenlabs_stage(
+    engine: Engine,
+    llm: &MockLlm,
+    el: &ElevenLabsMock,
+) -> anyhow::Result<Option<(crate::harness::Server, crate::harness::Api, String)>> {
+    let Some(srv) = server(engine, llm).await? else {
+        return Ok(None);
     };
     let speech = SpeechOpenAiMock::start(Some(OPENAI_KEY), PilotMap::new()).await?;
-    let el = ElevenLabsMock::start(ELEVENLABS_KEY).await?;
     let (_, ws) = srv.workspace("A").await?;
     openai_interfaces(&ws, &speech.base_url).await?;
     ws.put(
@@ -115,6 +116,18 @@ async fn elevenlabs_speaks(engine: Engine) -> anyhow::Result<()> {
         json!({"speech": {"sttInterfaceId": "oa-stt", "ttsInterfaceId": "el-flash"}}),
     )
     .await?;
+    Ok(Some((srv, ws, id)))
+}
+
+/// Scenario 6, the ElevenLabs side: the path with the voice, `xi-api-key`,
+/// the BOS `" "` first, every chunk ending in a space, EOS last, and the
+/// audio delivered at the host's rate.
+async fn elevenlabs_speaks(engine: Engine) -> anyhow::Result<()> {
+    let llm = MockLlm::start(vec![MockReply::text(ANSWER)]).await?;
+    let el = ElevenLabsMock::start(ELEVENLABS_KEY).await?;
+    let Some((srv, ws, id)) = elevenlabs_stage(engine, &llm, &el).await? else {
+        return Ok(());
+    };
     let (_, mut host) = voice_host(&srv, &ws, &id, json!({}), (16_000, 24_000)).await?;
     host.until_type("session.speech_ready").await?;
     host.send(json!({"type": "user.message", "text": "Where is my order?"}))
@@ -159,5 +172,45 @@ async fn elevenlabs_speaks(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The ElevenLabs socket of a step's answer is opened when the step is
+/// requested (design §4(e)): a slow handshake is hidden behind the model's
+/// time to its first token, not added to the time to first audio.
+async fn elevenlabs_socket_opens_ahead(engine: Engine) -> anyhow::Result<()> {
+    let handshake = Duration::from_millis(500);
+    let llm = MockLlm::start(vec![MockReply::Delayed(
+        Duration::from_millis(900),
+        Box::new(MockReply::text(ANSWER)),
+    )])
+    .await?;
+    let el = ElevenLabsMock::start(ELEVENLABS_KEY).await?;
+    el.set_handshake_delay(handshake);
+    let Some((srv, ws, id)) = elevenlabs_stage(engine, &llm, &el).await? else {
+        return Ok(());
+    };
+    let (_, mut host) = voice_host(&srv, &ws, &id, json!({}), (16_000, 16_000)).await?;
+    host.until_type("session.speech_ready").await?;
+    host.send(json!({"type": "user.message", "text": "Where is my order?"}))
+        .await?;
+    let done = host
+        .until(Duration::from_secs(20), |v| v["type"] == "turn.completed")
+        .await?;
+    let latency = &done["latency"];
+    // Released to TTS at once: the handshake is not in the chunk's time.
+    let chunk = latency["chunkMs"].as_u64().unwrap_or(u64::MAX);
+    assert!(chunk < 250, "{latency}");
+    let ttft = latency["llmTtftMs"].as_u64().unwrap_or_default();
+    assert!(ttft >= 800, "{latency}");
+    let connections = el.connections();
+    assert_eq!(connections.len(), 1, "one socket, used: {connections:?}");
+    let said: String = el
+        .frames_of(connections[0].index)
+        .iter()
+        .filter_map(|f| f["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(said.trim(), ANSWER);
+    Ok(())
+}
+
 crate::harness::both!(espeak_speaks);
 crate::harness::both!(elevenlabs_speaks);
+crate::harness::both!(elevenlabs_socket_opens_ahead);

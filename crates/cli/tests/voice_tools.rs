@@ -263,6 +263,112 @@ async fn client_tools(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
+const LONG: &str = "Let me look that up for you right now. Your order history has a few entries, so this can take a moment. I will read you the details once I have them.";
+
+/// `message.truncated`: a step with a tool call is stored whole while its
+/// text is still spoken; the user cuts in and the stored answer is cut to
+/// what was heard (its call kept; the model's next request has no more),
+/// then to what the host reports it played.
+async fn barge_in_truncates_a_stored_answer(engine: Engine) -> anyhow::Result<()> {
+    let llm = MockLlm::with_recorded_responder(|req| {
+        let messages = req["messages"].as_array().cloned().unwrap_or_default();
+        match messages.last() {
+            Some(m) if m["role"] == "user" && m["content"] == STOP => MockReply::text("Alright."),
+            Some(m) if m["role"] == "tool" => MockReply::text(AFTER),
+            _ => MockReply::Spoken {
+                text: LONG.to_owned(),
+                calls: vec![("lookup_order".to_owned(), json!({"order_id": "A1"}))],
+                pace: Duration::ZERO,
+            },
+        }
+    })
+    .await?;
+    let Some(srv) = server(engine, &llm).await? else {
+        return Ok(());
+    };
+    let speech = SpeechOpenAiMock::start(Some(OPENAI_KEY), pilot_map([(2700, STOP)])).await?;
+    let (stub, calls) = order_stub(Duration::from_millis(300)).await?;
+    let (_, ws) = srv.workspace("A").await?;
+    openai_interfaces(&ws, &speech.base_url).await?;
+    let binding = order_tool(&ws, &stub).await?;
+    let id = voice_assistant(
+        &ws,
+        json!({"toolBindings": [binding], "dynamicVariables": order_variables()}),
+    )
+    .await?;
+    let (sid, mut host) = voice_host(
+        &srv,
+        &ws,
+        &id,
+        json!({"dynamicVariables": {"tenant_id": "t1"}}),
+        (16_000, 16_000),
+    )
+    .await?;
+    host.until_type("session.speech_ready").await?;
+    host.send(json!({"type": "user.message", "text": "Where is A1?"}))
+        .await?;
+    let first = host.until_type("audio.delta").await?;
+    let item = first["itemId"].as_str().unwrap_or_default().to_owned();
+    // The answer with its call is stored before its audio has played.
+    host.until(Duration::from_secs(10), |v| {
+        v["type"] == "message.completed" && v["messageId"] == item.as_str()
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    speak(
+        &mut host,
+        &utterance("Stop please.", 16_000, 2700).await?,
+        16_000,
+    )
+    .await?;
+    host.until_type("speech.started").await?;
+    host.send(json!({"type": "playback.interrupted", "itemId": item, "playedMs": 1000}))
+        .await?;
+    // Cut to the server's estimate at once, then to what the host says.
+    let estimate = host.until_type("message.truncated").await?;
+    assert_eq!(estimate["messageId"], item.as_str(), "{estimate}");
+    let truncated = host
+        .until(Duration::from_secs(5), |v| {
+            v["type"] == "message.truncated" && v["playedMs"] == 1000
+        })
+        .await?;
+    assert_eq!(truncated["messageId"], item.as_str(), "{truncated}");
+    assert_eq!(truncated["itemId"], item.as_str(), "{truncated}");
+    assert_eq!(truncated["playedMs"], 1000, "{truncated}");
+    let heard = truncated["content"].as_str().unwrap_or_default().to_owned();
+    assert!(LONG.starts_with(&heard) && !heard.is_empty(), "{heard}");
+    // 1000 ms of 20 ms characters, cut back to a word boundary.
+    let ms = tone_ms(&heard);
+    assert!((700..=1_000).contains(&ms), "{ms} ms: {heard}");
+    host.until(Duration::from_secs(20), |v| {
+        v["type"] == "message.completed" && v["content"] == "Alright."
+    })
+    .await?;
+    host.until_type("turn.completed").await?;
+    assert_eq!(calls.lock().map(|c| c.len()).unwrap_or_default(), 1);
+    let history = ws.get(&format!("/v1/sessions/{sid}/messages")).await?;
+    let stored = history.body["data"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|m| m["id"] == item.as_str())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(stored["content"], heard.as_str(), "{stored}");
+    assert_eq!(stored["interrupted"], true, "{stored}");
+    assert!(stored["toolCalls"].is_array(), "the call is kept: {stored}");
+    let last = llm
+        .requests()
+        .last()
+        .cloned()
+        .unwrap_or_default()
+        .to_string();
+    assert!(last.contains(&heard), "{last}");
+    assert!(!last.contains("read you the details"), "{last}");
+    Ok(())
+}
+
 crate::harness::both!(tools_and_filler);
 crate::harness::both!(client_tools);
 crate::harness::both!(barge_in_during_a_tool);
+crate::harness::both!(barge_in_truncates_a_stored_answer);

@@ -120,6 +120,8 @@ event_kinds! {
     SpeechStopped(crate::SpeechStopped) = "speech.stopped",
     /// A voice session's tool filler was spoken while tools ran.
     SpeechFiller(crate::SpeechFiller) = "speech.filler",
+    /// A stored spoken answer was cut to what the user heard.
+    MessageTruncated(crate::MessageTruncated) = "message.truncated",
     /// Older messages were replaced by a summary in the session's model
     /// requests (the stored history stays whole).
     ContextCompacted(ContextCompacted) = "context.compacted",

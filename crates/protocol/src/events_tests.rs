@@ -147,6 +147,11 @@ fn every_kind_has_one_shape_on_the_wire() {
             json!({"itemId": "fill_1", "text": "One moment, please."}),
         ),
         (
+            "message.truncated",
+            json!({"messageId": "msg_1", "itemId": "msg_1", "playedMs": 1200,
+                   "content": "It is sunny."}),
+        ),
+        (
             "context.compacted",
             json!({"tokensBefore": 3300, "tokensAfter": 900, "contextWindow": 4096,
                    "summarizedMessages": 12, "reason": "threshold"}),

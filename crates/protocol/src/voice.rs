@@ -70,3 +70,18 @@ pub struct SpeechFiller {
     pub item_id: String,
     pub text: String,
 }
+
+/// The user cut in on an answer that was already stored (its step had
+/// tool calls, so it was stored while still being spoken): the stored
+/// content is cut to what was heard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageTruncated {
+    pub message_id: String,
+    /// The item its `audio.delta` frames named.
+    pub item_id: String,
+    /// How much of its audio was played.
+    pub played_ms: u64,
+    /// The stored content now.
+    pub content: String,
+}

@@ -226,6 +226,15 @@ impl Runtime {
             return Ok(m);
         }
         ctx.cancel_turn().await;
+        // A session whose turns run where its host is (a voice host on
+        // another instance) has that instance answer it.
+        if let Some(host) = inner.remote_clients.turn_host_elsewhere(&ctx.id).await? {
+            inner
+                .store
+                .send_control(&host, rtc_store::ControlOp::StartTurn, &ctx.id)
+                .await?;
+            return Ok(m);
+        }
         // A turn another instance runs is cancelled there first.
         inner.cluster().start_turn_for_request(&ctx, true).await?;
         Ok(m)

@@ -324,10 +324,16 @@ pub struct ClientConnection {
 
 impl ClientConnection {
     /// `client.hello`: the functions this client runs, each with an
-    /// optional schema hash (see [`crate::broker::schema_hash`]).
-    pub fn declare(&self, functions: Vec<(String, Option<String>)>) {
-        self.clients
-            .declared(&self.key, &self.ctx.id, functions.iter().cloned().collect());
+    /// optional schema hash (see [`crate::broker::schema_hash`]);
+    /// `hosts_turns` when the session's turns must run where this
+    /// connection is (a voice host: its turns are spoken here).
+    pub fn declare(&self, functions: Vec<(String, Option<String>)>, hosts_turns: bool) {
+        self.clients.declared(
+            &self.key,
+            &self.ctx.id,
+            functions.iter().cloned().collect(),
+            hosts_turns,
+        );
         self.ctx.broker.declare(self.id, functions);
     }
 

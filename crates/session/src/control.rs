@@ -1,7 +1,8 @@
 //! What other instances ask of this one (on PostgreSQL, R-ST-2): cancel a
 //! turn a request elsewhere replaces, deliver inbox items posted
 //! elsewhere, take a client's reply that arrived elsewhere, fail calls
-//! waiting on a connection that closed elsewhere. See
+//! waiting on a connection that closed elsewhere, run the turn of a
+//! message posted elsewhere for a session whose host is here. See
 //! `rtc_store::ControlOp`; the listener reconnects when its connection
 //! fails.
 
@@ -54,6 +55,11 @@ pub(crate) fn spawn_control_listener<H: Host>(inner: &Arc<H>) {
                                 rt.remote_clients.reply_arrived(&argument).await;
                             }),
                             ControlOp::ClientGone => inner.remote_clients.gone(&argument),
+                            ControlOp::StartTurn => inner.background.spawn(async move {
+                                if let Err(e) = rt.cluster().start_handed_turn(&argument).await {
+                                    tracing::warn!(session = %argument, error = %e, "running a turn another instance handed over failed");
+                                }
+                            }),
                         }
                     }
                 }

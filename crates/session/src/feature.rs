@@ -21,7 +21,8 @@
 //! takes it again. A turn the runtime would start by itself (a loop tick, a
 //! goal's continuation, an inbox delivery, a sub-agent's report) waits
 //! while any feature [`Feature::holds_turns`] (askUser's question, awaited
-//! sub-agents).
+//! sub-agents, a voice host's user speaking); a feature whose hold ends
+//! with no turn to follow calls `Kernel::go_on`, which runs steps 3 and 4.
 //!
 //! A session opens: once its start and startup actions are recorded (and
 //! its first message said, unless a feature [`Feature::says_fixed_lines`]

@@ -83,6 +83,55 @@ impl<H: Host> Kernel<H> {
         Ok(())
     }
 
+    /// Change stored message `id` of the session in place with `f` (an
+    /// answer the user cut in on after it was stored): what is queued is
+    /// committed first, then the message is replaced in the store and in
+    /// memory. `None` when the session has no such message (yet).
+    pub async fn amend_message(
+        &self,
+        ctx: &SessionCtx,
+        id: &str,
+        f: impl FnOnce(&mut Message),
+    ) -> Result<Option<Message>, RuntimeError> {
+        let mut history = ctx.history.lock().await;
+        self.journal.flush().await;
+        let kept = history
+            .as_ref()
+            .map(|h| h.iter().find(|m| m.id == id).cloned());
+        let mut m = match kept {
+            Some(Some(m)) => m,
+            Some(None) => return Ok(None),
+            None => match self
+                .store
+                .messages(&ctx.id)
+                .await?
+                .into_iter()
+                .find(|m| m.id == id)
+            {
+                Some(m) => m,
+                None => return Ok(None),
+            },
+        };
+        let before = message_size(&m);
+        f(&mut m);
+        if !self.store.replace_message(&ctx.id, &m).await? {
+            return Ok(None);
+        }
+        let after = message_size(&m);
+        let _ = ctx.history_bytes.fetch_update(
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+            |n| (n != UNKNOWN_SIZE).then(|| (n + after).saturating_sub(before)),
+        );
+        if let Some(kept) = history
+            .as_mut()
+            .and_then(|h| h.iter_mut().find(|k| k.id == id))
+        {
+            *kept = m.clone();
+        }
+        Ok(Some(m))
+    }
+
     /// Run `f` over the session's history, from memory after the first
     /// read (no copy of the whole history per model call).
     pub async fn with_history<T>(

@@ -13,10 +13,11 @@
 //!   only while the slot is still its own, what comes after a turn that
 //!   ended by itself;
 //! - triggers from outside a turn: [`Kernel::recover`] (after a restart,
-//!   with every feature's `recover`; the scheduler waits for it), and the
+//!   with every feature's `recover`; the scheduler waits for it), the
 //!   features' own (an inbox item arrived, a loop tick, a goal taken over
 //!   from a dead instance), which start their turn in the slot the same
-//!   way.
+//!   way, and [`Kernel::go_on`] (what a feature's hold kept back, once it
+//!   lets go with no turn running: the next-input step of `after_turn`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -224,12 +225,36 @@ impl<H: Host> Kernel<H> {
                 AfterTurn::Turn => break,
             }
         }
+        self.follow_up(ctx, &mut slot).await;
+    }
+
+    /// Go on by itself, when no turn runs, with the work that waited while
+    /// a feature held the session's turns (`Feature::holds_turns`) and
+    /// nothing follows from elsewhere: the next input a feature records
+    /// (inbox items, a goal's continuation), else the idle work. No turn
+    /// ended, so nothing walks.
+    pub async fn go_on(&self, ctx: &Arc<SessionCtx>) {
+        let mut slot = ctx.turn.lock().await;
+        // A running turn decides what follows it when it ends.
+        if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) {
+            return;
+        }
+        self.follow_up(ctx, &mut slot).await;
+    }
+
+    /// Under the turn slot, after a turn's walk or when no turn runs: the
+    /// first feature's next input starts a turn in `slot`, else every
+    /// feature's idle work runs and the slot is left empty.
+    async fn follow_up(&self, ctx: &Arc<SessionCtx>, slot: &mut Option<RunningTurn>) {
         // Shutting down: what would come next stays in the store (inbox,
         // goals) and goes on after the next start.
         if self.tasks.is_closed() {
             *slot = None;
             return;
         }
+        let host = self.host();
+        let host = &host;
+        let before = slot.as_ref().map(|t| t.id);
         let started = async {
             if !self.cluster().claim(ctx).await? {
                 // A request on another instance took the session's turn:
@@ -246,7 +271,7 @@ impl<H: Host> Kernel<H> {
                     AfterTurn::Ended => break,
                 }
             }
-            let started = slot.as_ref().is_some_and(|t| t.id != turn);
+            let started = slot.as_ref().map(|t| t.id) != before;
             if !started {
                 self.cluster().release(ctx).await;
             }
@@ -261,7 +286,7 @@ impl<H: Host> Kernel<H> {
             Ok(Some(false)) => {}
             Err(e) => {
                 tracing::error!(session = %ctx.id, error = %e, "starting the next turn failed");
-                if slot.as_ref().is_none_or(|t| t.id == turn) {
+                if slot.as_ref().map(|t| t.id) == before {
                     self.cluster().release(ctx).await;
                 }
             }

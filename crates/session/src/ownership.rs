@@ -219,6 +219,16 @@ impl<H: Host> Cluster<'_, H> {
         }
     }
 
+    /// Another instance stored a message for `session`, whose turns run
+    /// here (its voice host is here): the running turn gives way to the
+    /// turn that answers it.
+    pub async fn start_handed_turn(&self, session: &str) -> Result<(), RuntimeError> {
+        let ctx = self.session(session).await?;
+        self.reload_shared(&ctx).await?;
+        ctx.cancel_turn().await;
+        self.start_turn_for_request(&ctx, true).await
+    }
+
     /// Make this instance the owner of `ctx`'s work done outside a turn (a
     /// workflow walk after a release), so no instance adopts it meanwhile.
     pub async fn own(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {

@@ -73,8 +73,15 @@ impl RemoteClients {
         }
     }
 
-    /// Connection `key` of `session` declared `functions`.
-    pub fn declared(&self, key: &str, session: &str, functions: DeclaredFunctions) {
+    /// Connection `key` of `session` declared `functions`; `hosts_turns`
+    /// when the session's turns must run where it is (a voice host).
+    pub fn declared(
+        &self,
+        key: &str,
+        session: &str,
+        functions: DeclaredFunctions,
+        hosts_turns: bool,
+    ) {
         if let Some(rows) = self.rows.get() {
             let _ = rows.send(RowOp::Put(ClientConnectionRow {
                 id: key.to_owned(),
@@ -82,8 +89,25 @@ impl RemoteClients {
                 instance: self.me.clone(),
                 functions,
                 seen_at: now_millis(),
+                hosts_turns,
             }));
         }
+    }
+
+    /// The other instance the turns of `session` must run on: where a
+    /// connection that hosts them is (shared stores only).
+    pub async fn turn_host_elsewhere(&self, session: &str) -> Result<Option<String>, RuntimeError> {
+        if !self.store.allows_several_instances() {
+            return Ok(None);
+        }
+        let rows = self
+            .store
+            .client_connections(session, fresh_since())
+            .await?;
+        if rows.iter().any(|r| r.hosts_turns && r.instance == self.me) {
+            return Ok(None);
+        }
+        Ok(rows.into_iter().find(|r| r.hosts_turns).map(|r| r.instance))
     }
 
     /// Connection `key` closed.

@@ -24,6 +24,8 @@ pub struct ClientConnectionRow {
     pub instance: String,
     pub functions: DeclaredFunctions,
     pub seen_at: i64,
+    /// The session's turns run where this connection is (a voice host).
+    pub hosts_turns: bool,
 }
 
 impl Store {
@@ -32,15 +34,16 @@ impl Store {
         let functions = serde_json::to_string(&row.functions)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
         sqlx::query(
-            "INSERT INTO client_connections (id, session_id, instance, functions, seen_at) \
-             VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (id) DO UPDATE SET functions = $4, seen_at = $5",
+            "INSERT INTO client_connections (id, session_id, instance, functions, seen_at, hosts_turns) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (id) DO UPDATE SET functions = $4, seen_at = $5, hosts_turns = $6",
         )
         .bind(&row.id)
         .bind(&row.session_id)
         .bind(&row.instance)
         .bind(functions)
         .bind(row.seen_at)
+        .bind(row.hosts_turns)
         .execute(&self.writer)
         .await?;
         Ok(())
@@ -97,7 +100,7 @@ impl Store {
         fresh_since: i64,
     ) -> Result<Vec<ClientConnectionRow>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, session_id, instance, functions, seen_at FROM client_connections \
+            "SELECT id, session_id, instance, functions, seen_at, hosts_turns FROM client_connections \
              WHERE session_id = $1 AND seen_at >= $2 ORDER BY id",
         )
         .bind(session)
@@ -114,6 +117,7 @@ impl Store {
                     functions: serde_json::from_str(&functions)
                         .map_err(|e| StoreError::Corrupt(format!("client functions: {e}")))?,
                     seen_at: r.try_get("seen_at")?,
+                    hosts_turns: r.try_get("hosts_turns")?,
                 })
             })
             .collect()

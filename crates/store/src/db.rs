@@ -125,6 +125,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "test_suite_runs",
         include_str!("../migrations/sqlite/0019_test_suite_runs.sql"),
     ),
+    (
+        20,
+        "turn_hosts",
+        include_str!("../migrations/sqlite/0020_turn_hosts.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -221,6 +226,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         19,
         "test_suite_runs",
         include_str!("../migrations/postgres/0019_test_suite_runs.sql"),
+    ),
+    (
+        20,
+        "turn_hosts",
+        include_str!("../migrations/postgres/0020_turn_hosts.sql"),
     ),
 ];
 

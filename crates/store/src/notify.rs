@@ -35,6 +35,10 @@ pub enum ControlOp {
     ClientReply,
     /// A host connection closed; the argument is its id (to `*`).
     ClientGone,
+    /// Run the turn a message posted elsewhere asks for: the session's
+    /// turns run on this instance, where its voice host is; the argument
+    /// is the session.
+    StartTurn,
 }
 
 impl ControlOp {
@@ -44,6 +48,7 @@ impl ControlOp {
             Self::Kick => "kick",
             Self::ClientReply => "client_reply",
             Self::ClientGone => "client_gone",
+            Self::StartTurn => "start_turn",
         }
     }
 
@@ -53,6 +58,7 @@ impl ControlOp {
             "kick" => Self::Kick,
             "client_reply" => Self::ClientReply,
             "client_gone" => Self::ClientGone,
+            "start_turn" => Self::StartTurn,
             _ => return None,
         })
     }

@@ -64,6 +64,9 @@ pub struct ElevenLabsFrame {
 
 #[derive(Default)]
 struct Knobs {
+    /// How long the WebSocket handshake takes (a real one pays TLS and
+    /// the distance).
+    handshake_delay: Duration,
     first_audio_delay: Duration,
     pace: Duration,
     close_after_audio: Option<(usize, u16, String)>,
@@ -131,6 +134,11 @@ impl ElevenLabsMock {
     /// `ws://127.0.0.1:<port>`, the interface's `url`.
     pub fn url(&self) -> String {
         format!("ws://{}", self.addr)
+    }
+
+    /// Answer each WebSocket handshake this late.
+    pub fn set_handshake_delay(&self, delay: Duration) {
+        lock(&self.shared.knobs).handshake_delay = delay;
     }
 
     /// Wait this long before a connection's first audio (a slow first byte).
@@ -259,6 +267,8 @@ async fn serve(tcp: TcpStream, shared: Arc<Shared>) {
         *r.status_mut() = StatusCode::NOT_FOUND;
         Err(r)
     };
+    let delay = lock(&shared.knobs).handshake_delay;
+    tokio::time::sleep(delay).await;
     let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(tcp, check).await else {
         shared.changed.notify_waiters();
         return;

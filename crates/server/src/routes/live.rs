@@ -341,12 +341,17 @@ async fn handle_frame(
                 .into_iter()
                 .map(DeclaredClientTool::into_parts)
                 .collect();
-            conn.declare(tools);
+            // A voice host's session runs its turns on this instance.
+            let voiced = match (hello.audio, link.voice) {
+                (Some(audio), Some(voice)) => Some(voice.hello(audio).await),
+                _ => None,
+            };
+            conn.declare(tools, matches!(voiced, Some(Ok(()))));
+            if let Some(Err(e)) = voiced {
+                return Err(e.into());
+            }
             if let (Some(audio), Some(rt)) = (hello.audio, link.realtime) {
                 rt.hello(audio).await?;
-            }
-            if let (Some(audio), Some(voice)) = (hello.audio, link.voice) {
-                voice.hello(audio).await?;
             }
         }
         ClientFrame::UserMessage(m) if link.realtime.is_some() => {
@@ -394,8 +399,9 @@ async fn handle_frame(
         }
         ClientFrame::AudioAppend(a) if let Some(voice) = link.voice => voice.audio(&a.audio)?,
         ClientFrame::AudioCommit(_) if let Some(voice) = link.voice => voice.commit()?,
-        // A voice session's played positions are not used yet.
-        ClientFrame::PlaybackInterrupted(_) if link.voice.is_some() => {}
+        ClientFrame::PlaybackInterrupted(p) if let Some(voice) = link.voice => {
+            voice.playback_interrupted(p.item_id, u64::from(p.played_ms));
+        }
         ClientFrame::AudioAppend(a) => realtime_only(link)?.audio(&a.audio).await?,
         ClientFrame::AudioCommit(_) => realtime_only(link)?.commit().await?,
         ClientFrame::PlaybackInterrupted(p) => {

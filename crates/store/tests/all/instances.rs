@@ -139,6 +139,7 @@ on_both!(client_replies_reach_the_waiting_instance_once, |store| {
         instance: "inst_a".into(),
         functions: [("blink".to_owned(), Some("abc".to_owned()))].into(),
         seen_at: 1_000,
+        hosts_turns: false,
     };
     store.put_client_connection(&row).await?;
     assert_eq!(
@@ -149,6 +150,14 @@ on_both!(client_replies_reach_the_waiting_instance_once, |store| {
         store.client_connections("sess_c", 2_000).await?.is_empty(),
         "stale rows are not offered"
     );
+    // A voice host's row says the session's turns run where it is.
+    let host = ClientConnectionRow {
+        hosts_turns: true,
+        ..row.clone()
+    };
+    store.put_client_connection(&host).await?;
+    assert_eq!(store.client_connections("sess_c", 500).await?, vec![host]);
+    store.put_client_connection(&row).await?;
     store.heartbeat_client_connections("inst_a", 3_000).await?;
     assert!(store.client_connection_open("conn_1", 2_000).await?);
 

@@ -15,8 +15,9 @@ use crate::{Inner, RuntimeConfig, RuntimeError};
 pub(crate) struct Goals;
 
 /// The goal to continue after the turn that just ended (the session's
-/// extension, set by `turn_ended`, taken by `next_input`).
-struct ToContinue(GoalRecord);
+/// extension, set by `turn_ended`, taken by `next_input`), or one whose
+/// continuation waits while the session is held (`goal_input`).
+pub(super) struct ToContinue(pub(super) GoalRecord);
 
 impl Feature<Inner> for Goals {
     fn name(&self) -> &'static str {

@@ -342,14 +342,23 @@ impl Inner {
     }
 
     /// Record a goal's continuation input (taking its lease); `false` when
-    /// the session cannot go on by itself.
+    /// the session cannot go on by itself. A continuation the session's
+    /// hold (`Feature::holds_turns`) keeps back waits for the next
+    /// after-turn decision: the end of the next turn, which judges the goal
+    /// again, or `Kernel::go_on` when the hold ends with no turn.
     pub(crate) async fn goal_input(
         &self,
         ctx: &SessionCtx,
         goal: &GoalRecord,
     ) -> Result<bool, RuntimeError> {
         // A loop's periodic check never drives turns of its own.
-        if goal.loop_id.is_some() || !self.may_continue(ctx).await {
+        if goal.loop_id.is_some() {
+            return Ok(false);
+        }
+        if !self.may_continue(ctx).await {
+            ctx.extensions
+                .lock()
+                .insert(super::feature::ToContinue(goal.clone()));
             return Ok(false);
         }
         let text = format!(

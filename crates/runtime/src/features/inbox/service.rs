@@ -73,8 +73,9 @@ impl Inner {
     }
 
     /// Turn the session's unconsumed inbox items into messages, when it can
-    /// take them: active, nobody asked, and every awaited sync report
-    /// among them. Returns whether anything was delivered.
+    /// take them: active, nobody asked, the user of a voice session not
+    /// speaking, and every awaited sync report among them. Returns whether
+    /// anything was delivered.
     pub(crate) async fn deliver_inbox(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
         if !ctx
             .extensions
@@ -92,6 +93,7 @@ impl Inner {
             let state = ctx.state.lock().await;
             let ready = state.is_open()
                 && crate::features::interaction::service::pending_question(ctx).is_none()
+                && !crate::features::voice::user_speaking(ctx)
                 && {
                     let mut extensions = ctx.extensions.lock();
                     let all_reported = extensions.get::<Awaited>().is_none_or(|awaited| {

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::listener::{Heard, Listener};
 use super::speaker::{Cmd, Speaker, SpeakerOptions, Tap};
+use super::stt_link::SttLink;
 use super::{Voices, setup};
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -26,8 +27,10 @@ const HEARD_BUFFER: usize = 512;
 /// A running engine; stopping it stops its speaker and listener.
 pub(super) struct EngineHandle {
     cancel: CancellationToken,
-    /// The listener's input; `None` when the STT could not connect.
-    pub(super) heard: Option<mpsc::Sender<Heard>>,
+    /// The listener's input (it runs whether or not its STT connected).
+    pub(super) heard: mpsc::Sender<Heard>,
+    /// The host's `playback.interrupted` reports, for the speaker.
+    pub(super) played: mpsc::UnboundedSender<(String, u64)>,
 }
 
 impl EngineHandle {
@@ -67,8 +70,10 @@ pub(super) async fn start(
         tts: setup.tts_side.clone(),
     };
     let floor = super::item::Floor::default();
+    let (played_tx, played) = mpsc::unbounded_channel();
     let speaker = Speaker::new(
-        ctx.clone(),
+        (inner.clone(), ctx.clone()),
+        played,
         frames.clone(),
         setup.tts.clone(),
         SpeakerOptions {
@@ -94,27 +99,25 @@ pub(super) async fn start(
         cancel.cancel();
         return Err(e);
     }
-    let heard = match rtc_speech::connect_stt(&setup.stt).await {
-        Ok((stt, stt_events)) => {
-            let (heard, input) = mpsc::channel(HEARD_BUFFER);
-            let listener = Listener::new(
-                inner.clone(),
-                ctx.clone(),
-                (cmds.clone(), floor, frames.clone()),
-                &setup,
-                audio.input_rate,
-            );
-            inner
-                .tasks
-                .spawn(listener.run(input, stt, stt_events, cancel.clone()));
-            Some(heard)
+    // The STT connects now; if it cannot, the listener still runs (VAD,
+    // barge-in) and reconnects with backoff as the user speaks (§4(c)).
+    let (link, failure) = SttLink::open(setup.stt.clone(), tokio::time::Instant::now()).await;
+    if let Some(e) = failure {
+        let failed = rtc_protocol::EventBody::error("speech_connect_failed", e.to_string());
+        if let Err(e) = ctx.events.emit(failed).await {
+            cancel.cancel();
+            return Err(e);
         }
-        Err(e) => {
-            let failed = rtc_protocol::EventBody::error("speech_connect_failed", e.to_string());
-            ctx.events.emit(failed).await?;
-            None
-        }
-    };
+    }
+    let (heard, input) = mpsc::channel(HEARD_BUFFER);
+    let listener = Listener::new(
+        inner.clone(),
+        ctx.clone(),
+        (cmds.clone(), floor, frames.clone()),
+        &setup,
+        (link, audio.input_rate),
+    );
+    inner.tasks.spawn(listener.run(input, cancel.clone()));
     // A session nobody has spoken to yet: its first message is said now.
     let first = inner
         .with_history(&ctx, |h| {
@@ -130,5 +133,9 @@ pub(super) async fn start(
     if let Some((id, text)) = first {
         let _ = cmds.send(Cmd::Fixed { id, text });
     }
-    Ok(EngineHandle { cancel, heard })
+    Ok(EngineHandle {
+        cancel,
+        heard,
+        played: played_tx,
+    })
 }

@@ -2,7 +2,8 @@
 //! pipeline assistant with a `speech` block is a voice session; its turns
 //! run as text turns whose step text the voice engine speaks. The engine
 //! lives with its host socket; a session that ends, or a server that shuts
-//! down, stops it.
+//! down, stops it. While the user speaks, the runtime starts no turn by
+//! itself (`user_speech.rs`).
 
 use std::sync::Arc;
 
@@ -36,6 +37,11 @@ impl Feature<Inner> for Voice {
 
     fn shutdown_begins(&self, rt: &Inner) {
         rt.service::<Voices>().stop_all();
+    }
+
+    /// The user speaks: the runtime's own turns wait (`user_speech.rs`).
+    fn holds_turns(&self, ctx: &SessionCtx) -> bool {
+        super::user_speech::user_speaking(ctx)
     }
 
     fn session_ending<'a>(&'a self, rt: &'a Arc<Inner>, ctx: &'a SessionCtx) -> BoxFuture<'a, ()> {

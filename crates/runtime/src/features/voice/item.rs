@@ -56,6 +56,9 @@ pub(super) struct Item {
     pub tts_done: bool,
     /// The TTS failed: nothing more of it is spoken or recorded.
     pub failed: bool,
+    /// It was stored whole while still being spoken (its step had tool
+    /// calls): a barge-in truncates the stored message.
+    pub stored: bool,
 }
 
 impl Item {
@@ -75,6 +78,7 @@ impl Item {
             sent_ms: 0,
             tts_done: false,
             failed: false,
+            stored: false,
         }
     }
 
@@ -106,12 +110,24 @@ impl Item {
         }
     }
 
-    /// What the user heard of it by now (the server's estimate).
-    pub fn heard(&self, now: Instant) -> String {
-        let played = self.t0.map_or(0, |t0| {
+    /// How much of it has played by `now`: what the host reported
+    /// (`playback.interrupted`), else the server's estimate; never more
+    /// than was sent.
+    pub fn played_ms(&self, now: Instant, reported: Option<u64>) -> u64 {
+        let estimate = self.t0.map_or(0, |t0| {
             u64::try_from(now.saturating_duration_since(t0).as_millis()).unwrap_or(u64::MAX)
         });
-        self.delivered().played_prefix(played.min(self.sent_ms))
+        reported.unwrap_or(estimate).min(self.sent_ms)
+    }
+
+    /// What the user heard of it after `played_ms` of its audio.
+    pub fn heard(&self, played_ms: u64) -> String {
+        self.delivered().played_prefix(played_ms)
+    }
+
+    /// Everything released of it so far, as the model wrote it.
+    pub fn released_text(&self) -> String {
+        self.spoken.chunks.iter().map(|c| c.text.as_str()).collect()
     }
 
     /// Its chunks up to the last one TTS gave audio for (a chunk with no

@@ -5,33 +5,37 @@
 //! transcribed (one upload per utterance for OpenAI and the mock, audio
 //! then `Finalize` otherwise); a non-empty transcript becomes the user
 //! message (`source: "audio"`) that starts the next turn.
+//!
+//! The listener runs whether or not its STT is connected (`stt_link.rs`).
+//! While it is not, the VAD still records `speech.started`/`stopped` and
+//! barge-in works; a streaming STT is reconnected when the user starts
+//! speaking and is sent the utterance's audio from its prefix padding, a
+//! batch one at the utterance's end; each failed attempt records one
+//! `speech_connect_failed`, an utterance inside the backoff window is not
+//! transcribed.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use rtc_protocol::{
-    AnswerParams, AnswerValue, Answers, EphemeralFrame, EventBody, SpeechStarted, SpeechStopped,
-    TranscriptInterim,
-};
-use rtc_speech::voice_ask::match_answer;
-
-use crate::features::interaction::service::pending_question;
+use rtc_protocol::{EphemeralFrame, EventBody, SpeechStarted, SpeechStopped, TranscriptInterim};
 use rtc_realtime::resample::Resampler;
 use rtc_speech::turn_taking::{
     AssistantActivity, BargeIn, TurnAction, TurnDetection, TurnDetectionType, TurnSettings,
-    TurnTaking,
+    TurnState, TurnTaking,
 };
 use rtc_speech::vad::Vad;
-use rtc_speech::{SttDialect, SttEvent, SttStream};
+use rtc_speech::{SpeechError, SttEvent};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::item::Floor;
 use super::setup::VoiceSetup;
 use super::speaker::Cmd;
+use super::stt_link::{LinkEvent, SttLink};
+use super::user_speech::{Hearing, TranscriptHold};
+use crate::Inner;
 use crate::session::SessionCtx;
-use crate::{Inner, Runtime};
 
 /// What the host sends the listener.
 pub(super) enum Heard {
@@ -55,9 +59,6 @@ async fn sleep_until_some(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// The longest a transcript waits for running tools before it is sent.
-const TOOLS_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
-
 /// One utterance sent for transcription.
 struct Pending {
     /// When the last voiced frame reached the server.
@@ -72,9 +73,18 @@ pub(super) struct Listener {
     floor: Floor,
     /// `transcript.interim` frames for the host.
     frames: mpsc::Sender<EphemeralFrame>,
+    /// The STT connection, up or not.
+    link: SttLink,
     /// A streaming STT (Deepgram) hears all audio, resampled by `down`;
     /// the end of a turn only sends `Finalize`.
     streaming: bool,
+    /// Where the utterance being spoken starts, its padding included (ms
+    /// of the session's audio); `None` between utterances.
+    utterance_from_ms: Option<u64>,
+    /// A background connect's audio to send first: from this ms on.
+    resend_from_ms: Option<u64>,
+    /// An utterance that ended while its connect was under way.
+    cut_while_connecting: Option<Pending>,
     down: Resampler,
     /// Audio for a streaming STT, sent by the run loop.
     forward: Vec<u8>,
@@ -98,7 +108,9 @@ pub(super) struct Listener {
     /// Final segments of the utterance being transcribed.
     finals: Vec<String>,
     /// Transcripts to record as user messages, in order.
-    transcripts: mpsc::UnboundedSender<String>,
+    transcripts: mpsc::UnboundedSender<(String, TranscriptHold)>,
+    /// Holds the runtime's own turns while the user speaks.
+    hearing: Hearing,
 }
 
 fn turn_settings(setup: &VoiceSetup) -> TurnSettings {
@@ -134,19 +146,24 @@ impl Listener {
             mpsc::Sender<EphemeralFrame>,
         ),
         setup: &VoiceSetup,
-        input_rate: u32,
+        (link, input_rate): (SttLink, u32),
     ) -> Self {
         let settings = turn_settings(setup);
         let kept_ms = settings.turn_detection.max_utterance_ms
             + settings.turn_detection.prefix_padding_ms
             + KEPT_SLACK_MS;
-        let transcripts = spawn_sender(&inner, &ctx, floor.clone());
+        let transcripts = super::transcripts::spawn_sender(&inner, &ctx, floor.clone());
+        let hearing = Hearing::new(&inner, &ctx);
         Self {
             ctx,
             speaker,
             floor,
             frames,
-            streaming: setup.stt.dialect == SttDialect::Deepgram,
+            streaming: link.streaming(),
+            link,
+            utterance_from_ms: None,
+            resend_from_ms: None,
+            cut_while_connecting: None,
             down: Resampler::new(VAD_RATE, setup.stt.sample_rate),
             forward: Vec::new(),
             stt_endpoints: settings.turn_detection.kind == TurnDetectionType::Stt,
@@ -163,17 +180,12 @@ impl Listener {
             pending: VecDeque::new(),
             finals: Vec::new(),
             transcripts,
+            hearing,
         }
     }
 
     /// Run until cancelled or the host is gone.
-    pub async fn run(
-        mut self,
-        mut heard: mpsc::Receiver<Heard>,
-        mut stt: Box<dyn SttStream>,
-        mut stt_events: mpsc::Receiver<SttEvent>,
-        cancel: CancellationToken,
-    ) {
+    pub async fn run(mut self, mut heard: mpsc::Receiver<Heard>, cancel: CancellationToken) {
         loop {
             tokio::select! {
                 () = cancel.cancelled() => break,
@@ -183,36 +195,58 @@ impl Listener {
                         Some(Heard::Commit) => self.turns.commit(),
                         None => break,
                     };
-                    if !self.forward.is_empty() {
-                        let audio = std::mem::take(&mut self.forward);
-                        if let Err(e) = stt.audio(&audio).await {
-                            tracing::debug!(error = %e, "streaming audio to the STT failed");
-                        }
+                    let audio = std::mem::take(&mut self.forward);
+                    if let Some(stt) = self.link.stream().filter(|_| !audio.is_empty())
+                        && let Err(e) = stt.audio(&audio).await
+                    {
+                        tracing::debug!(error = %e, "streaming audio to the STT failed");
                     }
                     for action in actions {
-                        self.act(action, stt.as_mut()).await;
+                        self.act(action).await;
                     }
                 }
                 () = sleep_until_some(self.finalize_by) => {
                     self.finalize_by = None;
                     self.transcribed();
                 }
-                ev = stt_events.recv() => {
-                    let Some(ev) = ev else { break };
-                    let endpoint = matches!(ev, SttEvent::Final { speech_final: true, .. } | SttEvent::UtteranceEnd);
-                    if !self.stt_event(ev).await {
-                        break;
+                ev = self.link.next() => match ev {
+                    LinkEvent::Heard(ev) => self.heard_from_stt(ev).await,
+                    LinkEvent::Connected => self.reconnected().await,
+                    LinkEvent::ConnectFailed(e) => {
+                        // The utterance waiting for it is not transcribed.
+                        self.resend_from_ms = None;
+                        self.cut_while_connecting = None;
+                        self.connect_failed(&e).await;
                     }
-                    if endpoint && self.stt_endpoints {
-                        for action in self.turns.stt_endpoint() {
-                            self.act(action, stt.as_mut()).await;
-                        }
-                    }
-                }
+                },
             }
+            // The runtime's own turns wait while the user speaks or an
+            // utterance awaits its transcript (`user_speech.rs`).
+            let hears = self.turns.state() == TurnState::UserSpeaking
+                || !self.pending.is_empty()
+                || self.cut_while_connecting.is_some();
+            self.hearing.set(hears);
         }
-        if let Err(e) = stt.close().await {
-            tracing::debug!(error = %e, "closing the STT stream failed");
+        self.link.close().await;
+    }
+
+    /// One event of the STT; the stream may be gone after it.
+    async fn heard_from_stt(&mut self, ev: SttEvent) {
+        let endpoint = matches!(
+            ev,
+            SttEvent::Final {
+                speech_final: true,
+                ..
+            } | SttEvent::UtteranceEnd
+        );
+        if let Some(why) = self.stt_event(ev).await {
+            self.stream_lost(why).await;
+            return;
+        }
+        if endpoint && self.stt_endpoints {
+            for action in self.turns.stt_endpoint() {
+                self.act(action).await;
+            }
         }
     }
 
@@ -245,7 +279,9 @@ impl Listener {
             self.turns
                 .set_input_muted(matches!(state.ending, Some((_, false))));
         }
-        if self.streaming {
+        // A streaming STT that is down hears the utterance from `kept`
+        // once it is back (`reconnected`).
+        if self.streaming && self.link.is_up() {
             let down = self.down.process(&audio);
             // Dropped audio (barge-in off while the assistant speaks, or a
             // goodbye that may not be interrupted) reaches a streaming STT
@@ -267,9 +303,14 @@ impl Listener {
         actions
     }
 
-    async fn act(&mut self, action: TurnAction, stt: &mut dyn SttStream) {
+    async fn act(&mut self, action: TurnAction) {
         match action {
             TurnAction::SpeechStarted { audio_start_ms } => {
+                self.hearing.set(true);
+                let padding = self.turns.settings().turn_detection.prefix_padding_ms;
+                let from_ms = audio_start_ms.saturating_sub(padding);
+                self.utterance_from_ms = Some(from_ms);
+                self.reconnect_for_utterance(from_ms);
                 let started = SpeechStarted {
                     audio_start_ms: u32::try_from(audio_start_ms).unwrap_or(u32::MAX),
                 };
@@ -291,20 +332,30 @@ impl Listener {
                 self.emit(stopped.into()).await;
             }
             TurnAction::CutUtterance(_) if self.streaming => {
-                let now = Instant::now();
-                self.pending.push_back(Pending {
-                    speech_end: self.last_voiced.unwrap_or(now),
-                    decided: self.decided.take().unwrap_or(now),
-                });
-                if let Err(e) = stt.finalize().await {
-                    self.pending.pop_back();
-                    self.emit(EventBody::error("stt_failed", e.to_string()))
-                        .await;
+                self.utterance_from_ms = None;
+                let pending = self.pending_now();
+                if self.link.is_connecting() {
+                    self.cut_while_connecting.get_or_insert(pending);
                 } else {
-                    self.finalize_by = Some(tokio::time::Instant::now() + FINALIZE_WITHIN);
+                    self.finalize(pending).await;
                 }
             }
             TurnAction::CutUtterance(span) => {
+                self.utterance_from_ms = None;
+                let pending = self.pending_now();
+                // One upload per utterance: (re)connect at its end.
+                match self
+                    .link
+                    .connect_if_allowed(tokio::time::Instant::now())
+                    .await
+                {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::debug!("an utterance inside the STT's backoff is not transcribed");
+                        return;
+                    }
+                    Err(e) => return self.connect_failed(&e).await,
+                }
                 let from = span.start_sample(VAD_RATE).saturating_sub(self.kept_from);
                 let to = span.end_sample(VAD_RATE).saturating_sub(self.kept_from);
                 let (from, to) = (
@@ -319,11 +370,10 @@ impl Listener {
                     .flat_map(|s| s.to_le_bytes())
                     .collect();
                 let audio = Resampler::new(VAD_RATE, self.stt_rate).process(&pcm);
-                let now = Instant::now();
-                self.pending.push_back(Pending {
-                    speech_end: self.last_voiced.unwrap_or(now),
-                    decided: self.decided.take().unwrap_or(now),
-                });
+                let Some(stt) = self.link.stream() else {
+                    return;
+                };
+                self.pending.push_back(pending);
                 let sent = match stt.audio(&audio).await {
                     Ok(()) => stt.finalize().await,
                     Err(e) => Err(e),
@@ -341,8 +391,103 @@ impl Listener {
         }
     }
 
-    /// `false` when the STT is gone.
-    async fn stt_event(&mut self, ev: SttEvent) -> bool {
+    /// The utterance that just ended, for its latency figures.
+    fn pending_now(&mut self) -> Pending {
+        let now = Instant::now();
+        Pending {
+            speech_end: self.last_voiced.unwrap_or(now),
+            decided: self.decided.take().unwrap_or(now),
+        }
+    }
+
+    /// A streaming STT's end of an utterance: `Finalize`, then wait for
+    /// its transcript. Without a stream the utterance is not transcribed.
+    async fn finalize(&mut self, pending: Pending) {
+        let Some(stt) = self.link.stream() else {
+            tracing::debug!("an utterance heard while the STT is down is not transcribed");
+            return;
+        };
+        self.pending.push_back(pending);
+        if let Err(e) = stt.finalize().await {
+            self.pending.pop_back();
+            self.emit(EventBody::error("stt_failed", e.to_string()))
+                .await;
+        } else {
+            self.finalize_by = Some(tokio::time::Instant::now() + FINALIZE_WITHIN);
+        }
+    }
+
+    /// The user speaks (from `from_ms`, padding included) and a streaming
+    /// STT is down: connect in the background if the backoff allows, and
+    /// send it the utterance once connected.
+    fn reconnect_for_utterance(&mut self, from_ms: u64) {
+        if self.streaming && self.link.begin_connect(tokio::time::Instant::now()) {
+            self.resend_from_ms = Some(from_ms);
+        }
+    }
+
+    /// A background connect succeeded: the stream hears the utterance
+    /// kept so far, and is finalized if it already ended.
+    async fn reconnected(&mut self) {
+        self.down = Resampler::new(VAD_RATE, self.stt_rate);
+        if let Some(from_ms) = self.resend_from_ms.take() {
+            let from =
+                (from_ms.saturating_mul(u64::from(VAD_RATE)) / 1000).saturating_sub(self.kept_from);
+            let from = usize::try_from(from)
+                .unwrap_or(usize::MAX)
+                .min(self.kept.len());
+            let pcm: Vec<u8> = self
+                .kept
+                .range(from..)
+                .flat_map(|s| s.to_le_bytes())
+                .collect();
+            let audio = self.down.process(&pcm);
+            // In frames of 100 ms, like a host's.
+            let frame = usize::try_from(self.stt_rate / 10 * 2)
+                .unwrap_or(3_200)
+                .max(2);
+            if let Some(stt) = self.link.stream() {
+                for chunk in audio.chunks(frame) {
+                    if let Err(e) = stt.audio(chunk).await {
+                        tracing::debug!(error = %e, "sending the utterance to the STT failed");
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(pending) = self.cut_while_connecting.take() {
+            self.finalize(pending).await;
+        }
+    }
+
+    /// A connect attempt failed: one `speech_connect_failed` (the error
+    /// never carries the key: `rtc_speech` scrubs it).
+    async fn connect_failed(&self, e: &SpeechError) {
+        tracing::info!(session = %self.ctx.id, error = %e, "the speech-to-text connection failed");
+        self.emit(EventBody::error("speech_connect_failed", e.to_string()))
+            .await;
+    }
+
+    /// The stream closed or failed for good (`why`): the link is down;
+    /// transcripts still awaited are lost (one `stt_failed`); an utterance
+    /// being spoken reconnects at once if the backoff allows.
+    async fn stream_lost(&mut self, why: String) {
+        tracing::info!(session = %self.ctx.id, reason = %why, "the speech-to-text stream was lost");
+        self.link.lost();
+        self.finalize_by = None;
+        self.finals.clear();
+        if !std::mem::take(&mut self.pending).is_empty() {
+            self.emit(EventBody::error("stt_failed", why)).await;
+        }
+        if self.turns.state() == TurnState::UserSpeaking
+            && let Some(from_ms) = self.utterance_from_ms
+        {
+            self.reconnect_for_utterance(from_ms);
+        }
+    }
+
+    /// What the STT said; `Some(why)` when its stream is gone.
+    async fn stt_event(&mut self, ev: SttEvent) -> Option<String> {
         match ev {
             SttEvent::Final {
                 text,
@@ -357,13 +502,19 @@ impl Listener {
                     self.transcribed();
                 }
             }
-            SttEvent::Error { message, fatal, .. } => {
+            SttEvent::Error {
+                message,
+                fatal: true,
+                ..
+            } => return Some(message),
+            SttEvent::Error { message, .. } => {
                 self.pending.pop_front();
                 self.finals.clear();
                 self.emit(EventBody::error("stt_failed", message)).await;
-                return !fatal;
             }
-            SttEvent::Closed => return false,
+            SttEvent::Closed => {
+                return Some("the speech-to-text provider closed the connection".into());
+            }
             SttEvent::Interim { text } => {
                 // Ephemeral, like audio: a slow host loses some.
                 let _ =
@@ -374,7 +525,7 @@ impl Listener {
             }
             SttEvent::SpeechStarted | SttEvent::UtteranceEnd => {}
         }
-        true
+        None
     }
 
     /// The utterance's transcript is complete: a non-empty one is the
@@ -392,7 +543,7 @@ impl Listener {
                 transcribed: Instant::now(),
             });
         }
-        let _ = self.transcripts.send(text);
+        let _ = self.transcripts.send((text, self.hearing.transcript()));
     }
 
     /// The user spoke over the assistant: its running turn (the model's
@@ -417,74 +568,4 @@ impl Listener {
             tracing::warn!(error = %e, "recording a voice event failed");
         }
     }
-}
-
-/// The task that records transcripts as user messages, one after another
-/// (each may wait for the running turn to end).
-fn spawn_sender(
-    inner: &Arc<Inner>,
-    ctx: &Arc<SessionCtx>,
-    floor: Floor,
-) -> mpsc::UnboundedSender<String> {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let rt = Runtime {
-        inner: inner.clone(),
-    };
-    let (workspace, session) = (ctx.workspace.clone(), ctx.id.clone());
-    let events = ctx.clone();
-    let asker = inner.clone();
-    inner.tasks.spawn(async move {
-        // Answers heard so far to the question that waits (its call id).
-        let mut heard: (String, Vec<AnswerValue>) = (String::new(), Vec::new());
-        while let Some(text) = rx.recv().await {
-            // A waiting question takes the transcript as its answer.
-            if let Some(pending) = pending_question(&events) {
-                if heard.0 != pending.call_id {
-                    heard = (pending.call_id.clone(), Vec::new());
-                }
-                if let Some(q) = pending.questions.get(heard.1.len()) {
-                    let labels: Vec<&str> = q.options.iter().map(|o| o.label.as_str()).collect();
-                    let chosen = match_answer(&text, &labels, q.multi_select).to_labels(&labels);
-                    heard.1.push(match chosen.as_slice() {
-                        [one] => AnswerValue::One(one.clone()),
-                        _ => AnswerValue::Many(chosen),
-                    });
-                }
-                if heard.1.len() < pending.questions.len() {
-                    let item = rtc_store::new_id("ask");
-                    super::ask(&asker, &events, &item, &pending, heard.1.len());
-                    continue;
-                }
-                let params = AnswerParams {
-                    call_id: Some(pending.call_id.clone()),
-                    answers: Answers::InOrder(std::mem::take(&mut heard.1)),
-                };
-                if let Err(e) = asker.answer_question(&events, params).await {
-                    let _ = events
-                        .events
-                        .emit(EventBody::error("voice_answer_failed", e.to_string()))
-                        .await;
-                }
-                continue;
-            }
-            // A new message cancels the running turn: started tools finish
-            // first (their outputs are stored; §4(d) barge-in, step 3).
-            let deadline = Instant::now() + TOOLS_WAIT;
-            while floor.lock().tools_running && Instant::now() < deadline {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            let sent = rt
-                .user_message_from(&workspace, &session, &text, Some("audio"))
-                .await;
-            if let Err(e) = sent {
-                let (code, message) = match &e {
-                    crate::RuntimeError::Limited { code, message, .. }
-                    | crate::RuntimeError::Conflict { code, message } => (*code, message.clone()),
-                    other => ("voice_message_failed", other.to_string()),
-                };
-                let _ = events.events.emit(EventBody::error(code, message)).await;
-            }
-        }
-    });
-    tx
 }

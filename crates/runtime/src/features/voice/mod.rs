@@ -8,8 +8,11 @@
 //! [`Runtime::attach_voice`] gives a session's socket a [`VoiceLink`];
 //! its `hello` starts the engine (`engine.rs`), and a later socket's takes
 //! the session over. `speaker.rs` turns released text into `audio.delta`
-//! frames, `setup.rs` builds the provider configurations (the built-in
-//! mocks in test mode), `latency.rs` keeps a turn's figures.
+//! frames, `listener.rs` hears the host (VAD, turn-taking, the STT over
+//! `stt_link.rs`, which reconnects with backoff) and `transcripts.rs`
+//! records what it heard, `setup.rs` builds the provider configurations
+//! (the built-in mocks in test mode), `latency.rs` keeps a turn's figures,
+//! `user_speech.rs` holds the runtime's own turns while the user speaks.
 
 mod engine;
 mod feature;
@@ -18,9 +21,13 @@ mod latency;
 mod listener;
 mod setup;
 mod speaker;
+mod stt_link;
 mod tap;
+mod transcripts;
+mod user_speech;
 
 pub(crate) use feature::Voice;
+pub(crate) use user_speech::user_speaking;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -160,12 +167,20 @@ impl VoiceLink {
         self.hear(listener::Heard::Commit)
     }
 
+    /// `playback.interrupted{itemId, playedMs}`: how much of an item the
+    /// host played before it flushed its audio (used by a barge-in).
+    pub fn playback_interrupted(&self, item_id: String, played_ms: u64) {
+        if let Some(engine) = self.engine.lock().as_ref() {
+            let _ = engine.played.send((item_id, played_ms));
+        }
+    }
+
     fn hear(&self, heard: listener::Heard) -> Result<(), RuntimeError> {
-        let input = self.engine.lock().as_ref().and_then(|e| e.heard.clone());
+        let input = self.engine.lock().as_ref().map(|e| e.heard.clone());
         let Some(input) = input else {
             return Err(RuntimeError::Conflict {
                 code: "not_voice_host",
-                message: "audio frames need a `client.hello` with `audio` first, and a speech-to-text connection".into(),
+                message: "audio frames need a `client.hello` with `audio` first".into(),
             });
         };
         // Audio never waits: a listener that cannot keep up loses some

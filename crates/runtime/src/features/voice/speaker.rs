@@ -9,6 +9,9 @@
 //! silence). A barge-in stops the audio at once, cancels the TTS streams,
 //! and stores of each cut answer only what the user heard.
 
+mod barge_in;
+mod spare;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,19 +19,20 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use rtc_protocol::{
     AudioDelta, BuiltInToolName, EphemeralFrame, EventBody, MessageDelta, MessageRole,
-    SpeechFiller, SpeechStarted, SpeechToolFiller,
+    SpeechFiller, SpeechToolFiller,
 };
 use rtc_realtime::resample::Resampler;
 use rtc_session::step_tap::{StepStored, TurnNote};
 use rtc_speech::chunker::Chunk;
 use rtc_speech::prefix::PLAYBACK_MARGIN_MS;
-use rtc_speech::{TtsChunk, TtsConfig, TtsEvent, open_tts};
+use rtc_speech::{TtsChunk, TtsConfig, TtsEvent};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::item::{Floor, Item, cut, spoken};
 use super::latency::Timings;
 pub(super) use super::tap::{Cmd, Tap};
+use crate::Inner;
 use crate::session::SessionCtx;
 
 /// How far ahead of real time audio is sent (the host's buffer).
@@ -58,9 +62,14 @@ enum Out {
 
 /// The speaker of one voice host.
 pub(super) struct Speaker {
+    inner: Arc<Inner>,
     ctx: Arc<SessionCtx>,
+    /// The host's `playback.interrupted` reports: `(itemId, playedMs)`.
+    played: mpsc::UnboundedReceiver<(String, u64)>,
     frames: mpsc::Sender<EphemeralFrame>,
     tts: TtsConfig,
+    /// The next item's TTS stream, opened ahead.
+    spare: spare::SpareTts,
     output_rate: u32,
     hold: bool,
     filler: Option<SpeechToolFiller>,
@@ -76,20 +85,26 @@ pub(super) struct Speaker {
     timings: Timings,
     /// The user cut in during this turn: what they heard of each cut step.
     cut_turn: Option<HashMap<String, String>>,
+    /// Items cut lately, for the host's report of what it played.
+    cuts: Vec<barge_in::CutItem>,
 }
 
 impl Speaker {
     pub fn new(
-        ctx: Arc<SessionCtx>,
+        (inner, ctx): (Arc<Inner>, Arc<SessionCtx>),
+        played: mpsc::UnboundedReceiver<(String, u64)>,
         frames: mpsc::Sender<EphemeralFrame>,
         tts: TtsConfig,
         options: SpeakerOptions,
         floor: Floor,
     ) -> Self {
         Self {
+            inner,
             ctx,
+            played,
             frames,
             tts,
+            spare: spare::SpareTts::default(),
             output_rate: options.output_rate,
             hold: options.hold,
             filler: options.filler,
@@ -101,6 +116,7 @@ impl Speaker {
             play_end: None,
             timings: Timings::default(),
             cut_turn: None,
+            cuts: Vec::new(),
         }
     }
 
@@ -116,6 +132,7 @@ impl Speaker {
                     self.command(cmd).await;
                 }
                 ev = head_event(&mut self.items) => self.tts_event(ev).await,
+                Some((id, ms)) = self.played.recv() => self.host_played(&id, ms),
                 () = sleep_until_some(self.filler_due) => self.filler_time().await,
                 () = tokio::time::sleep_until(due), if !self.outbox.is_empty() => {
                     if !self.send_next().await {
@@ -125,6 +142,7 @@ impl Speaker {
             }
         }
         self.floor.lock().playing_until = None;
+        self.spare.close().await;
         for mut item in self.items.drain(..) {
             if let Some((mut tts, _)) = item.tts.take() {
                 tts.cancel().await;
@@ -158,6 +176,7 @@ impl Speaker {
                 // The tools of the step before, if any, are done.
                 self.filler_due = None;
                 self.timings.step_started(at);
+                self.spare.prepare(&self.tts);
                 let cancel = {
                     let mut floor = self.floor.lock();
                     floor.turn_active = true;
@@ -229,7 +248,10 @@ impl Speaker {
                 speech_end,
                 decided,
                 transcribed,
-            } => self.timings.heard(speech_end, decided, transcribed),
+            } => {
+                self.timings.heard(speech_end, decided, transcribed);
+                self.spare.prepare(&self.tts);
+            }
             Cmd::BargeIn { started, ack } => {
                 self.barge_in(started).await;
                 let _ = ack.send(());
@@ -273,8 +295,12 @@ impl Speaker {
                 let _ = reply.send(spoken(&id));
             }
         } else {
-            // The calls run while the text is spoken.
+            // The calls run while the text is spoken; it is stored whole
+            // now, and truncated if the user cuts in.
             self.floor.lock().tools_running = true;
+            if let Some(item) = self.items.iter_mut().find(|i| i.id == id) {
+                item.stored = true;
+            }
             let _ = reply.send(spoken(&id));
             if let Some(f) = &self.filler
                 && !self.filler_said
@@ -347,40 +373,6 @@ impl Speaker {
         self.end_item(&id).await;
     }
 
-    /// The user cut in: stop all audio, record `speech.started` once the
-    /// socket has what was sent, cancel the TTS streams, answer each
-    /// waiting step with what was heard of it.
-    async fn barge_in(&mut self, started: SpeechStarted) {
-        let now = Instant::now();
-        self.outbox.clear();
-        self.play_end = None;
-        self.floor.lock().playing_until = None;
-        // What was already handed to the socket goes before `speech.started`.
-        let deadline = Instant::now() + FLUSH_WITHIN;
-        while self.frames.capacity() < self.frames.max_capacity() && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        if let Err(e) = self.ctx.events.emit(started.into()).await {
-            tracing::warn!(error = %e, "recording speech.started failed");
-        }
-        let mut heard = HashMap::new();
-        for mut item in self.items.drain(..) {
-            let text = item.heard(now);
-            if let Some((mut tts, _)) = item.tts.take() {
-                tts.cancel().await;
-            }
-            if let Some(reply) = item.on_done.take() {
-                let _ = reply.send(cut(&item.id, text.clone()));
-            }
-            if item.deltas {
-                heard.insert(item.id, text);
-            }
-        }
-        if self.floor.lock().turn_active {
-            self.cut_turn = Some(heard);
-        }
-    }
-
     /// Send released chunks to the item's TTS and record their text.
     async fn release(&mut self, id: &str, chunks: Vec<Chunk>) {
         for chunk in chunks {
@@ -394,7 +386,7 @@ impl Speaker {
             self.items[at].add_chunk(&chunk.original, to_tts);
             if to_tts {
                 if self.items[at].tts.is_none() {
-                    match open_tts(&self.tts).await {
+                    match self.spare.take(&self.tts).await {
                         Ok(opened) => self.items[at].tts = Some(opened),
                         Err(e) => {
                             tts_failed(&self.ctx, &e.to_string()).await;

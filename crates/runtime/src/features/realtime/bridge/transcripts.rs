@@ -114,17 +114,12 @@ impl Bridge {
         &mut self,
         item_id: &str,
     ) -> Result<(), RuntimeError> {
-        let Some(mut m) = self.items.get_mut(item_id).and_then(|i| i.stored_as.take()) else {
+        let Some(m) = self.items.get_mut(item_id).and_then(|i| i.stored_as.take()) else {
             return Ok(());
         };
-        m.interrupted = true;
-        self.rt.journal.flush().await;
-        self.rt.store.replace_message(&self.ctx.id, &m).await?;
-        if let Some(history) = self.ctx.history.lock().await.as_mut()
-            && let Some(kept) = history.iter_mut().find(|h| h.id == m.id)
-        {
-            kept.interrupted = true;
-        }
+        self.rt
+            .amend_message(&self.ctx, &m.id, |m| m.interrupted = true)
+            .await?;
         Ok(())
     }
 
