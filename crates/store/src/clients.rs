@@ -43,7 +43,7 @@ impl Store {
         .bind(&row.instance)
         .bind(functions)
         .bind(row.seen_at)
-        .bind(row.hosts_turns)
+        .bind(i64::from(row.hosts_turns))
         .execute(&self.writer)
         .await?;
         Ok(())
@@ -117,7 +117,7 @@ impl Store {
                     functions: serde_json::from_str(&functions)
                         .map_err(|e| StoreError::Corrupt(format!("client functions: {e}")))?,
                     seen_at: r.try_get("seen_at")?,
-                    hosts_turns: r.try_get("hosts_turns")?,
+                    hosts_turns: r.try_get::<i64, _>("hosts_turns")? != 0,
                 })
             })
             .collect()
