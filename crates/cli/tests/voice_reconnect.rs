@@ -251,6 +251,44 @@ async fn barge_in_while_the_stt_is_down(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Turn detection `stt` with Deepgram down: nothing would endpoint the
+/// utterance, so the server's silence detection ends it (not the 30 s
+/// `maxUtteranceMs`).
+async fn stt_endpointing_falls_back_to_silence(engine: Engine) -> anyhow::Result<()> {
+    let llm = MockLlm::start(Vec::new()).await?;
+    let Some((srv, ws, dg, _el, _)) = stage(engine, &llm).await? else {
+        return Ok(());
+    };
+    let id = crate::voice::voice_assistant(
+        &ws,
+        json!({"name": "Endpointed", "speech": {"sttInterfaceId": "dg", "ttsInterfaceId": "el",
+            "turnDetection": {"type": "stt", "silenceDurationMs": 500}}}),
+    )
+    .await?;
+    dg.refuse_handshakes(Some((503, "overloaded")));
+    let (_, mut host) = voice_host(&srv, &ws, &id, json!({}), (16_000, 16_000)).await?;
+    host.until(Duration::from_secs(20), |v| {
+        v["type"] == "error" && v["code"] == "speech_connect_failed"
+    })
+    .await?;
+    speak(
+        &mut host,
+        &utterance("Where is my order?", 16_000, 2700).await?,
+        16_000,
+    )
+    .await?;
+    let started = host.until_type("speech.started").await?;
+    let stopped = host
+        .until(Duration::from_secs(10), |v| v["type"] == "speech.stopped")
+        .await?;
+    let said = stopped["audioEndMs"].as_u64().unwrap_or_default()
+        - started["audioStartMs"].as_u64().unwrap_or_default();
+    assert!(said < 3_000, "ended by silence: {started} {stopped}");
+    assert!(heard_messages(&host).is_empty());
+    Ok(())
+}
+
 both!(refused_at_hello_then_retried);
+both!(stt_endpointing_falls_back_to_silence);
 both!(dropped_stream_reconnects);
 both!(barge_in_while_the_stt_is_down);

@@ -211,6 +211,9 @@ pub struct TurnTaking {
     user: UserPhase,
     assistant: AssistantActivity,
     muted: bool,
+    /// Turn detection `stt` without a provider to endpoint (its
+    /// connection is down): silence ends turns as with `server_vad`.
+    silence_ends_turns: bool,
     /// The end of the audio seen so far.
     now_ms: u64,
     /// Where the next utterance may begin: the end of the previous one or
@@ -225,6 +228,7 @@ impl TurnTaking {
             user: UserPhase::Silent { run: None },
             assistant: AssistantActivity::Idle,
             muted: false,
+            silence_ends_turns: false,
             now_ms: 0,
             segment_start_ms: 0,
         }
@@ -263,6 +267,12 @@ impl TurnTaking {
     /// `allowEndInterruption:true` keeps it; see also [`Self::set_input_muted`]).
     pub fn set_barge_in_enabled(&mut self, enabled: bool) {
         self.settings.barge_in.enabled = enabled;
+    }
+
+    /// With turn detection `stt`, whether silence ends turns for now (the
+    /// provider that would endpoint them is not connected).
+    pub fn set_silence_ends_turns(&mut self, on: bool) {
+        self.silence_ends_turns = on;
     }
 
     /// Drop every frame from now on (`allowEndInterruption:false`): no
@@ -306,8 +316,9 @@ impl TurnTaking {
                 if end_ms.saturating_sub(speech_start) >= td.max_utterance_ms {
                     return self.end_turn(EndReason::MaxUtterance);
                 }
-                if td.kind == TurnDetectionType::ServerVad
-                    && end_ms.saturating_sub(last_voiced) >= td.silence_duration_ms
+                let silence_ends = td.kind == TurnDetectionType::ServerVad
+                    || (td.kind == TurnDetectionType::Stt && self.silence_ends_turns);
+                if silence_ends && end_ms.saturating_sub(last_voiced) >= td.silence_duration_ms
                 {
                     return self.end_turn(EndReason::Silence);
                 }

@@ -339,6 +339,21 @@ fn with_stt_the_providers_endpoint_ends_the_turn() {
         ]
     );
     assert_eq!(f.machine.state(), TurnState::Thinking);
+    // Without the provider (its connection is down), silence ends turns.
+    let mut down = Feeder::new(with_kind(TurnDetectionType::Stt));
+    down.machine.set_silence_ends_turns(true);
+    down.actions(320, true);
+    let ended = down.actions(1600, false);
+    assert!(
+        matches!(
+            ended.first(),
+            Some(TurnAction::SpeechStopped {
+                reason: EndReason::Silence,
+                ..
+            })
+        ),
+        "{ended:?}"
+    );
     // server_vad ignores the provider's endpointing.
     let mut vad = Feeder::new(defaults());
     vad.actions(320, true);

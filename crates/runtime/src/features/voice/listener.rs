@@ -279,6 +279,9 @@ impl Listener {
             self.turns
                 .set_input_muted(matches!(state.ending, Some((_, false))));
         }
+        // Turn detection `stt` with the provider down: silence ends turns.
+        self.turns
+            .set_silence_ends_turns(self.stt_endpoints && !self.link.is_up());
         // A streaming STT that is down hears the utterance from `kept`
         // once it is back (`reconnected`).
         if self.streaming && self.link.is_up() {
