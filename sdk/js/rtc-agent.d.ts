@@ -26,9 +26,18 @@ export interface EventBase {
 
 export interface SessionStarted extends EventBase { type: "session.started"; assistantId: string; variables: Record<string, unknown> }
 export interface TurnStarted extends EventBase { type: "turn.started"; turnId: string }
-export interface TurnCompleted extends EventBase { type: "turn.completed"; turnId?: string; interrupted: boolean; reason?: string; status?: string; finishReason?: string }
+/** Where a voice turn's time went, in ms (`null` where a step did not happen). */
+export interface TurnLatency {
+  endpointMs: number | null; sttMs: number | null; llmTtftMs: number | null; chunkMs: number | null;
+  ttsTtfbMs: number | null; firstAudioMs: number | null; serverMs: number | null;
+}
+export interface TurnCompleted extends EventBase {
+  type: "turn.completed"; turnId?: string; interrupted: boolean; reason?: string; status?: string; finishReason?: string;
+  /** A voice session's turn (docs/voice.md). */
+  latency?: TurnLatency;
+}
 export interface TurnSkipped extends EventBase { type: "turn.skipped"; turnId: string }
-export interface MessageDelta extends EventBase { type: "message.delta"; messageId: string; delta: string; role?: string; source?: string }
+export interface MessageDelta extends EventBase { type: "message.delta"; messageId: string; delta: string; role?: string; source?: string; itemId?: string }
 export interface MessageCompleted extends EventBase {
   type: "message.completed"; messageId: string; role: "user" | "assistant" | "tool" | "human_agent"; content: string;
   source?: string; interrupted?: boolean; refusal?: boolean; goalId?: string; loopId?: string; fromSessionId?: string;
@@ -51,6 +60,15 @@ export interface ContextCompacted extends EventBase {
   type: "context.compacted"; tokensBefore: number; tokensAfter: number; contextWindow: number; summarizedMessages: number;
   reason: "threshold" | "context_length_exceeded";
 }
+export interface SpeechSide { dialect: string; model?: string; voice?: string }
+/** A voice host is attached (docs/voice.md). */
+export interface SpeechReady extends EventBase { type: "session.speech_ready"; inputRate: number; outputRate: number; stt: SpeechSide; tts: SpeechSide }
+/** The user started speaking: flush what has not played yet. */
+export interface SpeechStarted extends EventBase { type: "speech.started"; audioStartMs: number }
+export interface SpeechStopped extends EventBase { type: "speech.stopped"; audioEndMs: number }
+export interface SpeechFiller extends EventBase { type: "speech.filler"; itemId: string; text: string }
+/** A stored spoken answer was cut to what the user heard. */
+export interface MessageTruncated extends EventBase { type: "message.truncated"; messageId: string; itemId: string; playedMs: number; content: string }
 export interface ErrorEvent extends EventBase { type: "error"; code: string; message: string }
 /** Any other event type (todo.updated, goal.updated, workflow.node_entered, …). */
 export interface OtherEvent extends EventBase { [field: string]: unknown }
@@ -73,6 +91,11 @@ export interface EventMap {
   "handoff.released": HandoffReleased;
   "session.ended": SessionEnded;
   "context.compacted": ContextCompacted;
+  "session.speech_ready": SpeechReady;
+  "speech.started": SpeechStarted;
+  "speech.stopped": SpeechStopped;
+  "speech.filler": SpeechFiller;
+  "message.truncated": MessageTruncated;
   "error": ErrorEvent;
 }
 
