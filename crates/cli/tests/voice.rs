@@ -23,6 +23,23 @@ pub fn tone_ms(text: &str) -> u64 {
     text.chars().filter(|c| !c.is_whitespace()).count() as u64 * 20
 }
 
+/// The last assistant `message.completed` the host saw (`Null`: none).
+pub fn last_answer(host: &Host) -> Value {
+    host.of_type("message.completed")
+        .into_iter()
+        .rfind(|m| m["role"] == "assistant")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The item (message id) of the last answer the host saw.
+pub fn last_answer_item(host: &Host) -> String {
+    last_answer(host)["messageId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Milliseconds of audio `host` received for `item`, from the total of
 /// samples (frames need not be whole milliseconds).
 pub fn received_ms(host: &Host, item: &str) -> u64 {
@@ -152,12 +169,7 @@ async fn test_mode_turn_is_spoken(engine: Engine) -> anyhow::Result<()> {
     host.send(json!({"type": "user.message", "text": "Where is my order?"}))
         .await?;
     let done = host.until_type("turn.completed").await?;
-    let completed = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .cloned()
-        .unwrap_or_default();
+    let completed = last_answer(&host);
     assert_eq!(completed["content"], ANSWER);
     assert_eq!(completed["source"], "audio");
     let item = completed["messageId"]

@@ -115,12 +115,7 @@ async fn spoken_turn(engine: Engine, rate: u32, turn: Value) -> anyhow::Result<(
         "{inputs:?}"
     );
     assert_eq!(tone_ms(&inputs.concat()), tone_ms(ANSWER), "{inputs:?}");
-    let assistant = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .cloned()
-        .unwrap_or_default();
+    let assistant = crate::voice::last_answer(&host);
     assert_eq!(assistant["content"], ANSWER);
     let item = assistant["messageId"].as_str().unwrap_or_default();
     // Resampled from the TTS's 24 kHz: within a millisecond per request.

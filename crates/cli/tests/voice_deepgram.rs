@@ -135,12 +135,7 @@ async fn deepgram_and_elevenlabs(engine: Engine) -> anyhow::Result<()> {
 
     host.until(Duration::from_secs(20), |v| v["type"] == "turn.completed")
         .await?;
-    let item = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .and_then(|m| m["messageId"].as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let item = crate::voice::last_answer_item(&host);
     assert!(received_ms(&host, &item).abs_diff(tone_ms(ANSWER)) <= 2);
     let el_conn = el.connections();
     assert_eq!(el_conn.len(), 1, "{el_conn:?}");
@@ -179,13 +174,15 @@ async fn deepgram_idle(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A long answer: its audio plays for seconds.
+pub(crate) const LONG: &str = "Your order left our warehouse this morning and travels by \
+    courier today. It should reach you tomorrow before noon, and you will get \
+    a text message with the tracking link as soon as the driver sets out.";
+
 /// §4(d): with `bargeIn.enabled:false`, audio received while the
 /// assistant speaks is dropped, and Deepgram gets silence of the same
 /// byte length instead, so its timeline stays aligned.
 async fn no_barge_in_sends_silence(engine: Engine) -> anyhow::Result<()> {
-    const LONG: &str = "Your order left our warehouse this morning and travels by \
-        courier today. It should reach you tomorrow before noon, and you will get \
-        a text message with the tracking link as soon as the driver sets out.";
     let llm = MockLlm::start(vec![MockReply::text(LONG)]).await?;
     let Some((_srv, _ws, dg, _el, mut host)) = stage(engine, &llm, false).await? else {
         return Ok(());

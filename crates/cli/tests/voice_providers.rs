@@ -53,12 +53,7 @@ async fn espeak_speaks(engine: Engine) -> anyhow::Result<()> {
         .await?;
     host.until(Duration::from_secs(30), |v| v["type"] == "turn.completed")
         .await?;
-    let item = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .and_then(|m| m["messageId"].as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let item = crate::voice::last_answer_item(&host);
     let ms = received_ms(&host, &item);
     // About 10 words at 175 words a minute, with pauses.
     assert!((2_000..=9_000).contains(&ms), "{ms} ms of speech");
@@ -134,12 +129,7 @@ async fn elevenlabs_speaks(engine: Engine) -> anyhow::Result<()> {
         .await?;
     host.until(Duration::from_secs(20), |v| v["type"] == "turn.completed")
         .await?;
-    let item = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .and_then(|m| m["messageId"].as_str().map(str::to_owned))
-        .unwrap_or_default();
+    let item = crate::voice::last_answer_item(&host);
     let got = received_ms(&host, &item);
     assert!(got.abs_diff(tone_ms(ANSWER)) <= 4, "{got} ms");
 

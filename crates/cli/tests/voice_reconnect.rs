@@ -15,7 +15,7 @@ use crate::harness::{Api, Server, both};
 use crate::realtime_support::Host;
 use crate::voice::voice_host;
 use crate::voice_audio::{speak, utterance};
-use crate::voice_deepgram::{DEEPGRAM_KEY, ELEVENLABS_KEY, deepgram_assistant};
+use crate::voice_deepgram::{DEEPGRAM_KEY, ELEVENLABS_KEY, LONG, deepgram_assistant};
 
 const HEARD: &str = "where is my order";
 const ANSWER: &str = "It left our warehouse this morning.";
@@ -83,11 +83,8 @@ async fn spoken_turn(host: &mut Host) -> anyhow::Result<(Value, String)> {
         .await?;
     host.until(Duration::from_secs(20), |v| v["type"] == "turn.completed")
         .await?;
-    let answer = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .and_then(|m| m["content"].as_str())
+    let answer = crate::voice::last_answer(host)["content"]
+        .as_str()
         .unwrap_or_default()
         .to_owned();
     Ok((user, answer))
@@ -206,9 +203,6 @@ async fn dropped_stream_reconnects(engine: Engine) -> anyhow::Result<()> {
 /// made it is a new attempt once the 2 s window passed (a second
 /// `speech_connect_failed`), and nothing heard becomes a message.
 async fn barge_in_while_the_stt_is_down(engine: Engine) -> anyhow::Result<()> {
-    const LONG: &str = "Your order left our warehouse this morning and travels by \
-        courier today. It should reach you tomorrow before noon, and you will get \
-        a text message with the tracking link as soon as the driver sets out.";
     let llm = MockLlm::start(vec![MockReply::text(LONG)]).await?;
     let Some((srv, ws, dg, _el, id)) = stage(engine, &llm).await? else {
         return Ok(());

@@ -21,41 +21,18 @@ const AFTER: &str = "It has shipped.";
 const STOP: &str = "stop please";
 
 async fn tools_and_filler(engine: Engine) -> anyhow::Result<()> {
-    let llm = MockLlm::start(vec![
-        MockReply::Spoken {
-            text: BEFORE.to_owned(),
-            calls: vec![("lookup_order".to_owned(), json!({"order_id": "A1"}))],
-            pace: Duration::ZERO,
-        },
-        MockReply::text(AFTER),
-    ])
-    .await?;
-    let Some(srv) = server(engine, &llm).await? else {
+    let speech = json!({"sttInterfaceId": "oa-stt", "ttsInterfaceId": "oa-tts",
+        "toolFiller": {"afterMs": 500, "text": FILLER}});
+    let Some(ToolStage {
+        llm,
+        mut host,
+        calls,
+        _keep,
+        ..
+    }) = tool_stage(engine, BEFORE, Duration::from_millis(1_500), speech).await?
+    else {
         return Ok(());
     };
-    let speech = SpeechOpenAiMock::start(Some(OPENAI_KEY), PilotMap::new()).await?;
-    let (stub, calls) = order_stub(Duration::from_millis(1_500)).await?;
-    let (_, ws) = srv.workspace("A").await?;
-    openai_interfaces(&ws, &speech.base_url).await?;
-    let binding = order_tool(&ws, &stub).await?;
-    let id = voice_assistant(
-        &ws,
-        json!({"toolBindings": [binding], "dynamicVariables": order_variables(),
-            "speech": {"sttInterfaceId": "oa-stt", "ttsInterfaceId": "oa-tts",
-                "toolFiller": {"afterMs": 500, "text": FILLER}}}),
-    )
-    .await?;
-    let (_, mut host) = voice_host(
-        &srv,
-        &ws,
-        &id,
-        json!({"dynamicVariables": {"tenant_id": "t1"}}),
-        (16_000, 16_000),
-    )
-    .await?;
-    host.until_type("session.speech_ready").await?;
-    host.send(json!({"type": "user.message", "text": "Where is A1?"}))
-        .await?;
     host.until(Duration::from_secs(20), |v| {
         v["type"] == "turn.completed" && v["latency"].is_object()
     })
@@ -104,17 +81,32 @@ async fn tools_and_filler(engine: Engine) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Scenario 17: the user speaks while a slow tool runs; the tool runs
-/// once, its output is stored, and the model's next request (answering
-/// the user) carries it.
-async fn barge_in_during_a_tool(engine: Engine) -> anyhow::Result<()> {
-    let llm = MockLlm::with_recorded_responder(|req| {
+/// A voice session whose model speaks `before` and calls `lookup_order`
+/// (a tool taking `tool_time`), answers the tool's output with [`AFTER`]
+/// and the spoken [`STOP`] with "Alright."; its assistant's `speech`
+/// block is `speech_block` (`{}`: the default one); "Where is A1?" was typed.
+struct ToolStage {
+    llm: MockLlm,
+    ws: crate::harness::Api,
+    sid: String,
+    host: crate::realtime_support::Host,
+    calls: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    _keep: (crate::harness::Server, SpeechOpenAiMock),
+}
+
+async fn tool_stage(
+    engine: Engine,
+    before: &'static str,
+    tool_time: Duration,
+    speech_block: serde_json::Value,
+) -> anyhow::Result<Option<ToolStage>> {
+    let llm = MockLlm::with_recorded_responder(move |req| {
         let messages = req["messages"].as_array().cloned().unwrap_or_default();
         match messages.last() {
             Some(m) if m["role"] == "user" && m["content"] == STOP => MockReply::text("Alright."),
             Some(m) if m["role"] == "tool" => MockReply::text(AFTER),
             _ => MockReply::Spoken {
-                text: "Let me check.".to_owned(),
+                text: before.to_owned(),
                 calls: vec![("lookup_order".to_owned(), json!({"order_id": "A1"}))],
                 pace: Duration::ZERO,
             },
@@ -122,19 +114,19 @@ async fn barge_in_during_a_tool(engine: Engine) -> anyhow::Result<()> {
     })
     .await?;
     let Some(srv) = server(engine, &llm).await? else {
-        return Ok(());
+        return Ok(None);
     };
     let speech = SpeechOpenAiMock::start(Some(OPENAI_KEY), pilot_map([(2700, STOP)])).await?;
-    let (stub, calls) = order_stub(Duration::from_millis(1_500)).await?;
+    let (stub, calls) = order_stub(tool_time).await?;
     let (_, ws) = srv.workspace("A").await?;
     openai_interfaces(&ws, &speech.base_url).await?;
     let binding = order_tool(&ws, &stub).await?;
-    let id = voice_assistant(
-        &ws,
-        json!({"toolBindings": [binding], "dynamicVariables": order_variables()}),
-    )
-    .await?;
-    let (_, mut host) = voice_host(
+    let mut assistant = json!({"toolBindings": [binding], "dynamicVariables": order_variables()});
+    if speech_block.as_object().is_some_and(|o| !o.is_empty()) {
+        assistant["speech"] = speech_block;
+    }
+    let id = voice_assistant(&ws, assistant).await?;
+    let (sid, mut host) = voice_host(
         &srv,
         &ws,
         &id,
@@ -145,6 +137,36 @@ async fn barge_in_during_a_tool(engine: Engine) -> anyhow::Result<()> {
     host.until_type("session.speech_ready").await?;
     host.send(json!({"type": "user.message", "text": "Where is A1?"}))
         .await?;
+    Ok(Some(ToolStage {
+        llm,
+        ws,
+        sid,
+        host,
+        calls,
+        _keep: (srv, speech),
+    }))
+}
+
+/// Scenario 17: the user speaks while a slow tool runs; the tool runs
+/// once, its output is stored, and the model's next request (answering
+/// the user) carries it.
+async fn barge_in_during_a_tool(engine: Engine) -> anyhow::Result<()> {
+    let Some(ToolStage {
+        llm,
+        mut host,
+        calls,
+        _keep,
+        ..
+    }) = tool_stage(
+        engine,
+        "Let me check.",
+        Duration::from_millis(1_500),
+        json!({}),
+    )
+    .await?
+    else {
+        return Ok(());
+    };
     host.until_type("tool.called").await?;
     tokio::time::sleep(Duration::from_millis(600)).await;
     speak(
@@ -270,50 +292,27 @@ const LONG: &str = "Let me look that up for you right now. Your order history ha
 /// what was heard (its call kept; the model's next request has no more),
 /// then to what the host reports it played.
 async fn barge_in_truncates_a_stored_answer(engine: Engine) -> anyhow::Result<()> {
-    let llm = MockLlm::with_recorded_responder(|req| {
-        let messages = req["messages"].as_array().cloned().unwrap_or_default();
-        match messages.last() {
-            Some(m) if m["role"] == "user" && m["content"] == STOP => MockReply::text("Alright."),
-            Some(m) if m["role"] == "tool" => MockReply::text(AFTER),
-            _ => MockReply::Spoken {
-                text: LONG.to_owned(),
-                calls: vec![("lookup_order".to_owned(), json!({"order_id": "A1"}))],
-                pace: Duration::ZERO,
-            },
-        }
-    })
-    .await?;
-    let Some(srv) = server(engine, &llm).await? else {
+    let Some(ToolStage {
+        llm,
+        ws,
+        sid,
+        mut host,
+        calls,
+        _keep,
+        ..
+    }) = tool_stage(engine, LONG, Duration::from_millis(300), json!({})).await?
+    else {
         return Ok(());
     };
-    let speech = SpeechOpenAiMock::start(Some(OPENAI_KEY), pilot_map([(2700, STOP)])).await?;
-    let (stub, calls) = order_stub(Duration::from_millis(300)).await?;
-    let (_, ws) = srv.workspace("A").await?;
-    openai_interfaces(&ws, &speech.base_url).await?;
-    let binding = order_tool(&ws, &stub).await?;
-    let id = voice_assistant(
-        &ws,
-        json!({"toolBindings": [binding], "dynamicVariables": order_variables()}),
-    )
-    .await?;
-    let (sid, mut host) = voice_host(
-        &srv,
-        &ws,
-        &id,
-        json!({"dynamicVariables": {"tenant_id": "t1"}}),
-        (16_000, 16_000),
-    )
-    .await?;
-    host.until_type("session.speech_ready").await?;
-    host.send(json!({"type": "user.message", "text": "Where is A1?"}))
-        .await?;
     let first = host.until_type("audio.delta").await?;
     let item = first["itemId"].as_str().unwrap_or_default().to_owned();
-    // The answer with its call is stored before its audio has played.
-    host.until(Duration::from_secs(10), |v| {
-        v["type"] == "message.completed" && v["messageId"] == item.as_str()
-    })
-    .await?;
+    // The answer with its call is stored before its audio has played
+    // (perhaps before its first audio arrived).
+    let stored =
+        |v: &serde_json::Value| v["type"] == "message.completed" && v["messageId"] == item.as_str();
+    if !host.seen.iter().any(stored) {
+        host.until(Duration::from_secs(10), stored).await?;
+    }
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     speak(
         &mut host,

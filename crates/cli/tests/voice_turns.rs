@@ -100,12 +100,7 @@ async fn skip_turn_is_silent(engine: Engine) -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(st.speech.requests_to("/audio/speech").len(), 1);
-    let spoken = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .cloned()
-        .unwrap_or_default();
+    let spoken = crate::voice::last_answer(&host);
     assert_eq!(spoken["content"], "Welcome back.");
     assert_eq!(
         received_ms(&host, spoken["messageId"].as_str().unwrap_or_default()),
@@ -301,12 +296,7 @@ async fn failures_are_reported(engine: Engine) -> anyhow::Result<()> {
         .await?;
     assert_eq!(error["code"], "tts_failed", "{error}");
     host.until_type("turn.completed").await?;
-    let completed = host
-        .of_type("message.completed")
-        .into_iter()
-        .rfind(|m| m["role"] == "assistant")
-        .cloned()
-        .unwrap_or_default();
+    let completed = crate::voice::last_answer(&host);
     let kept = completed["content"].as_str().unwrap_or_default();
     assert!(
         !kept.is_empty() && kept.len() < FOUR.len() && FOUR.starts_with(kept),

@@ -318,8 +318,7 @@ impl TurnTaking {
                 }
                 let silence_ends = td.kind == TurnDetectionType::ServerVad
                     || (td.kind == TurnDetectionType::Stt && self.silence_ends_turns);
-                if silence_ends && end_ms.saturating_sub(last_voiced) >= td.silence_duration_ms
-                {
+                if silence_ends && end_ms.saturating_sub(last_voiced) >= td.silence_duration_ms {
                     return self.end_turn(EndReason::Silence);
                 }
                 Vec::new()
