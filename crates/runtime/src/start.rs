@@ -226,13 +226,12 @@ impl Runtime {
             return Ok(m);
         }
         ctx.cancel_turn().await;
-        // A session whose turns run where its host is (a voice host on
-        // another instance) has that instance answer it.
-        if let Some(host) = inner.remote_clients.turn_host_elsewhere(&ctx.id).await? {
-            inner
-                .store
-                .send_control(&host, rtc_store::ControlOp::StartTurn, &ctx.id)
-                .await?;
+        // A voice session whose host is on another instance has that
+        // instance answer it (the message is stored: a failed hand-over
+        // answers it here, unspoken).
+        if crate::features::voice::voiced(&ctx)
+            && crate::features::voice::hand_turn_over(inner, &ctx).await
+        {
             return Ok(m);
         }
         // A turn another instance runs is cancelled there first.

@@ -21,6 +21,10 @@ use crate::{Inner, RuntimeError};
 /// Which engine installed the session's step tap.
 struct TapOwner(u64);
 
+/// The host's `playback.interrupted` reports waiting for the speaker
+/// before more are dropped (a host may send them in a loop).
+const PLAYED_BUFFER: usize = 8;
+
 /// Host audio waiting for the listener before it is dropped.
 const HEARD_BUFFER: usize = 512;
 
@@ -30,7 +34,7 @@ pub(super) struct EngineHandle {
     /// The listener's input (it runs whether or not its STT connected).
     pub(super) heard: mpsc::Sender<Heard>,
     /// The host's `playback.interrupted` reports, for the speaker.
-    pub(super) played: mpsc::UnboundedSender<(String, u64)>,
+    pub(super) played: mpsc::Sender<(String, u64)>,
 }
 
 impl EngineHandle {
@@ -70,7 +74,7 @@ pub(super) async fn start(
         tts: setup.tts_side.clone(),
     };
     let floor = super::item::Floor::default();
-    let (played_tx, played) = mpsc::unbounded_channel();
+    let (played_tx, played) = mpsc::channel(PLAYED_BUFFER);
     let speaker = Speaker::new(
         (inner.clone(), ctx.clone()),
         played,

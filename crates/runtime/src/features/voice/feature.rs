@@ -20,7 +20,7 @@ pub(crate) struct Voice;
 
 /// Whether `ctx` is a voice session: a pipeline assistant (not a
 /// workflow) with a `speech` block.
-pub(super) fn voiced(ctx: &SessionCtx) -> bool {
+pub(crate) fn voiced(ctx: &SessionCtx) -> bool {
     crate::features::workflow::snapshot::of(ctx).is_none()
         && ctx.config.assistant.run_mode == RunMode::Pipeline
         && ctx.config.assistant.speech.is_some()

@@ -21,8 +21,7 @@ use std::time::Instant;
 use rtc_protocol::{EphemeralFrame, EventBody, SpeechStarted, SpeechStopped, TranscriptInterim};
 use rtc_realtime::resample::Resampler;
 use rtc_speech::turn_taking::{
-    AssistantActivity, BargeIn, TurnAction, TurnDetection, TurnDetectionType, TurnSettings,
-    TurnState, TurnTaking,
+    AssistantActivity, TurnAction, TurnDetectionType, TurnState, TurnTaking,
 };
 use rtc_speech::vad::Vad;
 use rtc_speech::{SpeechError, SttEvent};
@@ -31,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::item::Floor;
 use super::setup::VoiceSetup;
+use super::sleep_until_some;
 use super::speaker::Cmd;
 use super::stt_link::{LinkEvent, SttLink};
 use super::user_speech::{Hearing, TranscriptHold};
@@ -51,15 +51,13 @@ const KEPT_SLACK_MS: u64 = 2_000;
 /// How long a streaming STT's `Finalize` may take to answer.
 const FINALIZE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Sleep until `at`; never without one.
-async fn sleep_until_some(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// One utterance sent for transcription.
+/// The longest an utterance's transcript is awaited before it counts as
+/// lost (a provider that never answers).
+const TRANSCRIPT_AT_MOST: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often a held session looks again whether the hold still stands.
+const HOLD_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 struct Pending {
     /// When the last voiced frame reached the server.
     speech_end: Instant,
@@ -111,29 +109,12 @@ pub(super) struct Listener {
     transcripts: mpsc::UnboundedSender<(String, TranscriptHold)>,
     /// Holds the runtime's own turns while the user speaks.
     hearing: Hearing,
-}
-
-fn turn_settings(setup: &VoiceSetup) -> TurnSettings {
-    let t = &setup.turn_detection;
-    let kind = match t.kind {
-        rtc_protocol::SpeechTurnDetectionKind::ServerVad => TurnDetectionType::ServerVad,
-        rtc_protocol::SpeechTurnDetectionKind::Stt => TurnDetectionType::Stt,
-        rtc_protocol::SpeechTurnDetectionKind::None => TurnDetectionType::None,
-    };
-    #[allow(clippy::cast_possible_truncation, reason = "a 0–1 threshold")]
-    TurnSettings {
-        turn_detection: TurnDetection {
-            kind,
-            threshold: t.threshold as f32,
-            prefix_padding_ms: u64::from(t.prefix_padding_ms),
-            silence_duration_ms: u64::from(t.silence_duration_ms),
-            max_utterance_ms: u64::from(t.max_utterance_ms),
-        },
-        barge_in: BargeIn {
-            enabled: setup.barge_in.enabled,
-            min_speech_ms: u64::from(setup.barge_in.min_speech_ms),
-        },
-    }
+    /// When the hold is looked at again (while it stands).
+    hold_check: Option<tokio::time::Instant>,
+    /// When host audio last arrived; a host quiet for `max_utterance`
+    /// mid-utterance no longer holds the session's own turns.
+    last_audio: Instant,
+    max_utterance: std::time::Duration,
 }
 
 impl Listener {
@@ -148,7 +129,7 @@ impl Listener {
         setup: &VoiceSetup,
         (link, input_rate): (SttLink, u32),
     ) -> Self {
-        let settings = turn_settings(setup);
+        let settings = setup.turn_settings();
         let kept_ms = settings.turn_detection.max_utterance_ms
             + settings.turn_detection.prefix_padding_ms
             + KEPT_SLACK_MS;
@@ -181,6 +162,11 @@ impl Listener {
             finals: Vec::new(),
             transcripts,
             hearing,
+            hold_check: None,
+            last_audio: Instant::now(),
+            max_utterance: std::time::Duration::from_millis(
+                settings.turn_detection.max_utterance_ms,
+            ),
         }
     }
 
@@ -191,7 +177,10 @@ impl Listener {
                 () = cancel.cancelled() => break,
                 h = heard.recv() => {
                     let actions = match h {
-                        Some(Heard::Audio(pcm)) => self.audio(&pcm),
+                        Some(Heard::Audio(pcm)) => {
+                            self.last_audio = Instant::now();
+                            self.audio(&pcm)
+                        }
                         Some(Heard::Commit) => self.turns.commit(),
                         None => break,
                     };
@@ -209,6 +198,7 @@ impl Listener {
                     self.finalize_by = None;
                     self.transcribed();
                 }
+                () = sleep_until_some(self.hold_check) => {}
                 ev = self.link.next() => match ev {
                     LinkEvent::Heard(ev) => self.heard_from_stt(ev).await,
                     LinkEvent::Connected => self.reconnected().await,
@@ -220,14 +210,29 @@ impl Listener {
                     }
                 },
             }
-            // The runtime's own turns wait while the user speaks or an
-            // utterance awaits its transcript (`user_speech.rs`).
-            let hears = self.turns.state() == TurnState::UserSpeaking
-                || !self.pending.is_empty()
-                || self.cut_while_connecting.is_some();
-            self.hearing.set(hears);
+            self.update_hold();
         }
         self.link.close().await;
+    }
+
+    /// The runtime's own turns wait while the user speaks or an utterance
+    /// awaits its transcript (`user_speech.rs`); never longer than a host
+    /// that went quiet mid-utterance or a transcript that never came
+    /// allows, looked at again every [`HOLD_RECHECK`] while held.
+    fn update_hold(&mut self) {
+        let now = Instant::now();
+        while self
+            .pending
+            .front()
+            .is_some_and(|p| now.saturating_duration_since(p.decided) > TRANSCRIPT_AT_MOST)
+        {
+            self.pending.pop_front();
+        }
+        let speaking = self.turns.state() == TurnState::UserSpeaking
+            && now.saturating_duration_since(self.last_audio) < self.max_utterance;
+        let hears = speaking || !self.pending.is_empty() || self.cut_while_connecting.is_some();
+        self.hearing.set(hears);
+        self.hold_check = hears.then(|| tokio::time::Instant::now() + HOLD_RECHECK);
     }
 
     /// One event of the STT; the stream may be gone after it.
@@ -476,7 +481,7 @@ impl Listener {
     /// being spoken reconnects at once if the backoff allows.
     async fn stream_lost(&mut self, why: String) {
         tracing::info!(session = %self.ctx.id, reason = %why, "the speech-to-text stream was lost");
-        self.link.lost();
+        self.link.lost(tokio::time::Instant::now());
         self.finalize_by = None;
         self.finals.clear();
         if !std::mem::take(&mut self.pending).is_empty() {
@@ -536,6 +541,10 @@ impl Listener {
     fn transcribed(&mut self) {
         let text = std::mem::take(&mut self.finals).join(" ");
         let pending = self.pending.pop_front();
+        // A streaming STT's next finalized utterance gets its own wait.
+        if self.link.streaming() && !self.pending.is_empty() {
+            self.finalize_by = Some(tokio::time::Instant::now() + FINALIZE_WITHIN);
+        }
         if text.is_empty() {
             return;
         }

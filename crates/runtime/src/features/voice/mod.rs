@@ -26,7 +26,7 @@ mod tap;
 mod transcripts;
 mod user_speech;
 
-pub(crate) use feature::Voice;
+pub(crate) use feature::{Voice, voiced};
 pub(crate) use user_speech::user_speaking;
 
 use std::collections::HashMap;
@@ -126,6 +126,15 @@ impl Voices {
     }
 }
 
+/// Sleep until `at`; never without one (a `select!` branch that may have
+/// no deadline).
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// A host socket's side of its voice session.
 pub struct VoiceLink {
     inner: Arc<Inner>,
@@ -171,7 +180,8 @@ impl VoiceLink {
     /// host played before it flushed its audio (used by a barge-in).
     pub fn playback_interrupted(&self, item_id: String, played_ms: u64) {
         if let Some(engine) = self.engine.lock().as_ref() {
-            let _ = engine.played.send((item_id, played_ms));
+            // A host that floods them loses the extra ones.
+            let _ = engine.played.try_send((item_id, played_ms));
         }
     }
 
@@ -218,6 +228,30 @@ pub(crate) fn speak_line(inner: &Inner, ctx: &SessionCtx, id: &str, text: &str) 
     inner.tasks.spawn(async move {
         tap.say(&id, &text).await;
     });
+}
+
+/// Hand the turn of a message just stored for `ctx` to the instance
+/// holding its voice host, if that is another one (several instances,
+/// design §4(b)): whether it was handed over. A failed lookup or notice
+/// hands nothing over, and the message is answered here, unspoken.
+pub(crate) async fn hand_turn_over(inner: &Inner, ctx: &SessionCtx) -> bool {
+    let host = match inner.remote_clients.turn_host_elsewhere(&ctx.id).await {
+        Ok(Some(host)) => host,
+        Ok(None) => return false,
+        Err(e) => {
+            tracing::warn!(session = %ctx.id, error = %e, "looking up the voice host's instance failed");
+            return false;
+        }
+    };
+    let sent = inner
+        .store
+        .send_control(&host, rtc_store::ControlOp::StartTurn, &ctx.id)
+        .await;
+    if let Err(e) = sent {
+        tracing::warn!(session = %ctx.id, error = %e, "handing a turn to the voice host's instance failed");
+        return false;
+    }
+    true
 }
 
 /// Whether a voice host of `ctx` speaks and hears now.

@@ -5,6 +5,7 @@
 //! and hears through the built-in mocks and contacts no provider.
 
 use rtc_protocol::{SpeechInterface, SpeechSide, SpeechTurnDetection};
+use rtc_speech::turn_taking::{BargeIn, TurnDetection, TurnDetectionType, TurnSettings};
 use rtc_speech::{SttConfig, SttDialect, TtsConfig, TtsDialect};
 
 use crate::session::SessionCtx;
@@ -26,6 +27,32 @@ pub(super) struct VoiceSetup {
     pub barge_in: rtc_protocol::SpeechBargeIn,
     /// Said once per turn while tools run long (§4(f)).
     pub tool_filler: Option<rtc_protocol::SpeechToolFiller>,
+}
+
+impl VoiceSetup {
+    /// The turn-taking machine's settings (design §4(d)).
+    pub(super) fn turn_settings(&self) -> TurnSettings {
+        let t = &self.turn_detection;
+        let kind = match t.kind {
+            rtc_protocol::SpeechTurnDetectionKind::ServerVad => TurnDetectionType::ServerVad,
+            rtc_protocol::SpeechTurnDetectionKind::Stt => TurnDetectionType::Stt,
+            rtc_protocol::SpeechTurnDetectionKind::None => TurnDetectionType::None,
+        };
+        #[allow(clippy::cast_possible_truncation, reason = "a 0–1 threshold")]
+        TurnSettings {
+            turn_detection: TurnDetection {
+                kind,
+                threshold: t.threshold as f32,
+                prefix_padding_ms: u64::from(t.prefix_padding_ms),
+                silence_duration_ms: u64::from(t.silence_duration_ms),
+                max_utterance_ms: u64::from(t.max_utterance_ms),
+            },
+            barge_in: BargeIn {
+                enabled: self.barge_in.enabled,
+                min_speech_ms: u64::from(self.barge_in.min_speech_ms),
+            },
+        }
+    }
 }
 
 /// The setup of `ctx` for a host that receives audio at `output_rate`.

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::item::{Floor, Item, cut, spoken};
 use super::latency::Timings;
+use super::sleep_until_some;
 pub(super) use super::tap::{Cmd, Tap};
 use crate::Inner;
 use crate::session::SessionCtx;
@@ -65,7 +66,7 @@ pub(super) struct Speaker {
     inner: Arc<Inner>,
     ctx: Arc<SessionCtx>,
     /// The host's `playback.interrupted` reports: `(itemId, playedMs)`.
-    played: mpsc::UnboundedReceiver<(String, u64)>,
+    played: mpsc::Receiver<(String, u64)>,
     frames: mpsc::Sender<EphemeralFrame>,
     tts: TtsConfig,
     /// The next item's TTS stream, opened ahead.
@@ -87,12 +88,14 @@ pub(super) struct Speaker {
     cut_turn: Option<HashMap<String, String>>,
     /// Items cut lately, for the host's report of what it played.
     cuts: Vec<barge_in::CutItem>,
+    /// The task cutting stored answers in order, once one was cut.
+    truncations: Option<mpsc::UnboundedSender<barge_in::Truncation>>,
 }
 
 impl Speaker {
     pub fn new(
         (inner, ctx): (Arc<Inner>, Arc<SessionCtx>),
-        played: mpsc::UnboundedReceiver<(String, u64)>,
+        played: mpsc::Receiver<(String, u64)>,
         frames: mpsc::Sender<EphemeralFrame>,
         tts: TtsConfig,
         options: SpeakerOptions,
@@ -117,6 +120,7 @@ impl Speaker {
             timings: Timings::default(),
             cut_turn: None,
             cuts: Vec::new(),
+            truncations: None,
         }
     }
 
@@ -133,7 +137,9 @@ impl Speaker {
                 }
                 ev = head_event(&mut self.items) => self.tts_event(ev).await,
                 Some((id, ms)) = self.played.recv() => self.host_played(&id, ms),
-                () = sleep_until_some(self.filler_due) => self.filler_time().await,
+                () = sleep_until_some(self.filler_due.map(tokio::time::Instant::from_std)) => {
+                    self.filler_time().await;
+                }
                 () = tokio::time::sleep_until(due), if !self.outbox.is_empty() => {
                     if !self.send_next().await {
                         break;
@@ -516,14 +522,6 @@ impl Speaker {
             None => {}
         }
         true
-    }
-}
-
-/// Sleep until `at`; never without one.
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -22,6 +22,9 @@ use tokio::time::Instant;
 const FIRST_WAIT: Duration = Duration::from_secs(2);
 /// The longest wait between attempts.
 const LONGEST_WAIT: Duration = Duration::from_secs(60);
+/// A stream lost sooner than this after it connected counts as a failed
+/// attempt (a provider or proxy that accepts and drops at once).
+const STABLE_AFTER: Duration = Duration::from_secs(5);
 
 /// When the next connect attempt may be made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,9 +57,16 @@ impl Backoff {
         self.wait = (self.wait * 2).min(LONGEST_WAIT);
     }
 
-    /// An attempt succeeded: the next may be made at once, and a failure
-    /// waits [`FIRST_WAIT`] again.
+    /// An attempt succeeded: the next may be made at once. The wait goes
+    /// back to [`FIRST_WAIT`] only once the stream has lived
+    /// [`STABLE_AFTER`] ([`Self::stable`]): a provider that accepts and
+    /// drops at once still backs off.
     pub(super) fn succeeded(&mut self) {
+        self.not_before = None;
+    }
+
+    /// The stream lived long enough: a failure waits [`FIRST_WAIT`] again.
+    pub(super) fn stable(&mut self) {
         *self = Self::default();
     }
 }
@@ -94,6 +104,8 @@ pub(super) struct SttLink {
     config: SttConfig,
     state: State,
     backoff: Backoff,
+    /// When the stream that is up connected.
+    up_since: Option<Instant>,
 }
 
 impl SttLink {
@@ -104,6 +116,7 @@ impl SttLink {
             config,
             state: State::Down,
             backoff: Backoff::default(),
+            up_since: None,
         };
         let failure = link.connect_now(now).await.err();
         (link, failure)
@@ -159,11 +172,15 @@ impl SttLink {
         true
     }
 
-    /// The provider closed the stream or failed for good: the link is
-    /// down; the next attempt is as the backoff allows (at once, since the
-    /// stream had connected).
-    pub(super) fn lost(&mut self) {
+    /// The provider closed the stream or failed for good at `now`: the
+    /// link is down. A stream that lived [`STABLE_AFTER`] may reconnect at
+    /// once; one lost sooner counts as a failed attempt.
+    pub(super) fn lost(&mut self, now: Instant) {
         self.state = State::Down;
+        match self.up_since.take() {
+            Some(at) if now.saturating_duration_since(at) >= STABLE_AFTER => self.backoff.stable(),
+            _ => self.backoff.failed(now),
+        }
     }
 
     /// The next thing that happens on the link; never while it is down.
@@ -216,6 +233,7 @@ impl SttLink {
         match outcome {
             Ok((stream, events)) => {
                 self.backoff.succeeded();
+                self.up_since = Some(now);
                 self.state = State::Up((tokio::sync::Mutex::new(stream), events));
                 Ok(())
             }
@@ -268,8 +286,15 @@ mod tests {
         b.succeeded();
         assert!(b.allows(t0 + secs(5)), "a success allows one at once");
         b.failed(t0 + secs(10));
-        assert!(!b.allows(t0 + secs(11)));
-        assert!(b.allows(t0 + secs(12)), "2 s again after a success");
+        assert!(
+            !b.allows(t0 + secs(17)),
+            "a stream that did not last: the wait went on doubling (8 s)"
+        );
+        b.succeeded();
+        b.stable();
+        b.failed(t0 + secs(30));
+        assert!(!b.allows(t0 + secs(31)));
+        assert!(b.allows(t0 + secs(32)), "2 s again after a stable stream");
     }
 
     #[tokio::test]
@@ -291,11 +316,20 @@ mod tests {
         assert!(link.is_connecting());
         assert!(matches!(link.next().await, LinkEvent::Connected));
         assert!(link.is_up() && link.stream().is_some());
-        link.lost();
+        // Up since about now (the connect ran in real time).
+        let up = Instant::now();
+        link.lost(up + Duration::from_millis(100));
         assert!(link.stream().is_none());
         assert!(
-            link.begin_connect(at(6)),
-            "a dropped stream may reconnect at once"
+            !link.begin_connect(up + secs(1)),
+            "a stream dropped at once counts as a failure"
+        );
+        assert!(link.begin_connect(up + secs(9)), "after the 8 s it began");
+        assert!(matches!(link.next().await, LinkEvent::Connected));
+        link.lost(Instant::now() + secs(6));
+        assert!(
+            link.begin_connect(Instant::now() + secs(6)),
+            "a stream that lasted may reconnect at once"
         );
         assert!(matches!(link.next().await, LinkEvent::Connected));
         link.close().await;

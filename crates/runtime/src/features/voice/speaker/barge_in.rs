@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use rtc_protocol::{MessageTruncated, SpeechStarted};
 use rtc_speech::prefix::SpokenItem;
+use tokio::sync::mpsc;
 
 use super::{FLUSH_WITHIN, Speaker};
 use crate::Inner;
@@ -55,8 +56,12 @@ impl Speaker {
         if let Err(e) = self.ctx.events.emit(started.into()).await {
             tracing::warn!(error = %e, "recording speech.started failed");
         }
+        // The host's report answers `speech.started`: its second counts
+        // from there.
+        let reports_until = Instant::now() + REPORT_WITHIN;
         self.cuts.retain(|c| c.until > now);
         let mut heard = HashMap::new();
+        let mut to_cut = Vec::new();
         for mut item in self.items.drain(..) {
             let played = item.played_ms(now, None);
             let text = item.heard(played);
@@ -66,11 +71,7 @@ impl Speaker {
             if let Some(reply) = item.on_done.take() {
                 let _ = reply.send(cut(&item.id, text.clone()));
             } else if item.stored && item.deltas && text.trim() != item.released_text().trim() {
-                let (rt, ctx) = (self.inner.clone(), self.ctx.clone());
-                let (id, content) = (item.id.clone(), text.clone());
-                self.inner
-                    .tasks
-                    .spawn(truncate_stored(rt, ctx, id, played, content));
+                to_cut.push((item.id.clone(), played, text.clone()));
             }
             if item.deltas && item.t0.is_some() {
                 self.cuts.push(CutItem {
@@ -78,12 +79,15 @@ impl Speaker {
                     delivered: item.delivered(),
                     sent_ms: item.sent_ms,
                     stored_text: text.clone(),
-                    until: now + REPORT_WITHIN,
+                    until: reports_until,
                 });
             }
             if item.deltas {
                 heard.insert(item.id, text);
             }
+        }
+        for (id, played, text) in to_cut {
+            self.truncate(id, played, text);
         }
         if self.floor.lock().turn_active {
             self.cut_turn = Some(heard);
@@ -97,35 +101,58 @@ impl Speaker {
     pub(super) fn host_played(&mut self, id: &str, played_ms: u64) {
         let now = Instant::now();
         self.cuts.retain(|c| c.until > now);
-        let Some(c) = self.cuts.iter_mut().find(|c| c.id == id) else {
+        // One report per cut item: a later one about it is ignored.
+        let Some(at) = self.cuts.iter().position(|c| c.id == id) else {
             return;
         };
+        let c = self.cuts.swap_remove(at);
         let played = played_ms.min(c.sent_ms);
         let text = c.delivered.played_prefix(played);
-        if text.trim() == c.stored_text.trim() {
-            return;
+        if text.trim() != c.stored_text.trim() {
+            self.truncate(c.id, played, text);
         }
-        c.stored_text.clone_from(&text);
-        let (rt, ctx) = (self.inner.clone(), self.ctx.clone());
-        self.inner
-            .tasks
-            .spawn(truncate_stored(rt, ctx, id.to_owned(), played, text));
+    }
+
+    /// Cut stored answer `id` to `content`, after every cut asked before
+    /// (one task applies them in order, so the last asked is what stays).
+    fn truncate(&mut self, id: String, played_ms: u64, content: String) {
+        let cut = Truncation {
+            id,
+            played_ms,
+            content,
+        };
+        let sender = self.truncations.get_or_insert_with(|| {
+            let (tx, mut rx) = mpsc::unbounded_channel::<Truncation>();
+            let (rt, ctx) = (self.inner.clone(), self.ctx.clone());
+            self.inner.tasks.spawn(async move {
+                while let Some(t) = rx.recv().await {
+                    truncate_stored(&rt, &ctx, t).await;
+                }
+            });
+            tx
+        });
+        let _ = sender.send(cut);
     }
 }
 
-/// Cut stored answer `id` to `content` (what was heard after `played_ms`)
-/// and record `message.truncated`.
-async fn truncate_stored(
-    rt: Arc<Inner>,
-    ctx: Arc<SessionCtx>,
+/// A stored answer to cut to `content`, what was heard after `played_ms`.
+pub(super) struct Truncation {
     id: String,
     played_ms: u64,
     content: String,
-) {
+}
+
+/// Cut a stored answer and record `message.truncated`.
+async fn truncate_stored(rt: &Arc<Inner>, ctx: &Arc<SessionCtx>, t: Truncation) {
+    let Truncation {
+        id,
+        played_ms,
+        content,
+    } = t;
     let deadline = Instant::now() + STORED_WITHIN;
     loop {
         let amended = rt
-            .amend_message(&ctx, &id, |m| {
+            .amend_message(ctx, &id, |m| {
                 m.content.clone_from(&content);
                 m.interrupted = true;
             })
