@@ -11,6 +11,7 @@ pub mod assistant_rules;
 pub mod binding_rules;
 pub mod bounds;
 pub mod error;
+pub mod function_list;
 pub mod llm;
 pub mod mcp_rules;
 pub mod mock_rules;

@@ -7,6 +7,7 @@ use futures_core::Stream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::function_list::FunctionList;
 pub use rtc_protocol::MessageImage;
 
 /// One message of the conversation as the model sees it.
@@ -60,9 +61,10 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
-    /// Shared with the registry that offers them: a turn's requests copy
-    /// pointers, not schemas.
-    pub tools: Vec<std::sync::Arc<ToolSpec>>,
+    /// Prepared once and shared with the registry that offers them: a
+    /// request copies a pointer, and its body carries their JSON as it
+    /// was rendered once.
+    pub tools: FunctionList,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// What shape the answer must have.

@@ -6,7 +6,7 @@
 //! the estimate errs on the safe side. The message and function overheads
 //! follow OpenAI's published counting.
 
-use crate::llm::{ChatMessage, ToolSpec};
+use crate::llm::{ChatMessage, FunctionList};
 
 /// Tokens each message costs beyond its text (role and separators).
 pub const MESSAGE_OVERHEAD: u32 = 4;
@@ -55,10 +55,10 @@ pub fn message_tokens(m: &ChatMessage, count: &dyn Fn(&str) -> u32) -> u32 {
 
 /// The tokens the functions offered cost: each function's JSON as the
 /// request carries it (providers render about as much into the prompt).
-pub fn tools_tokens(tools: &[std::sync::Arc<ToolSpec>], count: &dyn Fn(&str) -> u32) -> u32 {
-    tools.iter().fold(0u32, |sum, t| {
-        let sent = serde_json::json!({"type": "function", "function": &**t}).to_string();
-        sum.saturating_add(count(&sent))
+/// [`FunctionList::tokens`] remembers it per model.
+pub fn tools_tokens(tools: &FunctionList, count: &dyn Fn(&str) -> u32) -> u32 {
+    tools.function_texts().fold(0u32, |sum, sent| {
+        sum.saturating_add(count(sent))
             .saturating_add(MESSAGE_OVERHEAD)
     })
 }

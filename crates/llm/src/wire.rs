@@ -1,12 +1,15 @@
 //! The OpenAI chat-completions request body, written straight to JSON
-//! bytes from borrowed parts: no `Value` tree of the whole request (with
-//! every tool's schema) is built or kept while the model answers.
+//! bytes from borrowed parts: no `Value` tree of the whole request is
+//! built or kept while the model answers, and the functions offered go
+//! in as the JSON text their list rendered once
+//! (`rtc_core::llm::FunctionList`), not serialized again per request.
 
-use rtc_core::llm::{ChatMessage, ChatRequest, OutputFormat, ToolCall, ToolSpec};
+use rtc_core::llm::{ChatMessage, ChatRequest, OutputFormat, ToolCall};
 use rtc_core::model_caps::{ModelCaps, TokenParameter};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// The JSON body of a `/chat/completions` request to a model that
 /// accepts `caps` (its token-limit parameter; `temperature` only where it
@@ -20,7 +23,7 @@ pub fn request_body(req: &ChatRequest, caps: ModelCaps) -> Vec<u8> {
         stream_options: StreamOptions {
             include_usage: true,
         },
-        tools: req.tools.iter().map(|t| Function { function: t }).collect(),
+        tools: req.tools.json(),
         temperature: req.temperature.filter(|_| caps.sampling),
         max_tokens: req.max_tokens.filter(|_| !completion),
         max_completion_tokens: req.max_tokens.filter(|_| completion),
@@ -36,8 +39,9 @@ struct Body<'a> {
     messages: Messages<'a>,
     stream: bool,
     stream_options: StreamOptions,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Function<'a>>,
+    /// The `tools` array, spliced in as rendered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,34 +55,6 @@ struct Body<'a> {
 #[derive(Serialize)]
 struct StreamOptions {
     include_usage: bool,
-}
-
-/// `{"type": "function", "function": {name, description, parameters}}`.
-struct Function<'a> {
-    function: &'a ToolSpec,
-}
-
-impl Serialize for Function<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Inner<'a> {
-            name: &'a str,
-            description: &'a str,
-            parameters: &'a Value,
-        }
-        let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("type", "function")?;
-        let f = self.function;
-        m.serialize_entry(
-            "function",
-            &Inner {
-                name: &f.name,
-                description: &f.description,
-                parameters: &f.parameters,
-            },
-        )?;
-        m.end()
-    }
 }
 
 struct Messages<'a>(&'a [ChatMessage]);
@@ -235,7 +211,7 @@ impl Serialize for ResponseFormat<'_> {
 
 #[cfg(test)]
 mod tests {
-    use rtc_core::llm::{ToolCall, ToolSpec};
+    use rtc_core::llm::{FunctionList, ToolCall, ToolSpec};
     use rtc_core::model_caps::model_caps;
     use serde_json::json;
 
@@ -313,11 +289,11 @@ mod tests {
                     content: "{\"ok\":true}".into(),
                 },
             ],
-            tools: vec![std::sync::Arc::new(ToolSpec {
+            tools: FunctionList::new(vec![std::sync::Arc::new(ToolSpec {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
-            })],
+            })]),
             temperature: Some(0.2),
             max_tokens: None,
             output: OutputFormat::Text,
@@ -383,5 +359,78 @@ mod tests {
             body["response_format"],
             serde_json::json!({"type": "json_object"})
         );
+    }
+
+    /// The functions spliced in as their list rendered them give the body
+    /// a request had when each spec was serialized into it: the same JSON,
+    /// and the same text for the `tools` array.
+    #[test]
+    fn spliced_functions_are_the_serialized_ones() {
+        /// How a request wrote each function before they were spliced.
+        struct Serialized<'a>(&'a ToolSpec);
+        impl Serialize for Serialized<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                #[derive(Serialize)]
+                struct Inner<'a> {
+                    name: &'a str,
+                    description: &'a str,
+                    parameters: &'a Value,
+                }
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("type", "function")?;
+                let f = self.0;
+                m.serialize_entry(
+                    "function",
+                    &Inner {
+                        name: &f.name,
+                        description: &f.description,
+                        parameters: &f.parameters,
+                    },
+                )?;
+                m.end()
+            }
+        }
+        let specs: Vec<_> = ["lookup", "updateState", "web_search"]
+            .iter()
+            .map(|name| {
+                std::sync::Arc::new(ToolSpec {
+                    name: (*name).into(),
+                    description: format!("{name}: \"quoted\", tab\t, ünïcode ✓, <html> & \\ back"),
+                    parameters: json!({"type": "object",
+                        "properties": {"z": {"type": "number", "minimum": 0.5, "maximum": 1e21},
+                            "a": {"type": "array", "items": {"enum": ["x", null, true, -3]}}},
+                        "required": ["z"], "additionalProperties": false}),
+                })
+            })
+            .collect();
+        let req = ChatRequest {
+            model: "gpt-4o".into(),
+            messages: vec![ChatMessage::User {
+                content: "hi".into(),
+            }],
+            tools: FunctionList::new(specs.clone()),
+            temperature: Some(0.3),
+            max_tokens: Some(100),
+            output: OutputFormat::Text,
+        };
+        let bytes = request_body(&req, model_caps(&req.model));
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let before: Vec<Serialized<'_>> = specs.iter().map(|s| Serialized(s)).collect();
+        let before_text = serde_json::to_string(&before).unwrap();
+        assert!(text.contains(&format!("\"tools\":{before_text}")), "{text}");
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut expected: Value = serde_json::from_slice(&request_body(
+            &ChatRequest {
+                tools: FunctionList::default(),
+                ..req.clone()
+            },
+            model_caps(&req.model),
+        ))
+        .unwrap();
+        expected["tools"] = serde_json::from_str(&before_text).unwrap();
+        assert_eq!(body, expected);
+        // The same list again: the same text, not rendered anew.
+        let again = request_body(&req.clone(), model_caps(&req.model));
+        assert_eq!(again, bytes);
     }
 }

@@ -16,6 +16,12 @@
 //! then turns/s with 100 and 1,000 concurrent sessions (R-PF-2), and the resident
 //! memory of 10,000 idle sessions with their contexts in memory and after
 //! the idle sweep.
+//!
+//! `BUILT_INS=on` offers every LLM built-in family (22 functions per
+//! request instead of the one bound tool); `FLOOR=functions` has the bare
+//! client offer the same functions as the session's requests, so that
+//! what the in-process mock spends reading them is in the floor too;
+//! `ONLY=round_trip|concurrency|memory` runs one phase.
 
 #![allow(
     clippy::unwrap_used,
@@ -59,6 +65,10 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// When each model request reached the mock, in order.
 static ARRIVALS: std::sync::Mutex<Vec<Instant>> = std::sync::Mutex::new(Vec::new());
 
+/// The functions the session's requests offer, as the mock first read
+/// them (for `FLOOR=functions`).
+static OFFERED: std::sync::Mutex<Option<Value>> = std::sync::Mutex::new(None);
+
 async fn tool_server() -> String {
     let app = axum::Router::new().route(
         "/tool",
@@ -76,6 +86,11 @@ async fn tool_server() -> String {
 /// (k is read from the user message), then answers with text.
 fn responder(req: &Value) -> MockReply {
     ARRIVALS.lock().unwrap().push(Instant::now());
+    let mut offered = OFFERED.lock().unwrap();
+    if offered.is_none() {
+        *offered = req.get("tools").cloned();
+    }
+    drop(offered);
     let no_messages = Vec::new();
     let messages = req["messages"].as_array().unwrap_or(&no_messages);
     let k: usize = messages
@@ -128,9 +143,14 @@ async fn setup() -> Setup {
         .await
         .unwrap();
     // One bound tool and nothing else, so every model request carries one
-    // function (the LLM built-ins are on by default; switched off here).
-    let off = json!({"subAgents": false, "askUser": false, "todo": false, "goals": false,
-        "loops": false, "webSearch": false, "webFetch": false, "memory": false});
+    // function (the LLM built-ins are on by default; switched off here
+    // unless `BUILT_INS=on`, which offers every family: 22 functions).
+    let off = if std::env::var("BUILT_INS").is_ok_and(|v| v == "on") {
+        json!({})
+    } else {
+        json!({"subAgents": false, "askUser": false, "todo": false, "goals": false,
+            "loops": false, "webSearch": false, "webFetch": false, "memory": false})
+    };
     let assistant: Assistant = serde_json::from_value(json!({"name": "bench", "systemPrompt": "Benchmark.",
         "features": off,
         "toolBindings": [{"toolId": "bench_tool", "argumentBindings": {"q": {"source": "model"}}}]})).unwrap();
@@ -201,13 +221,21 @@ async fn baseline(
     k: usize,
     stream: bool,
 ) -> (Duration, Duration) {
+    let mut body = json!({"model": "mock", "stream": stream, "messages": [{"role": "user", "content": k.to_string()}]});
+    if std::env::var("FLOOR").is_ok_and(|f| f == "functions")
+        && let Some(tools) = OFFERED.lock().unwrap().clone()
+    {
+        body["tools"] = tools;
+    }
+    // Written once, as the runtime writes its functions once.
+    let body = serde_json::to_vec(&body).unwrap();
     let cpu = cpu_time();
     let start = Instant::now();
     for i in 0..=k {
-        let body = json!({"model": "mock", "stream": stream, "messages": [{"role": "user", "content": k.to_string()}]});
         let resp = client
             .post(format!("{}/chat/completions", s.mock.base_url))
-            .json(&body)
+            .header("content-type", "application/json")
+            .body(body.clone())
             .send()
             .await
             .unwrap();
@@ -228,6 +256,25 @@ async fn baseline(
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let s = setup().await;
+    // `ONLY=round_trip|concurrency|memory` runs one phase.
+    let only = std::env::var("ONLY").ok();
+    let runs = |phase: &str| only.as_deref().is_none_or(|o| o == phase);
+    if runs("round_trip") {
+        round_trips(&s).await;
+    }
+    s.mock.set_whole_answers(false);
+    if runs("concurrency") {
+        for concurrency in [100, 1000] {
+            concurrent_turns(&s, concurrency).await;
+        }
+    }
+    if runs("memory") {
+        idle_memory(&s).await;
+    }
+}
+
+/// The per round trip table: K = 1, 5, 20, streaming and whole answers.
+async fn round_trips(s: &Setup) {
     let bare = reqwest::Client::new();
     println!(
         "rtc-agent runtime overhead per tool round trip (R-PF-1 target: p50 <= 200 us), {RUNS} turns each"
@@ -239,12 +286,12 @@ async fn main() {
     for stream in [true, false] {
         s.mock.set_whole_answers(!stream);
         for k in [1usize, 5, 20] {
-            let session = new_session(&s).await;
-            let _ = one_turn(&s, &session, k).await; // warm up
+            let session = new_session(s).await;
+            let _ = one_turn(s, &session, k).await; // warm up
             let mut base: Vec<f64> = Vec::new();
             let mut base_cpu = Duration::ZERO;
             for _ in 0..RUNS {
-                let (t, c) = baseline(&s, &bare, k, stream).await;
+                let (t, c) = baseline(s, &bare, k, stream).await;
                 base.push(t.as_secs_f64());
                 base_cpu += c;
             }
@@ -256,8 +303,8 @@ async fn main() {
             let cpu = cpu_time();
             ARRIVALS.lock().unwrap().clear();
             for _ in 0..RUNS {
-                let session = new_session(&s).await;
-                let t = one_turn(&s, &session, k).await.as_secs_f64();
+                let session = new_session(s).await;
+                let t = one_turn(s, &session, k).await.as_secs_f64();
                 turns.push(t);
                 overhead.push(((t - base_p50) / k as f64).max(0.0) * 1e6);
             }
@@ -283,11 +330,6 @@ async fn main() {
             );
         }
     }
-    s.mock.set_whole_answers(false);
-    for concurrency in [100, 1000] {
-        concurrent_turns(&s, concurrency).await;
-    }
-    idle_memory(&s).await;
 }
 
 /// Three rounds of one turn (one tool round trip) in each of

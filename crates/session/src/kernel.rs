@@ -153,6 +153,8 @@ pub struct Kernel<H> {
     pub services: Extensions,
     /// The features' tools and the reserved names.
     pub(crate) built_ins: BuiltIns<H>,
+    /// What sessions offer their models, prepared once per snapshot.
+    pub(crate) prepared_tools: crate::registry::prepared::PreparedTools<H>,
     pub(crate) remote_tools: Arc<dyn RemoteTools>,
     /// Model usage not yet written.
     pub usage: crate::usage::UsageLedger,
@@ -191,6 +193,7 @@ impl<H: Host> Kernel<H> {
             registered: AtomicBool::new(false),
             background: Background::default(),
             built_ins: BuiltIns::of(&features),
+            prepared_tools: crate::registry::prepared::PreparedTools::default(),
             features,
             services,
             remote_tools,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use rtc_core::llm::{ChatRequest, ChatResponse, LlmError, LlmEvent};
+use rtc_core::llm::{ChatRequest, ChatResponse, FunctionList, LlmError, LlmEvent};
 use rtc_core::model_tools::render_variables;
 use rtc_protocol::{
     EventBody, Message, MessageCompleted, MessageDelta, MessageRole, MessageToolCall, StateUpdated,
@@ -95,7 +95,7 @@ impl<H: Host> Kernel<H> {
         ctx: &Arc<SessionCtx>,
         cancel: &CancellationToken,
         turn_id: &str,
-        assistant: &rtc_protocol::Assistant,
+        assistant: &Arc<rtc_protocol::Assistant>,
     ) -> Result<TurnOutcome, RuntimeError> {
         let mut outcome = TurnOutcome::default();
         self.begin(ctx, turn_id).await?;
@@ -116,8 +116,8 @@ impl<H: Host> Kernel<H> {
             .model
             .clone()
             .unwrap_or_else(|| provider.default_model.clone());
-        let tools = SessionTools::for_session(self, assistant, &ctx.config.tools, Some(ctx));
-        let specs = tools.specs();
+        // Prepared once per snapshot: each step's request shares its list.
+        let tools = self.session_tools(ctx, assistant);
         // Where this turn's messages start (its input is before).
         let turn_from = self
             .with_history(ctx, |h| h.len())
@@ -137,7 +137,7 @@ impl<H: Host> Kernel<H> {
             model: &model,
             history_from,
             view,
-            tools_tokens: rtc_core::tokens::tools_tokens(&specs, &count),
+            tools_tokens: tools.functions().tokens(&model, &count),
         };
         // Set after the provider refused a request as too long: the next
         // one is compacted first, and a second refusal ends the turn.
@@ -172,9 +172,9 @@ impl<H: Host> Kernel<H> {
                 // A spoken `generated` goodbye (voice design §4(f)): the
                 // step after `endConversation` is offered no tools.
                 tools: if ending && tap.is_some() {
-                    Vec::new()
+                    FunctionList::default()
                 } else {
-                    specs.clone()
+                    tools.functions().clone()
                 },
                 temperature: assistant.llm.temperature,
                 max_tokens: assistant.llm.max_tokens,

@@ -85,3 +85,37 @@ async fn memory_needs_an_end_user() {
     assert!(offered.iter().any(|t| t == "askUser"), "{offered:?}");
     assert!(!offered.iter().any(|t| t.contains("Memor")), "{offered:?}");
 }
+
+/// Sessions on one configuration share its prepared function list only
+/// where they are offered the same functions: a session without an end
+/// user never gets the memory tools of one with, in either order, turn
+/// after turn; a session of the same user gets the very same list.
+#[tokio::test]
+async fn sessions_on_one_snapshot_get_their_own_functions() {
+    let h = Harness::start((0..5).map(|_| MockReply::text("a")).collect()).await;
+    let a = h
+        .assistant("a", json!({"name": "a", "systemPrompt": "Hi."}))
+        .await;
+    let of_user = |user: &str| rtc_protocol::CreateSessionParams {
+        assistant_id: Some(a.clone()),
+        user_id: Some(user.into()),
+        ..Default::default()
+    };
+    let with_user = h.rt.create_session(WS, of_user("u1")).await.unwrap().id;
+    let without = h.session(&a).await;
+    let other_user = h.rt.create_session(WS, of_user("u2")).await.unwrap().id;
+    for s in [&with_user, &without, &with_user, &without, &other_user] {
+        h.rt.send_user_message(WS, s, "hello").await.unwrap();
+        h.rt.idle(WS, s).await.unwrap();
+    }
+    for n in 0..5 {
+        let offered = h.offered_tools(n);
+        let memory = offered.iter().any(|t| t == "saveMemory");
+        assert_eq!(memory, n % 2 == 0, "request {n}: {offered:?}");
+        assert!(offered.iter().any(|t| t == "askUser"), "{offered:?}");
+    }
+    let requests = h.mock.requests();
+    assert_eq!(requests[0]["tools"], requests[2]["tools"]);
+    assert_eq!(requests[0]["tools"], requests[4]["tools"]);
+    assert_eq!(requests[1]["tools"], requests[3]["tools"]);
+}

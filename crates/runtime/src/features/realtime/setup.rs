@@ -134,7 +134,7 @@ impl Inner {
             super::calls::realtime_tools(assistant, &ctx.config.tools, &caps);
         let decls: Vec<ToolDecl> = tools
             .specs()
-            .into_iter()
+            .iter()
             .map(|s| ToolDecl {
                 name: s.name.clone(),
                 description: s.description.clone(),

@@ -211,10 +211,13 @@ impl Inner {
                     ToolTarget::BuiltIn(_) => None,
                 })
                 .collect();
-        let specs: Vec<_> = offered
-            .iter()
-            .map(|(s, _)| std::sync::Arc::new(s.clone()))
-            .collect();
+        // Rendered once for all the task's requests.
+        let specs = rtc_core::llm::FunctionList::new(
+            offered
+                .iter()
+                .map(|(s, _)| std::sync::Arc::new(s.clone()))
+                .collect(),
+        );
         let tag = self.task_usage_tag(task).await;
         let provider_name = self.provider_name(&assistant);
         let mut transcript = start_transcript(task, settings, config);
