@@ -3,24 +3,41 @@
 //! once and a local HTTP tool, driven through the public API. A run
 //! creates a session, subscribes to its SSE events, posts one message and
 //! reads events until `turn.completed`; the model makes K tool calls, one
-//! per answer, then answers (K round trips, K+1 model calls). Prints:
+//! per answer, then answers (K round trips, K+1 model calls).
 //!
+//! Two configurations, each on a server of its own and each beside its own
+//! floor measured in the same run: the assistant's built-in families off
+//! (one function per request: the bound tool) and on (the default). The
+//! floor is a bare HTTP client replaying the model requests the mock
+//! received from rtc-agent for that configuration (same messages, same
+//! function list) and making the same tool calls ([`floor`]). Per
+//! configuration it prints:
+//!
+//! - the floor: one model call + one tool call (µs), and its runs/s at
+//!   K = 5 with 100 clients;
 //! - the added time per extra tool round trip (slope of the median run
-//!   time over K = 1, 5, 20, runs one at a time), beside what a bare
-//!   HTTP client needs for one model call and one tool call against the
-//!   same servers (the floor under it);
+//!   time over K = 1, 5, 20, runs one at a time), rtc-agent's own share
+//!   above the floor and the ratio of both to the floor; the server's CPU
+//!   per extra round trip (slope of its CPU per run over K);
 //! - runs/s, p50/p99 run time and server CPU per run at K = 5 with 100
-//!   concurrent clients;
-//! - resident memory per in-flight session: 1,000 sessions waiting on a
-//!   2 s model answer, with an SSE subscriber each and without, and what
-//!   stays after they end;
-//! - sessions created per second (`CREATE` sessions, 16 clients at once).
+//!   concurrent clients, beside the floor's runs/s with the same clients;
+//! - resident memory per in-flight session: `SESSIONS` sessions waiting on
+//!   a 2 s model answer, with an SSE subscriber each and without (each
+//!   wave on a server of its own warmed up by as many K = 1 runs, 16 at a
+//!   time: a second wave would reuse what the first left to the
+//!   allocator), and what stays after they end (no floor: printed beside
+//!   the targets);
+//!
+//! then the built-ins-on/off ratios, and sessions created per second
+//! (`CREATE` sessions, 16 clients at once, on the last configuration).
+//! The server may take 64 steps per turn (K = 20 needs 21 model calls).
 //!
 //! `cargo bench -p rtc-cli --bench host_view` (`RUNS` per K, default 60;
 //! `SECONDS` of the concurrent phase, default 10; `SESSIONS`, default
 //! 1000; `CREATE`, default 10000; `ONLY` = `slope`, `throughput`,
 //! `memory` or `create` runs one phase; `SSE` = `1` or `0` runs one wave
-//! of the memory phase; `RTC_BENCH_DATABASE_URL` runs the
+//! of the memory phase; `BUILT_INS` = `off` or `on` runs one
+//! configuration; `RTC_BENCH_DATABASE_URL` runs the
 //! server on that database (PostgreSQL, say) instead of a fresh SQLite
 //! file; `RTC_BENCH_BINARY` runs a wrapper such as a heap profiler;
 //! `RTC_BENCH_LOG` is the server's `RUST_LOG`, its log printed at the end).
@@ -41,7 +58,15 @@ use futures::StreamExt;
 use rtc_testkit::{MockLlm, MockReply, ServerProcess, TEST_ADMIN_TOKEN};
 use serde_json::{Value, json};
 
-/// The model: `K=n` asks for n tool calls, `wait` answers after 2 s.
+#[path = "host_view/floor.rs"]
+mod floor;
+#[path = "host_view/measure.rs"]
+mod measure;
+
+use measure::{cpu_time, fit, median, ms, percentile, rss_kib};
+
+/// The model: `K=n` asks for n tool calls, `wait` answers after 2 s;
+/// `K=n capture` keeps the run's requests for the floor.
 fn model(req: &Value) -> MockReply {
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let input = msgs
@@ -52,6 +77,10 @@ fn model(req: &Value) -> MockReply {
     if input == "wait" {
         return MockReply::Delayed(Duration::from_secs(2), Box::new(MockReply::text("waited")));
     }
+    let input = input.strip_suffix(floor::CAPTURE).map_or(input, |k| {
+        floor::record(req);
+        k
+    });
     let k: usize = input
         .strip_prefix("K=")
         .and_then(|k| k.parse().ok())
@@ -122,11 +151,16 @@ impl Host {
 
     /// One run: open, subscribe, message, events until the turn ends.
     async fn run(&self, k: usize) -> anyhow::Result<Duration> {
+        self.turn(&format!("K={k}")).await
+    }
+
+    /// A run whose message is `text`.
+    async fn turn(&self, text: &str) -> anyhow::Result<Duration> {
         let started = Instant::now();
         let (sid, events) = self.open(true).await?;
         self.post(
             &format!("/v1/sessions/{sid}/messages"),
-            json!({"text": format!("K={k}")}),
+            json!({"text": text}),
         )
         .await?;
         if let Some(events) = events {
@@ -154,43 +188,6 @@ async fn until_turn_completed(events: reqwest::Response) -> anyhow::Result<()> {
     anyhow::bail!("the event stream ended before the turn did")
 }
 
-/// User + system CPU time of a process so far.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
-}
-
-/// Resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn median(times: &mut [Duration]) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -198,83 +195,63 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// What one configuration measured: the floor and added time per round
+/// trip (µs), runs/s and server CPU per run (ms) at K = 5.
+#[derive(Default)]
+struct Figures {
+    round_trip: Option<(f64, f64)>,
+    throughput: Option<(f64, f64)>,
+}
+
 /// The added time per extra tool round trip: the slope of the median run
-/// time over K = 1, 5, 20, runs one at a time.
-async fn slope(host: &Host, runs: usize) -> anyhow::Result<()> {
+/// time over K = 1, 5, 20, runs one at a time, beside the floor; and the
+/// server's CPU per extra round trip (the slope of its CPU per run).
+async fn slope(
+    host: &Host,
+    pid: u32,
+    floor: &floor::Floor,
+    runs: usize,
+) -> anyhow::Result<(f64, f64)> {
     for _ in 0..10 {
         host.run(1).await?;
     }
-    let mut medians = Vec::new();
+    let (mut medians, mut cpu) = (Vec::new(), Vec::new());
     for k in [1usize, 5, 20] {
         let mut times = Vec::with_capacity(runs);
+        let cpu_before = cpu_time(pid);
         for _ in 0..runs {
             times.push(host.run(k).await?);
         }
+        let cpu_per_run = cpu_time(pid).saturating_sub(cpu_before) / runs as u32;
         let m = median(&mut times);
-        println!("K = {k:>2}: median run {:>8.2} ms", ms(m));
+        println!(
+            "  K = {k:>2}: median run {:>8.2} ms, server CPU {:.2} ms per run",
+            ms(m),
+            ms(cpu_per_run)
+        );
         medians.push((k as f64, m.as_secs_f64()));
+        cpu.push((k as f64, cpu_per_run.as_secs_f64()));
     }
-    let n = medians.len() as f64;
-    let (sx, sy) = medians
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (sxx, sxy) = medians
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x * x, b + x * y));
-    let slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    let floor = bare_round_trip(host, runs).await?;
+    let added = fit(&medians) * 1e6;
+    let floor_us = floor.round_trip(host, runs).await?.as_secs_f64() * 1e6;
     println!(
-        "added time per extra tool round trip: {:.0} µs (a bare client's model call + tool call: {:.0} µs; rtc-agent's own: {:.0} µs)",
-        slope * 1e6,
-        floor.as_secs_f64() * 1e6,
-        (slope - floor.as_secs_f64()) * 1e6
+        "  floor (a bare client's model call + tool call): {floor_us:.0} µs\n  added per extra tool round trip: {added:.0} µs = {:.2}× the floor (target ≤ 1.3×); rtc-agent's own share {:.0} µs = {:.2}× the floor (target ≤ 50 µs)\n  server CPU per extra round trip: {:.0} µs",
+        added / floor_us,
+        added - floor_us,
+        (added - floor_us) / floor_us,
+        fit(&cpu) * 1e6
     );
-    Ok(())
-}
-
-/// The floor under a round trip: the median time a bare HTTP client takes
-/// for one streamed model call carrying a K = 20 history and one tool
-/// call, against the same mock model and tool servers.
-async fn bare_round_trip(host: &Host, runs: usize) -> anyhow::Result<Duration> {
-    let mut messages = vec![
-        json!({"role": "system", "content": "Help."}),
-        json!({"role": "user", "content": "K=20"}),
-    ];
-    for i in 0..10 {
-        messages.push(json!({"role": "assistant", "content": "", "tool_calls": [{"id": format!("c{i}"),
-            "type": "function", "function": {"name": "get_order", "arguments": format!("{{\"order_id\":\"o{i}\"}}")}}]}));
-        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "{\"status\":\"shipped\"}"}));
-    }
-    let body = json!({"model": "bench", "stream": true, "messages": messages, "tools": [{"type": "function",
-        "function": {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]});
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(20) {
-        let started = Instant::now();
-        let answer = host
-            .http
-            .post(format!("{}/chat/completions", host.model))
-            .json(&body)
-            .send()
-            .await?
-            .bytes()
-            .await?;
-        anyhow::ensure!(!answer.is_empty(), "the mock model answered nothing");
-        let tool = host
-            .http
-            .get(format!("{}/orders/o1", host.tools))
-            .send()
-            .await?
-            .bytes()
-            .await?;
-        anyhow::ensure!(!tool.is_empty(), "the tool answered nothing");
-        times.push(started.elapsed());
-    }
-    Ok(median(&mut times))
+    Ok((floor_us, added))
 }
 
 /// Runs/s, run time and server CPU per run at K = 5 with 100 concurrent
-/// clients for `seconds`.
-async fn throughput(host: &Host, pid: u32, seconds: usize) -> anyhow::Result<()> {
+/// clients for `seconds`, beside the floor's runs/s with the same clients.
+async fn throughput(
+    host: &Host,
+    pid: u32,
+    floor: &floor::Floor,
+    seconds: usize,
+) -> anyhow::Result<(f64, f64)> {
     let done = Arc::new(AtomicUsize::new(0));
     let deadline = Instant::now() + Duration::from_secs(seconds as u64);
     let cpu_before = cpu_time(pid);
@@ -300,14 +277,17 @@ async fn throughput(host: &Host, pid: u32, seconds: usize) -> anyhow::Result<()>
     let cpu = cpu_time(pid).saturating_sub(cpu_before);
     times.sort();
     let total = done.load(Ordering::Relaxed);
+    let runs_s = total as f64 / elapsed.as_secs_f64();
+    let cpu_per_run = ms(cpu) / total.max(1) as f64;
+    let floor_runs_s = floor.runs_per_s(host, seconds).await?;
     println!(
-        "K = 5, 100 clients: {:.0} runs/s, run p50 {:.2} ms p99 {:.2} ms, server CPU {:.2} ms per run",
-        total as f64 / elapsed.as_secs_f64(),
+        "  K = 5, 100 clients: {runs_s:.0} runs/s, floor {floor_runs_s:.0} runs/s (same clients, bare model + tool calls): {:.2}× the floor's; run p50 {:.2} ms p99 {:.2} ms\n  server CPU {cpu_per_run:.2} ms per K = 5 run (target ≤ 1 ms), {:.0} µs per round trip",
+        runs_s / floor_runs_s,
         ms(percentile(&times, 0.5)),
         ms(percentile(&times, 0.99)),
-        ms(cpu) / total.max(1) as f64
+        cpu_per_run * 1e3 / 5.0
     );
-    Ok(())
+    Ok((runs_s, cpu_per_run))
 }
 
 /// 1,000 sessions waiting on the model: the memory they hold each.
@@ -406,34 +386,37 @@ async fn creation(host: &Host, count: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let runs = env_or("RUNS", 60);
-    let seconds = env_or("SECONDS", 10);
-    let sessions = env_or("SESSIONS", 1000);
-    let mock = MockLlm::with_responder(model).await?;
-    let tools = tool_server().await?;
-    let dir = tempfile::tempdir()?;
-    let env = HashMap::from([
-        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
-        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
-        (
-            "RTC_MAX_SESSIONS_PER_WORKSPACE".to_owned(),
-            "100000".to_owned(),
-        ),
-        (
-            "RUST_LOG".to_owned(),
-            std::env::var("RTC_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()),
-        ),
-    ]);
+/// What every configuration shares.
+struct Bench {
+    runs: usize,
+    seconds: usize,
+    sessions: usize,
+    only: String,
+    model: String,
+    tools: String,
+    dir: tempfile::TempDir,
+    env: HashMap<String, String>,
+    binary: std::path::PathBuf,
+}
+
+impl Bench {
+    fn wanted(&self, phase: &str) -> bool {
+        self.only.is_empty() || self.only == phase
+    }
+}
+
+/// A server of its own for one configuration, its workspace, bound tool
+/// and assistant ready.
+async fn start(
+    b: &Bench,
+    built_ins: bool,
+    tag: &str,
+) -> anyhow::Result<(ServerProcess, Host, u32)> {
+    let data = b.dir.path().join(tag);
+    std::fs::create_dir_all(&data)?;
     let db = std::env::var("RTC_BENCH_DATABASE_URL")
-        .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("bench.db").display()));
-    // A wrapper (a heap profiler, say) may stand in for the binary.
-    let binary = std::env::var_os("RTC_BENCH_BINARY").map_or_else(
-        || std::path::PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent")),
-        std::path::PathBuf::from,
-    );
-    let server = ServerProcess::start(&binary, &db, dir.path(), &env).await?;
+        .unwrap_or_else(|_| format!("sqlite://{}", data.join("bench.db").display()));
+    let server = ServerProcess::start(&b.binary, &db, &data, &b.env).await?;
     let pid = server
         .pid()
         .ok_or_else(|| anyhow::anyhow!("no server pid"))?;
@@ -444,12 +427,12 @@ async fn main() -> anyhow::Result<()> {
         base: server.base_url.clone(),
         key: TEST_ADMIN_TOKEN.to_owned(),
         assistant: String::new(),
-        http: http.clone(),
-        model: mock.base_url.clone(),
-        tools: tools.clone(),
+        http,
+        model: b.model.clone(),
+        tools: b.tools.clone(),
     };
     let ws = admin
-        .post("/v1/workspaces", json!({"name": "bench"}))
+        .post("/v1/workspaces", json!({"name": format!("bench-{tag}")}))
         .await?;
     let mut host = Host {
         key: ws["apiKey"].as_str().unwrap_or_default().to_owned(),
@@ -457,46 +440,170 @@ async fn main() -> anyhow::Result<()> {
     };
     host.post("/v1/tools", json!({"id": "get_order", "name": "get_order", "type": "http",
         "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
-        "http": {"method": "GET", "url": format!("{tools}/orders/{{{{order_id}}}}")}})).await?;
+        "http": {"method": "GET", "url": format!("{}/orders/{{{{order_id}}}}", b.tools)}})).await?;
+    // Built-ins on: the default (its sessions have no `userId`, so no
+    // memory tools); off: the bound tool alone.
+    let features = if built_ins {
+        json!({})
+    } else {
+        json!({"subAgents": false, "askUser": false, "todo": false, "goals": false,
+            "loops": false, "webSearch": false, "webFetch": false, "memory": false})
+    };
     let assistant = host.post("/v1/assistants", json!({"name": "Bench", "systemPrompt": "Help.",
+        "features": features,
         "toolBindings": [{"toolId": "get_order", "argumentBindings": {"order_id": {"source": "model"}}}]})).await?;
     host.assistant = assistant["id"].as_str().unwrap_or_default().to_owned();
-    let base_rss = rss_kib(pid);
+    Ok((server, host, pid))
+}
 
-    // `ONLY=slope|throughput|memory|create` runs one phase.
-    let only = std::env::var("ONLY").unwrap_or_default();
-    let wanted = |phase: &str| only.is_empty() || only == phase;
-    if wanted("slope") {
-        slope(&host, runs).await?;
-    }
-    if wanted("throughput") {
-        throughput(&host, pid, seconds).await?;
-    }
-    if wanted("memory") {
-        // The second wave reuses what the first left to the allocator:
-        // `SSE=0` or `SSE=1` measures one wave on a fresh server.
-        let sse = std::env::var("SSE").unwrap_or_default();
-        for subscribe in [true, false] {
-            if !sse.is_empty() && (sse == "1") != subscribe {
-                continue;
-            }
-            let (per_session, after) = in_flight(&host, pid, sessions, subscribe).await?;
-            let with = if subscribe {
-                "with an SSE subscriber each"
-            } else {
-                "without subscribers"
-            };
-            println!(
-                "{sessions} sessions waiting on the model, {with}: {per_session:.1} KiB per session; resident memory {base_rss} KiB at start, {after} KiB after they ended"
-            );
-        }
-    }
-    if wanted("create") {
-        creation(&host, env_or("CREATE", 10_000)).await?;
-    }
+/// The server's log on stderr, if `RTC_BENCH_LOG` asks for it.
+fn print_log(server: &ServerProcess) {
     if std::env::var_os("RTC_BENCH_LOG").is_some() {
         eprintln!("{}", server.log());
     }
+}
+
+/// The timed phases of one configuration on a server of its own: its
+/// floor, then the round trips, the concurrent runs and (`create`) the
+/// sessions created per second.
+async fn timed(b: &Bench, built_ins: bool, create: bool) -> anyhow::Result<Figures> {
+    let mut figures = Figures::default();
+    let timing = b.wanted("slope") || b.wanted("throughput");
+    let create = create && b.wanted("create");
+    if !timing && !create {
+        return Ok(figures);
+    }
+    let (server, host, pid) = start(b, built_ins, if built_ins { "on" } else { "off" }).await?;
+    if timing {
+        let floor = floor::Floor::capture(&host).await?;
+        println!(
+            "  the floor replays rtc-agent's model requests: {} function(s) each, {:.1} KB after 10 tool results",
+            floor.functions,
+            floor.request_kb()
+        );
+        if b.wanted("slope") {
+            figures.round_trip = Some(slope(&host, pid, &floor, b.runs).await?);
+        }
+        if b.wanted("throughput") {
+            figures.throughput = Some(throughput(&host, pid, &floor, b.seconds).await?);
+        }
+    }
+    if create {
+        creation(&host, env_or("CREATE", 10_000)).await?;
+    }
+    print_log(&server);
     server.kill().await;
+    Ok(figures)
+}
+
+/// One wave of the memory phase on a server of its own, warmed up (a
+/// second wave would reuse what the first left to the allocator).
+async fn wave(b: &Bench, built_ins: bool, subscribe: bool) -> anyhow::Result<()> {
+    let tag = format!(
+        "{}-sse{}",
+        if built_ins { "on" } else { "off" },
+        u8::from(subscribe)
+    );
+    let (server, host, pid) = start(b, built_ins, &tag).await?;
+    // Warm up with as many runs, 16 at a time (caches, pools and threads
+    // grown; at most 16 sessions' memory left to reuse).
+    let warm = futures::stream::iter((0..b.sessions).map(|_| host.run(1)))
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    for w in warm {
+        w?;
+    }
+    let base_rss = rss_kib(pid);
+    let (per_session, after) = in_flight(&host, pid, b.sessions, subscribe).await?;
+    let (with, target) = if subscribe {
+        ("with an SSE subscriber each", 48)
+    } else {
+        ("without subscribers", 32)
+    };
+    println!(
+        "  {} sessions waiting on the model, {with}: {per_session:.1} KiB per session (target ≤ {target} KiB); resident memory {base_rss} KiB after the warm-up, {after} KiB after they ended",
+        b.sessions
+    );
+    print_log(&server);
+    server.kill().await;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mock = MockLlm::with_responder(model).await?;
+    let env = HashMap::from([
+        ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
+        ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
+        // K = 20 takes 21 model calls (the default stops a turn at 16).
+        ("RTC_MAX_STEPS_PER_TURN".to_owned(), "64".to_owned()),
+        (
+            "RTC_MAX_SESSIONS_PER_WORKSPACE".to_owned(),
+            "100000".to_owned(),
+        ),
+        (
+            "RUST_LOG".to_owned(),
+            std::env::var("RTC_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()),
+        ),
+    ]);
+    let bench = Bench {
+        runs: env_or("RUNS", 60),
+        seconds: env_or("SECONDS", 10),
+        sessions: env_or("SESSIONS", 1000),
+        // `ONLY=slope|throughput|memory|create` runs one phase.
+        only: std::env::var("ONLY").unwrap_or_default(),
+        model: mock.base_url.clone(),
+        tools: tool_server().await?,
+        dir: tempfile::tempdir()?,
+        env,
+        // A wrapper (a heap profiler, say) may stand in for the binary.
+        binary: std::env::var_os("RTC_BENCH_BINARY").map_or_else(
+            || std::path::PathBuf::from(env!("CARGO_BIN_EXE_rtc-agent")),
+            std::path::PathBuf::from,
+        ),
+    };
+    // `BUILT_INS=off|on` runs one configuration.
+    let configurations: &[bool] = match std::env::var("BUILT_INS").as_deref() {
+        Ok("off") => &[false],
+        Ok("on") => &[true],
+        _ => &[false, true],
+    };
+    // `SSE=1|0` runs one wave of the memory phase.
+    let waves: &[bool] = match std::env::var("SSE").as_deref() {
+        Ok("1") => &[true],
+        Ok("0") => &[false],
+        _ => &[true, false],
+    };
+    let mut figures = Vec::new();
+    for (i, &built_ins) in configurations.iter().enumerate() {
+        println!("built-ins {}:", if built_ins { "on" } else { "off" });
+        let last = i + 1 == configurations.len();
+        figures.push(timed(&bench, built_ins, last).await?);
+        for &subscribe in waves.iter().filter(|_| bench.wanted("memory")) {
+            wave(&bench, built_ins, subscribe).await?;
+        }
+    }
+    if let [off, on] = figures.as_slice() {
+        if let (Some((off_floor, off_added)), Some((on_floor, on_added))) =
+            (off.round_trip, on.round_trip)
+        {
+            println!(
+                "built-ins on / off: added per round trip {:.2}× (target ≤ 1.10×), rtc-agent's own share {:.2}×, floor {:.2}×",
+                on_added / off_added,
+                (on_added - on_floor) / (off_added - off_floor),
+                on_floor / off_floor
+            );
+        }
+        if let (Some((off_runs, off_cpu)), Some((on_runs, on_cpu))) =
+            (off.throughput, on.throughput)
+        {
+            println!(
+                "built-ins on / off at K = 5, 100 clients: runs/s {:.2}×, server CPU per run {:.2}×",
+                on_runs / off_runs,
+                on_cpu / off_cpu
+            );
+        }
+    }
     Ok(())
 }
