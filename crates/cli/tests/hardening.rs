@@ -68,13 +68,9 @@ struct Watch {
     db_start: u64,
 }
 
+/// Resident memory of `pid`, in bytes.
 fn rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    rtc_testkit::rss_kib(pid) * 1024
 }
 
 fn alive(pid: u32) -> bool {

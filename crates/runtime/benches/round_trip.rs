@@ -45,16 +45,7 @@ const RUNS: usize = 40;
 
 /// CPU time (user + system) of this process so far.
 fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = fields.get(11).and_then(|u| u.parse().ok()).unwrap_or(0)
-        + fields.get(12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    Duration::from_micros(ticks * 10_000) // USER_HZ = 100
+    rtc_testkit::cpu_time(std::process::id())
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -39,7 +39,7 @@ pub use opencode::{
     OPENCODE_MODELS, OPENCODE_OFFLINE_ENV, OpencodeServer, opencode_binary, opencode_reply,
     opencode_test_config, twenty_words,
 };
-pub use processes::processes_with;
+pub use processes::{cpu_time, processes_with, rss_kib};
 pub use realtime_mock::{
     ClientFrame, MockConnection, RealtimeFlavor, RealtimeMock, RealtimeScript, SPEECH_RMS,
     ScriptedResponse, Step, pcm16_rms,
