@@ -91,8 +91,9 @@ struct Item {
     audio_bytes: usize,
     interrupted: bool,
     stored: bool,
-    /// The message it became, while its audio may still be playing.
-    stored_as: Option<Message>,
+    /// It was stored (as `message_id`) while its audio may still be
+    /// playing: a later interruption marks the stored message.
+    stored_playing: bool,
     /// Order of arrival.
     serial: usize,
 }

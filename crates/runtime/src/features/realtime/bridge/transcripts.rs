@@ -67,7 +67,7 @@ impl Bridge {
             m.source = Some("audio".to_owned());
             m.interrupted = item.interrupted;
             if !m.interrupted && item.audio_bytes > 0 {
-                item.stored_as = Some(m.clone());
+                item.stored_playing = true;
             }
             let mut event = MessageCompleted::of(&m);
             event.item_id = Some(id.clone());
@@ -114,11 +114,15 @@ impl Bridge {
         &mut self,
         item_id: &str,
     ) -> Result<(), RuntimeError> {
-        let Some(m) = self.items.get_mut(item_id).and_then(|i| i.stored_as.take()) else {
+        let Some(item) = self.items.get_mut(item_id) else {
             return Ok(());
         };
+        if !std::mem::take(&mut item.stored_playing) {
+            return Ok(());
+        }
+        let id = item.message_id.clone();
         self.rt
-            .amend_message(&self.ctx, &m.id, |m| m.interrupted = true)
+            .amend_message(&self.ctx, &id, |m| m.interrupted = true)
             .await?;
         Ok(())
     }
@@ -139,7 +143,7 @@ impl Bridge {
                 audio_bytes: 0,
                 interrupted: false,
                 stored: false,
-                stored_as: None,
+                stored_playing: false,
                 serial,
             })
     }
