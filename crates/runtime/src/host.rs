@@ -1,9 +1,10 @@
 //! The kernel's host: [`Inner`] embeds the session kernel with what only
 //! the runtime has (its configuration, the MCP connections, the slots of
-//! conversation tests) and derefs to it, so a feature's methods on
-//! `Inner` sit beside the kernel's. Built once, here: the features in
-//! their order (`features::registered`), their services, and the
-//! executors behind the kernel's `RemoteTools` port.
+//! conversation tests) and derefs to it. It carries no feature's
+//! methods: each feature works through its own `feature::Service`. Built
+//! once, here: the features in their order (`features::registered`),
+//! their services, and the executors behind the kernel's `RemoteTools`
+//! port.
 
 use std::ops::Deref;
 use std::sync::Arc;

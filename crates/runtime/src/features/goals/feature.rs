@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use rtc_store::GoalRecord;
 
 use crate::feature::{AfterTurn, Feature, Periodic, TurnEnd};
+use crate::features::goals::GoalService;
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
 use crate::{Inner, RuntimeConfig, RuntimeError};
@@ -61,7 +62,7 @@ impl Feature<Inner> for Goals {
         vec![Periodic {
             what: "renewing or taking over goals",
             every: config.kernel.cluster.lease / 3,
-            work: |rt| Box::pin(async move { rt.sweep_goals().await }),
+            work: |rt| Box::pin(async move { GoalService::of(&rt).sweep_goals().await }),
         }]
     }
 
@@ -73,10 +74,13 @@ impl Feature<Inner> for Goals {
     ) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let goal = if rt.turn_assistant(ctx).features.goals {
-                rt.settle_goals(ctx).await.unwrap_or_else(|e| {
-                    tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
-                    None
-                })
+                GoalService::of(rt)
+                    .settle_goals(ctx)
+                    .await
+                    .unwrap_or_else(|e| {
+                        tracing::error!(session = %ctx.id, error = %e, "settling goals failed");
+                        None
+                    })
             } else {
                 None
             };
@@ -98,7 +102,9 @@ impl Feature<Inner> for Goals {
             let Some(ToContinue(goal)) = goal else {
                 return Ok(AfterTurn::Pass);
             };
-            Ok(AfterTurn::turn_if(rt.goal_input(ctx, &goal).await?))
+            Ok(AfterTurn::turn_if(
+                GoalService::of(rt).goal_input(ctx, &goal).await?,
+            ))
         })
     }
 }

@@ -8,3 +8,6 @@ pub(crate) mod service;
 pub(crate) mod tools;
 
 pub(crate) use feature::Goals;
+
+/// The goals feature's operations on its host.
+pub(crate) type GoalService<'a> = crate::feature::Service<'a, feature::Goals>;

@@ -18,6 +18,7 @@ use rtc_protocol::{Goal, GoalStatus, GoalUpdated, ResumeGoalParams};
 use rtc_store::{GoalRecord, Store, new_id, now_millis};
 use serde_json::{Value, json};
 
+use super::GoalService;
 use crate::session::SessionCtx;
 use crate::small_model::SmallModel;
 use crate::tool::CallOutcome;
@@ -135,11 +136,11 @@ pub(crate) async fn save_goal(
         .await
 }
 
-impl Inner {
+impl GoalService<'_> {
     /// After a turn: count it in every active goal, judge the conditions,
     /// apply the limits. Returns the goal to continue with, if any.
     pub(crate) async fn settle_goals(
-        &self,
+        self,
         ctx: &SessionCtx,
     ) -> Result<Option<GoalRecord>, RuntimeError> {
         let tokens = ctx.turn_tokens.swap(0, Ordering::Relaxed);
@@ -194,7 +195,7 @@ impl Inner {
 
     /// Whether the condition holds in the conversation, and why; a judge
     /// that fails counts as "not yet".
-    async fn judge(&self, ctx: &SessionCtx, condition: &str) -> (bool, String) {
+    async fn judge(self, ctx: &SessionCtx, condition: &str) -> (bool, String) {
         let transcript = match self.transcript(ctx).await {
             Ok(t) => t,
             Err(e) => {
@@ -206,7 +207,7 @@ impl Inner {
         };
         let system = "You judge whether a goal's condition holds, given a conversation between a user and an assistant. Be strict: the condition must clearly hold in what was said. Answer only JSON {\"satisfied\": true|false, \"reason\": \"one sentence\"}.";
         let user = format!("Condition: {condition}\n\nConversation:\n{transcript}");
-        let judge = SmallModel::for_session::<Inner>(self, ctx);
+        let judge = SmallModel::for_session::<Inner>(self.rt, ctx);
         match judge.ask(system, user, true).await {
             Ok(text) => match serde_json::from_str::<Value>(text.trim()) {
                 Ok(v) => (
@@ -264,7 +265,9 @@ impl Runtime {
         save_goal(&inner.store, &ctx, &goal).await?;
         let mut slot = ctx.turn.lock().await;
         if slot.as_ref().is_none_or(|t| t.handle.is_finished()) {
-            inner.continue_goal(&ctx, &goal, &mut slot).await?;
+            GoalService::of(inner)
+                .continue_goal(&ctx, &goal, &mut slot)
+                .await?;
         }
         Ok(view(&goal))
     }
@@ -326,11 +329,11 @@ fn raise_limits(
     Ok(())
 }
 
-impl Inner {
+impl GoalService<'_> {
     /// Record the continuation input and start the turn in `slot`, unless
     /// the session cannot go on by itself.
     pub(crate) async fn continue_goal(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         goal: &GoalRecord,
         slot: &mut Option<RunningTurn>,
@@ -347,7 +350,7 @@ impl Inner {
     /// after-turn decision: the end of the next turn, which judges the goal
     /// again, or `Kernel::go_on` when the hold ends with no turn.
     pub(crate) async fn goal_input(
-        &self,
+        self,
         ctx: &SessionCtx,
         goal: &GoalRecord,
     ) -> Result<bool, RuntimeError> {
@@ -380,7 +383,7 @@ impl Inner {
     /// Renew the leases of the goals this instance drives, and take over
     /// goals whose instance died (their lease ran out): each continues
     /// here if its session can go on (R-ST-2).
-    pub(crate) async fn sweep_goals(self: &Arc<Self>) -> Result<(), RuntimeError> {
+    pub(crate) async fn sweep_goals(self) -> Result<(), RuntimeError> {
         let me = &self.settings.cluster.instance;
         let now = now_millis();
         let until = now + self.settings.cluster.lease_millis();

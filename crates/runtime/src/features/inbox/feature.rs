@@ -9,6 +9,7 @@ use rtc_store::SessionRecord;
 
 use crate::extensions::Extensions;
 use crate::feature::{AfterTurn, Feature};
+use crate::features::inbox::InboxService;
 use crate::features::inbox::service::InboxHint;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -49,7 +50,7 @@ impl Feature<Inner> for Inbox {
         ctx: &'a Arc<SessionCtx>,
         _record: &'a SessionRecord,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        Box::pin(rt.kick(ctx))
+        Box::pin(InboxService::of(rt).kick(ctx))
     }
 
     fn poked<'a>(
@@ -59,7 +60,7 @@ impl Feature<Inner> for Inbox {
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         // Items another instance posted are delivered here, where the
         // session's turn runs.
-        Box::pin(rt.kick(ctx))
+        Box::pin(InboxService::of(rt).kick(ctx))
     }
 
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
@@ -67,7 +68,7 @@ impl Feature<Inner> for Inbox {
             // Every item not yet consumed is delivered (R-BX-3).
             for id in rt.store.sessions_with_pending_inbox().await? {
                 let ctx = rt.session(&id).await?;
-                rt.kick(&ctx).await?;
+                InboxService::of(rt).kick(&ctx).await?;
             }
             Ok(())
         })
@@ -78,6 +79,10 @@ impl Feature<Inner> for Inbox {
         rt: &'a Arc<Inner>,
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<AfterTurn, RuntimeError>> {
-        Box::pin(async move { Ok(AfterTurn::turn_if(rt.deliver_inbox(ctx).await?)) })
+        Box::pin(async move {
+            Ok(AfterTurn::turn_if(
+                InboxService::of(rt).deliver_inbox(ctx).await?,
+            ))
+        })
     }
 }

@@ -8,3 +8,6 @@ mod feature;
 pub(crate) mod service;
 
 pub(crate) use feature::Inbox;
+
+/// The inbox feature's operations on its host.
+pub(crate) type InboxService<'a> = crate::feature::Service<'a, feature::Inbox>;

@@ -15,11 +15,13 @@ use rtc_protocol::{
 use rtc_store::{InboxItem, InboxKind};
 use serde_json::json;
 
+use super::InboxService;
+use crate::RuntimeError;
 use crate::events::Durability;
+use crate::features::sub_agents::SubAgentService;
 use crate::features::sub_agents::service::{Awaited, report_item};
 use crate::history::message;
 use crate::session::SessionCtx;
-use crate::{Inner, RuntimeError};
 
 /// The `name` of a sub-agent's report in its parent's history.
 pub(crate) const SUB_AGENT_REPORT_NAME: &str = "subagent";
@@ -31,10 +33,10 @@ pub(crate) const TASK_REPORT_NAME: &str = "task";
 #[derive(Debug, Default)]
 pub(crate) struct InboxHint(pub bool);
 
-impl Inner {
+impl InboxService<'_> {
     /// Deliver waiting inbox items unless a turn is running (it delivers
     /// them when it ends).
-    pub(crate) async fn kick(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
+    pub(crate) async fn kick(self, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
         ctx.ext(|h: &mut InboxHint| h.0 = true);
         let mut slot = ctx.turn.lock().await;
         if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {
@@ -66,7 +68,7 @@ impl Inner {
 
     /// Put `item` in its session's inbox and deliver it now if the session
     /// is idle and free to go on.
-    pub(crate) async fn post(self: &Arc<Self>, item: &InboxItem) -> Result<(), RuntimeError> {
+    pub(crate) async fn post(self, item: &InboxItem) -> Result<(), RuntimeError> {
         self.store.post_inbox(item).await?;
         let ctx = self.session(&item.session_id).await?;
         self.kick(&ctx).await
@@ -76,7 +78,7 @@ impl Inner {
     /// take them: active, nobody asked, the user of a voice session not
     /// speaking, and every awaited sync report among them. Returns whether
     /// anything was delivered.
-    pub(crate) async fn deliver_inbox(&self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
+    pub(crate) async fn deliver_inbox(self, ctx: &SessionCtx) -> Result<bool, RuntimeError> {
         if !ctx
             .extensions
             .lock()
@@ -127,7 +129,7 @@ impl Inner {
     }
 
     async fn deliver(
-        &self,
+        self,
         ctx: &SessionCtx,
         item: InboxItem,
         answered: &std::collections::HashSet<String>,
@@ -172,10 +174,7 @@ impl Inner {
 
     /// A sub-agent with nothing left to do reports its last words to its
     /// parent (the awaiting call's result in sync mode, else a message).
-    pub(crate) async fn report_if_done(
-        self: &Arc<Self>,
-        ctx: &SessionCtx,
-    ) -> Result<(), RuntimeError> {
+    pub(crate) async fn report_if_done(self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         let Some(info) = &ctx.parent else {
             return Ok(());
         };
@@ -200,7 +199,7 @@ impl Inner {
         {
             return Ok(());
         }
-        let report = self.final_words(ctx).await?;
+        let report = SubAgentService::of(self.rt).final_words(ctx).await?;
         let item = report_item(
             &info.parent_id,
             &ctx.id,
@@ -218,7 +217,9 @@ impl Inner {
             report: Some(report),
             reason: None,
         };
-        self.tree_event(&parent, event.into()).await?;
+        SubAgentService::of(self.rt)
+            .tree_event(&parent, event.into())
+            .await?;
         self.kick(&parent).await
     }
 }

@@ -4,6 +4,7 @@
 //! matched tolerantly (label, number, or free text as "Other").
 
 use crate::builtins::ArgumentError;
+use crate::features::interaction::InteractionService;
 use rtc_core::llm::ToolSpec;
 use rtc_protocol::{AnswerValue, Answers, AskQuestion};
 use serde::Deserialize;
@@ -368,7 +369,8 @@ pub fn result_text(questions: &[AskQuestion], answers: &[String]) -> String {
     )
 }
 
-crate::builtins::built_in!(AskUser, ask_user, |cx| cx.rt.ask_user(cx.session, cx.call));
+crate::builtins::built_in!(AskUser, ask_user, |cx| InteractionService::of(cx.rt)
+    .ask_user(cx.session, cx.call));
 
 #[cfg(test)]
 #[path = "ask_user_tests.rs"]

@@ -10,6 +10,7 @@ use rtc_store::SessionRecord;
 
 use crate::extensions::Extensions;
 use crate::feature::Feature;
+use crate::features::interaction::InteractionService;
 use crate::features::interaction::service::InteractionState;
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
@@ -69,7 +70,7 @@ impl Feature<Inner> for Interaction {
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         // A user message instead of answers dismisses the question.
-        Box::pin(rt.dismiss_question(ctx))
+        Box::pin(InteractionService::of(rt).dismiss_question(ctx))
     }
 
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {

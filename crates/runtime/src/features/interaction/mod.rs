@@ -9,3 +9,6 @@ pub(crate) mod service;
 pub(crate) mod todo_write;
 
 pub(crate) use feature::Interaction;
+
+/// The interaction feature's operations on its host.
+pub(crate) type InteractionService<'a> = crate::feature::Service<'a, feature::Interaction>;

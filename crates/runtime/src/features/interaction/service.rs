@@ -16,11 +16,12 @@ use rtc_protocol::{
 use rtc_store::{SessionUpdate, now_millis};
 use serde_json::json;
 
+use super::InteractionService;
 use crate::events::Durability;
 use crate::history::message;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, parsed};
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 /// The session's askUser question and todo list (both also stored on the
 /// session's row), kept in its extensions.
@@ -65,9 +66,9 @@ pub(crate) async fn todo_write(ctx: &SessionCtx, todos: Vec<TodoItem>) -> Result
 const DISMISSED: &str =
     "The user did not answer your questions and wrote a message instead; read it and go on.";
 
-impl Inner {
+impl InteractionService<'_> {
     pub(crate) async fn ask_user(
-        &self,
+        self,
         ctx: &SessionCtx,
         call: &ToolCall,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -112,7 +113,7 @@ impl Inner {
             self.to_root(ctx, event.into()).await?;
         }
         if let Some(item) = &item_id {
-            crate::features::voice::ask(self, ctx, item, &pending, 0);
+            crate::features::voice::ask(self.rt, ctx, item, &pending, 0);
         }
         let mut outcome = CallOutcome::ok(json!({"waiting": "the user's answers"}));
         outcome.deferred = true;
@@ -122,7 +123,7 @@ impl Inner {
     /// Resolve the pending question, if any, with `result`: the call's
     /// result message and the cleared question are committed together.
     async fn settle_question(
-        &self,
+        self,
         ctx: &SessionCtx,
         pending: &PendingQuestion,
         result: &str,
@@ -157,12 +158,12 @@ impl Inner {
 
     /// A sub-agent's question and its answer also reach the root session's
     /// user (R-BX-4), labelled with the sub-agent.
-    async fn to_root(&self, ctx: &SessionCtx, event: EventBody) -> Result<(), RuntimeError> {
+    async fn to_root(self, ctx: &SessionCtx, event: EventBody) -> Result<(), RuntimeError> {
         self.session(&ctx.root_id).await?.events.emit(event).await
     }
 
     /// A user message instead of answers: the question is dismissed.
-    pub(crate) async fn dismiss_question(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub(crate) async fn dismiss_question(self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         let taken = ctx
             .extensions
             .lock()
@@ -192,12 +193,12 @@ impl Runtime {
     }
 }
 
-impl Inner {
+impl InteractionService<'_> {
     /// The user's answers to `ctx`'s pending question (R-AU-2/3, R-BX-5):
     /// matched to the options, committed as the call's result, then the
     /// next turn starts.
     pub(crate) async fn answer_question(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         params: AnswerParams,
     ) -> Result<AnswerResponse, RuntimeError> {

@@ -8,6 +8,7 @@ use crate::Inner;
 use crate::RuntimeConfig;
 use crate::extensions::Extensions;
 use crate::feature::{Feature, Periodic};
+use crate::features::loops::LoopService;
 use crate::features::loops::tick_finisher::TickFinisher;
 use crate::tool::ToolHandler;
 
@@ -28,12 +29,12 @@ impl Feature<Inner> for Loops {
             Periodic {
                 what: "expiring loops",
                 every: crate::features::loops::service::EXPIRY_SWEEP,
-                work: |rt| Box::pin(async move { rt.expire_loops().await }),
+                work: |rt| Box::pin(async move { LoopService::of(&rt).expire_loops().await }),
             },
             Periodic {
                 what: "claiming loop ticks",
                 every: config.loops.poll,
-                work: |rt| Box::pin(rt.claim_ticks()),
+                work: |rt| Box::pin(async move { LoopService::of(&rt).claim_ticks().await }),
             },
         ]
     }

@@ -9,3 +9,6 @@ pub(crate) mod tick_finisher;
 pub(crate) mod tools;
 
 pub(crate) use feature::Loops;
+
+/// The loops feature's operations on its host.
+pub(crate) type LoopService<'a> = crate::feature::Service<'a, feature::Loops>;

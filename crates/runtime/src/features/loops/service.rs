@@ -7,7 +7,6 @@
 //! heartbeats the lease while the turn runs; if it dies, the lease expires
 //! and another instance takes the next tick.
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -19,10 +18,11 @@ use rtc_store::{ClaimedTick, LoopRecord, Store, TickOutcome, new_id, now_millis}
 use crate::cluster::millis;
 use serde_json::{Value, json};
 
+use super::LoopService;
 use crate::features::loops::tick_finisher::TickFinisher;
 use crate::session::SessionCtx;
 use crate::tool::CallOutcome;
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 /// Most loops active or paused at once in a session.
 const MAX_OPEN_LOOPS: usize = 5;
@@ -205,10 +205,10 @@ async fn loop_event(store: &Store, ctx: &SessionCtx, id: &str) -> Result<(), Run
     Ok(())
 }
 
-impl Inner {
+impl LoopService<'_> {
     /// Loops past their expiry that no tick settles (paused, or between
     /// ticks) become exhausted (R-LP-4); one instance wins each.
-    pub(crate) async fn expire_loops(&self) -> Result<(), RuntimeError> {
+    pub(crate) async fn expire_loops(self) -> Result<(), RuntimeError> {
         let now = now_millis();
         for l in self.store.expired_loops(now, CLAIM_BATCH).await? {
             let from = [LoopStatus::Active, LoopStatus::Paused];
@@ -232,7 +232,7 @@ impl Inner {
     }
 
     /// Run one claimed tick to its end and record it.
-    async fn run_tick(self: Arc<Self>, tick: ClaimedTick) {
+    async fn run_tick(self, tick: ClaimedTick) {
         let settings = &self.config.loops;
         let instance = self.settings.cluster.instance.clone();
         let outcome = match self.tick_turn(&tick).await {
@@ -277,12 +277,9 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl LoopService<'_> {
     /// The tick itself: a turn with the loop's prompt, or a skip.
-    pub(crate) async fn tick_turn(
-        self: &Arc<Self>,
-        tick: &ClaimedTick,
-    ) -> Result<TickOutcome, RuntimeError> {
+    pub(crate) async fn tick_turn(self, tick: &ClaimedTick) -> Result<TickOutcome, RuntimeError> {
         let now = now_millis();
         let l = &tick.record;
         let next = |now: i64| now.max(tick.due_at + l.interval_ms);
@@ -369,7 +366,7 @@ impl Inner {
 
     /// Wait for the tick's turn, extending the lease meanwhile.
     pub(crate) async fn await_turn_with_heartbeat(
-        &self,
+        self,
         ctx: &SessionCtx,
         loop_id: &str,
         turn: u64,
@@ -391,7 +388,7 @@ impl Inner {
     }
 
     /// Claim the loop ticks that are due and run each in a task.
-    pub(crate) async fn claim_ticks(self: Arc<Self>) -> Result<(), RuntimeError> {
+    pub(crate) async fn claim_ticks(self) -> Result<(), RuntimeError> {
         let cluster = &self.settings.cluster;
         let claimed = self
             .store
@@ -403,7 +400,9 @@ impl Inner {
             )
             .await?;
         for t in claimed {
-            self.tasks.spawn(self.clone().run_tick(t));
+            let rt = self.rt.clone();
+            self.tasks
+                .spawn(async move { LoopService::of(&rt).run_tick(t).await });
         }
         Ok(())
     }

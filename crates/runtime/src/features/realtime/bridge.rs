@@ -36,6 +36,7 @@ use super::budget::Grant;
 use super::calls::{Finished, run_call};
 use super::setup::{Plan, PlanError};
 use crate::events::Durability;
+use crate::features::realtime::RealtimeService;
 use crate::history::message;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -261,7 +262,7 @@ impl Bridge {
             }
             return Ok(false);
         }
-        let plan = match self.rt.realtime_plan(&self.ctx).await {
+        let plan = match RealtimeService::of(&self.rt).realtime_plan(&self.ctx).await {
             Ok(plan) => plan,
             Err(PlanError::Platform(e)) => return Err(e),
             Err(PlanError::Refused(refusal)) => {

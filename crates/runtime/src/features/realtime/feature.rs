@@ -10,6 +10,7 @@ use rtc_protocol::{Message, RunMode};
 use crate::extensions::Extensions;
 use crate::feature::Feature;
 use crate::features::realtime::Bridges;
+use crate::features::realtime::RealtimeService;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeConfig, RuntimeError};
 
@@ -51,7 +52,7 @@ impl Feature<Inner> for Realtime {
             if !bridged(ctx) {
                 return None;
             }
-            Some(rt.realtime_text(&ctx.id, text).await.unwrap_or_else(|| {
+            Some(RealtimeService::of(rt).realtime_text(&ctx.id, text).await.unwrap_or_else(|| {
                 Err(RuntimeError::Conflict {
                     code: "realtime_not_connected",
                     message: "a realtime session takes messages while its WebSocket is connected: open `/v1/sessions/{id}/ws` first".into(),

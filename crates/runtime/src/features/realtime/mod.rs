@@ -29,7 +29,10 @@ use tokio_util::sync::CancellationToken;
 pub use bridge::HostInput;
 pub(crate) use setup::{api_key_secret, connection_of};
 
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
+
+/// The realtime feature's operations on its host.
+pub(crate) type RealtimeService<'a> = crate::feature::Service<'a, feature::Realtime>;
 
 /// The host rates a `client.hello` may ask for.
 pub const HOST_RATES: [u32; 2] = [16_000, 24_000];
@@ -258,11 +261,11 @@ impl Runtime {
     }
 }
 
-impl Inner {
+impl RealtimeService<'_> {
     /// A typed message for a realtime session's bridge in this process;
     /// `None` when none runs here.
     pub(crate) async fn realtime_text(
-        &self,
+        self,
         session: &str,
         text: &str,
     ) -> Option<Result<Message, RuntimeError>> {

@@ -13,6 +13,7 @@ use rtc_protocol::{MessageRole, RealtimeConnection, RealtimeInterface, TurnDetec
 use rtc_realtime::{ProviderCfg, SessionSpec, ToolChoice, ToolDecl, Vad};
 use rtc_tools::scrub::Scrubber;
 
+use super::RealtimeService;
 use crate::registry::SessionTools;
 use crate::session::SessionCtx;
 use crate::{Inner, RuntimeError};
@@ -99,10 +100,10 @@ pub(crate) fn connection_of(
 
 pub(crate) use rtc_core::realtime::api_key_secret;
 
-impl Inner {
+impl RealtimeService<'_> {
     /// The plan of the next provider connection of `ctx`, read afresh
     /// (interface, variables, history).
-    pub(crate) async fn realtime_plan(&self, ctx: &SessionCtx) -> Result<Plan, PlanError> {
+    pub(crate) async fn realtime_plan(self, ctx: &SessionCtx) -> Result<Plan, PlanError> {
         let assistant = &ctx.config.assistant;
         let iface = match &assistant.realtime_interface_id {
             Some(id) => crate::find_interface(&self.store, &ctx.workspace, id).await?,
@@ -178,7 +179,7 @@ impl Inner {
     /// The system prompt with the current variables and, for a session
     /// that already talked (a reconnection), the conversation so far: a
     /// new provider session knows nothing of the earlier one.
-    async fn realtime_instructions(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
+    async fn realtime_instructions(self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
         let vars = ctx.state.lock().await.variables.clone();
         let mut text = render_variables(&ctx.config.assistant.system_prompt, &vars);
         let earlier = self

@@ -11,6 +11,8 @@ use rtc_store::SessionRecord;
 
 use crate::extensions::Extensions;
 use crate::feature::Feature;
+use crate::features::inbox::InboxService;
+use crate::features::sub_agents::SubAgentService;
 use crate::features::sub_agents::service::Awaited;
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
@@ -43,7 +45,7 @@ impl Feature<Inner> for SubAgents {
         Box::pin(async move {
             // A session just created awaits nothing yet.
             if !fresh {
-                let awaited = rt.stored_awaited(&record.id).await?;
+                let awaited = super::service::Awaited::stored(&rt.store, &record.id).await?;
                 if !awaited.0.is_empty() {
                     ext.insert(awaited);
                 }
@@ -58,7 +60,7 @@ impl Feature<Inner> for SubAgents {
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         // The awaited calls get a result; the reports come as messages.
-        Box::pin(rt.stop_awaiting(ctx))
+        Box::pin(SubAgentService::of(rt).stop_awaiting(ctx))
     }
 
     fn adopted<'a>(
@@ -67,7 +69,7 @@ impl Feature<Inner> for SubAgents {
         ctx: &'a Arc<SessionCtx>,
         _record: &'a SessionRecord,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        Box::pin(rt.resume_sub_agent(ctx))
+        Box::pin(SubAgentService::of(rt).resume_sub_agent(ctx))
     }
 
     fn holds_turns(&self, ctx: &SessionCtx) -> bool {
@@ -80,8 +82,10 @@ impl Feature<Inner> for SubAgents {
         ctx: &'a SessionCtx,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async move {
-            rt.stop_descendants(&ctx.id, &ctx.root_id).await?;
-            rt.report_if_done(ctx).await
+            SubAgentService::of(rt)
+                .stop_descendants(&ctx.id, &ctx.root_id)
+                .await?;
+            InboxService::of(rt).report_if_done(ctx).await
         })
     }
 
@@ -91,7 +95,7 @@ impl Feature<Inner> for SubAgents {
             // answer yet) go on working.
             for id in rt.store.working_sub_agents().await? {
                 let ctx = rt.session(&id).await?;
-                rt.resume_sub_agent(&ctx).await?;
+                SubAgentService::of(rt).resume_sub_agent(&ctx).await?;
             }
             Ok(())
         })
@@ -102,6 +106,6 @@ impl Feature<Inner> for SubAgents {
         rt: &'a Arc<Inner>,
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        Box::pin(rt.report_if_done(ctx))
+        Box::pin(InboxService::of(rt).report_if_done(ctx))
     }
 }

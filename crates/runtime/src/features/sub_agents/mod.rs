@@ -9,3 +9,6 @@ pub(crate) mod tools;
 pub(crate) mod tree;
 
 pub(crate) use feature::SubAgents;
+
+/// The sub agents feature's operations on its host.
+pub(crate) type SubAgentService<'a> = crate::feature::Service<'a, feature::SubAgents>;

@@ -12,14 +12,18 @@ use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
     EventBody, MessageRole, SessionStarted, SessionStatus, SubAgentStarted, ToolCompleted,
 };
-use rtc_store::{InboxItem, InboxKind, NewSession, SubAgentRecord, new_id, new_token, now_millis};
+use rtc_store::{
+    InboxItem, InboxKind, NewSession, Store, SubAgentRecord, new_id, new_token, now_millis,
+};
 use serde_json::{Map, Value, json};
 
+use super::SubAgentService;
+use crate::RuntimeError;
 use crate::events::Durability;
+use crate::features::inbox::InboxService;
 use crate::history::message;
 use crate::session::SessionCtx;
 use crate::tool::{CallOutcome, Interrupt, parsed};
-use crate::{Inner, RuntimeError};
 
 /// Limits of sub-agent trees (R-SA-7).
 #[derive(Debug, Clone, Copy)]
@@ -51,11 +55,11 @@ impl Default for SubAgentLimits {
 #[derive(Debug, Default)]
 pub(crate) struct Awaited(pub std::collections::BTreeSet<String>);
 
-impl Inner {
+impl Awaited {
     /// The sync calls `session` waits on, as the store has them.
-    pub(crate) async fn stored_awaited(&self, session: &str) -> Result<Awaited, RuntimeError> {
+    pub(crate) async fn stored(store: &Store, session: &str) -> Result<Awaited, RuntimeError> {
         Ok(Awaited(
-            self.store
+            store
                 .awaited_sub_agents(session)
                 .await?
                 .into_iter()
@@ -102,9 +106,9 @@ fn briefing(title: &str, instruction: &str) -> String {
     )
 }
 
-impl Inner {
+impl SubAgentService<'_> {
     pub(crate) async fn sub_agent_tool(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         op: SubAgentOp,
         call_id: &str,
@@ -149,7 +153,7 @@ impl Inner {
     /// `subAgent`: check the limits, create the child with its briefing in
     /// its inbox, start it; `sync` leaves the call waiting for the report.
     async fn start_sub_agent(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         args: sub_agent::SubAgent,
         call_id: &str,
@@ -233,7 +237,7 @@ impl Inner {
             title: Some(args.title.clone()),
         };
         child.events.emit(child_started.into()).await?;
-        self.kick(&child).await?;
+        InboxService::of(self.rt).kick(&child).await?;
         if args.mode == Mode::Sync {
             let mut outcome =
                 CallOutcome::ok(json!({"waiting": "the sub-agent's report", "sub_session_id": id}));
@@ -249,7 +253,7 @@ impl Inner {
 
     /// `getSubAgentMessage`: the latest message of a descendant.
     async fn latest_message(
-        &self,
+        self,
         ctx: &SessionCtx,
         target: String,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -277,7 +281,7 @@ impl Inner {
 
     /// `sendMessageToSubAgent`: into a working async descendant's inbox.
     async fn send_to_sub_agent(
-        self: &Arc<Self>,
+        self,
         ctx: &SessionCtx,
         args: send_message::SendMessage,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -308,7 +312,7 @@ impl Inner {
             None,
             content,
         );
-        self.post(&item).await?;
+        InboxService::of(self.rt).post(&item).await?;
         Ok(CallOutcome::ok(
             json!({"sub_session_id": args.sub_session_id, "delivered": "at the sub-agent's next turn boundary"}),
         ))
@@ -316,7 +320,7 @@ impl Inner {
 
     /// Which limit of R-SA-7 a new sub-agent at `depth` would break.
     async fn sub_agent_limit(
-        &self,
+        self,
         ctx: &SessionCtx,
         depth: i64,
     ) -> Result<Option<String>, RuntimeError> {
@@ -354,7 +358,7 @@ impl Inner {
 
     /// A user message while sync sub-agents are awaited: the calls get a
     /// result now and the reports will come as messages.
-    pub(crate) async fn stop_awaiting(&self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
+    pub(crate) async fn stop_awaiting(self, ctx: &SessionCtx) -> Result<(), RuntimeError> {
         let awaited = ctx
             .extensions
             .lock()
@@ -382,7 +386,7 @@ impl Inner {
     /// Post an event about `ctx`'s sub-agents on `ctx` itself and, when it
     /// is not the root, on the root too (the root's user follows the tree).
     pub(crate) async fn tree_event(
-        &self,
+        self,
         ctx: &SessionCtx,
         event: EventBody,
     ) -> Result<(), RuntimeError> {
@@ -395,7 +399,7 @@ impl Inner {
     }
 
     /// The report a sub-agent's run ends with: its last words.
-    pub(crate) async fn final_words(&self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
+    pub(crate) async fn final_words(self, ctx: &SessionCtx) -> Result<String, RuntimeError> {
         self.with_history(ctx, |h| {
             h.iter()
                 .rev()
@@ -409,12 +413,9 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl SubAgentService<'_> {
     /// A working sub-agent whose last input has no answer yet goes on.
-    pub(crate) async fn resume_sub_agent(
-        self: &Arc<Self>,
-        ctx: &Arc<SessionCtx>,
-    ) -> Result<(), RuntimeError> {
+    pub(crate) async fn resume_sub_agent(self, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
         if ctx.parent.is_none()
             || !self
                 .store

@@ -5,7 +5,6 @@
 //! the root's user answers.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{
@@ -14,8 +13,11 @@ use rtc_protocol::{
 };
 use rtc_store::{SessionRecord, SubAgentRecord};
 
+use super::SubAgentService;
+use crate::features::inbox::InboxService;
+use crate::features::interaction::InteractionService;
 use crate::features::sub_agents::service::report_item;
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 /// One session of a tree.
 pub(crate) struct Node {
@@ -111,9 +113,9 @@ impl Tree {
     }
 }
 
-impl Inner {
+impl SubAgentService<'_> {
     /// The tree rooted at `root`, with every queued write committed.
-    pub(crate) async fn tree(&self, root: &str) -> Result<Tree, RuntimeError> {
+    pub(crate) async fn tree(self, root: &str) -> Result<Tree, RuntimeError> {
         self.journal.flush().await;
         let nodes = self
             .store
@@ -130,7 +132,7 @@ impl Inner {
     /// call with "stopped", unless its parent stops too. Returns the
     /// stopped sessions with their titles.
     pub(crate) async fn stop_subtree(
-        self: &Arc<Self>,
+        self,
         tree: &Tree,
         target: &str,
         reason: &str,
@@ -174,7 +176,7 @@ impl Inner {
                         &format!("The sub-agent was stopped: {reason}."),
                         Some(call_id.clone()),
                     );
-                    self.post(&item).await?;
+                    InboxService::of(self.rt).post(&item).await?;
                 }
             }
             stopped.push((node.session.id.clone(), title));
@@ -184,7 +186,7 @@ impl Inner {
 
     /// When a session ends, its sub-agents stop with it.
     pub(crate) async fn stop_descendants(
-        self: &Arc<Self>,
+        self,
         session: &str,
         root: &str,
     ) -> Result<(), RuntimeError> {
@@ -204,7 +206,7 @@ impl Inner {
     /// The oldest question a sub-agent below `of` waits on (R-BX-4), or the
     /// one whose call is `call_id`.
     async fn asking_descendant(
-        &self,
+        self,
         of: &str,
         root: &str,
         call_id: Option<&str>,
@@ -226,7 +228,7 @@ impl Runtime {
     /// The session and the sub-agents below it (`GET /v1/sessions/{id}/tree`).
     pub async fn tree(&self, workspace: &str, id: &str) -> Result<SessionTreeNode, RuntimeError> {
         let ctx = self.inner.session_in(workspace, id).await?;
-        let tree = self.inner.tree(&ctx.root_id).await?;
+        let tree = SubAgentService::of(&self.inner).tree(&ctx.root_id).await?;
         let node = tree
             .nodes
             .iter()
@@ -246,7 +248,9 @@ impl Runtime {
         if let Some(q) = crate::features::interaction::service::pending_question(&ctx) {
             return Ok(Some(q));
         }
-        self.inner.asking_descendant(id, &ctx.root_id, None).await
+        SubAgentService::of(&self.inner)
+            .asking_descendant(id, &ctx.root_id, None)
+            .await
     }
 
     /// The user's answers (R-AU-2/3, R-BX-5): to the session's own question,
@@ -261,15 +265,18 @@ impl Runtime {
         let own = crate::features::interaction::service::pending_question(&ctx)
             .is_some_and(|q| params.call_id.as_ref().is_none_or(|c| *c == q.call_id));
         if !own
-            && let Some(q) = self
-                .inner
+            && let Some(q) = SubAgentService::of(&self.inner)
                 .asking_descendant(id, &ctx.root_id, params.call_id.as_deref())
                 .await?
             && let Some(child) = q.sub_session_id.as_deref()
         {
             let child = self.inner.session(child).await?;
-            return self.inner.answer_question(&child, params).await;
+            return InteractionService::of(&self.inner)
+                .answer_question(&child, params)
+                .await;
         }
-        self.inner.answer_question(&ctx, params).await
+        InteractionService::of(&self.inner)
+            .answer_question(&ctx, params)
+            .await
     }
 }

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::opencode::{self, BackendError, OpencodeServers};
 use super::{Ending, TaskConfig};
+use crate::features::tasks::TaskService;
 use crate::{Inner, RuntimeConfig, RuntimeError};
 
 /// One kind of task backend.
@@ -124,7 +125,11 @@ impl TaskBackendDriver for Reasoner {
         config: &'a TaskConfig,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<Option<Ending>, RuntimeError>> {
-        Box::pin(async move { rt.run_reasoner(task, config, &cancel).await })
+        Box::pin(async move {
+            TaskService::of(rt)
+                .run_reasoner(task, config, &cancel)
+                .await
+        })
     }
 }
 
@@ -213,7 +218,10 @@ impl Opencode {
         let updated = task.clone();
         let forward = tokio::spawn(async move {
             while let Some(detail) = rx.recv().await {
-                if let Err(e) = recorder.task_progress(&updated, "[]", 0, &detail).await {
+                if let Err(e) = TaskService::of(&recorder)
+                    .task_progress(&updated, "[]", 0, &detail)
+                    .await
+                {
                     tracing::warn!(task = %updated.id, error = %e, "recording task progress failed");
                 }
             }

@@ -14,6 +14,7 @@ use crate::RuntimeConfig;
 use crate::extensions::Extensions;
 use crate::feature::{Feature, Periodic};
 use crate::features::tasks::TaskDrivers;
+use crate::features::tasks::TaskService;
 use crate::features::tasks::backends::TaskBackends;
 use crate::session::SessionCtx;
 use crate::tool::ToolHandler;
@@ -47,11 +48,11 @@ impl Feature<Inner> for Tasks {
         vec![Periodic {
             what: "keeping tasks",
             every: (config.kernel.cluster.lease / 3).max(std::time::Duration::from_millis(200)),
-            work: |rt| Box::pin(async move { rt.keep_tasks().await }),
+            work: |rt| Box::pin(async move { TaskService::of(&rt).keep_tasks().await }),
         }]
     }
 
     fn session_ending<'a>(&'a self, rt: &'a Arc<Inner>, ctx: &'a SessionCtx) -> BoxFuture<'a, ()> {
-        Box::pin(rt.cancel_session_tasks_logged(&ctx.id))
+        Box::pin(TaskService::of(rt).cancel_session_tasks_logged(&ctx.id))
     }
 }

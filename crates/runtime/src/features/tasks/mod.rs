@@ -37,8 +37,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::{Inner, RuntimeError};
+use crate::RuntimeError;
+use crate::features::inbox::InboxService;
 use backends::TaskBackends;
+
+/// The tasks feature's operations on its host.
+pub(crate) type TaskService<'a> = crate::feature::Service<'a, feature::Tasks>;
 
 /// Longest result or error a report carries, in characters.
 const MAX_REPORT_CHARS: usize = 100_000;
@@ -122,10 +126,10 @@ fn report_text(task: &TaskRecord, ending: &Ending) -> String {
     }
 }
 
-impl Inner {
+impl TaskService<'_> {
     /// Run `task`'s driver in this process (the lease is ours); a
     /// reservation made at delegation keeps its cancellation token.
-    pub(crate) fn spawn_driver(self: &Arc<Self>, task: TaskRecord) {
+    pub(crate) fn spawn_driver(self, task: TaskRecord) {
         let id = task.id.clone();
         let mut map = self.service::<TaskDrivers>().map.lock();
         let cancel = match map.get(&id) {
@@ -133,7 +137,7 @@ impl Inner {
             Some(d) => d.cancel.clone(),
             None => CancellationToken::new(),
         };
-        let rt = self.clone();
+        let rt = self.rt.clone();
         let token = cancel.clone();
         let handle = tokio::spawn(async move {
             let _entry = DriverEntry {
@@ -141,7 +145,7 @@ impl Inner {
                 id: task.id.clone(),
             };
             let task_id = task.id.clone();
-            if let Err(e) = rt.clone().drive(task, token).await {
+            if let Err(e) = TaskService::of(&rt).drive(task, token).await {
                 // Not ended: its lease runs out and it is taken over.
                 tracing::error!(task = %task_id, error = %e, "driving a task failed; it will be resumed");
             }
@@ -157,11 +161,7 @@ impl Inner {
 
     /// Drive a task to its end and record it (while this instance still
     /// holds it).
-    async fn drive(
-        self: Arc<Self>,
-        task: TaskRecord,
-        cancel: CancellationToken,
-    ) -> Result<(), RuntimeError> {
+    async fn drive(self, task: TaskRecord, cancel: CancellationToken) -> Result<(), RuntimeError> {
         let config: TaskConfig = match serde_json::from_str(&task.config) {
             Ok(c) => c,
             Err(e) => {
@@ -179,7 +179,7 @@ impl Inner {
             );
             return self.end_task(&task, Ending::Failed(why)).await;
         };
-        let ending = driver.run(&self, &task, &config, cancel).await?;
+        let ending = driver.run(self.rt, &task, &config, cancel).await?;
         // `None`: the task is no longer ours (taken over, or ended
         // elsewhere); a task ended elsewhere is not ended twice either.
         match ending {
@@ -192,7 +192,7 @@ impl Inner {
     /// report waits in the session's inbox, written with the status, and
     /// is delivered now if the session is idle.
     pub(crate) async fn end_task(
-        self: &Arc<Self>,
+        self,
         task: &TaskRecord,
         ending: Ending,
     ) -> Result<(), RuntimeError> {
@@ -205,7 +205,7 @@ impl Inner {
     /// [`Self::end_task`] for `holder` (`None`: a cancellation any
     /// instance may write); whether this write ended the task.
     pub(crate) async fn end_task_reported(
-        self: &Arc<Self>,
+        self,
         task: &TaskRecord,
         ending: Ending,
         holder: Option<&str>,
@@ -242,7 +242,7 @@ impl Inner {
     /// driver's instance, which must still hold the lease (`None` for a
     /// cancellation). Returns whether this write ended the task.
     pub(crate) async fn finish_recorded(
-        self: &Arc<Self>,
+        self,
         task: &TaskRecord,
         ending: &Ending,
         report: Option<&InboxItem>,
@@ -252,7 +252,7 @@ impl Inner {
             return Ok(false);
         };
         if report.is_some() {
-            self.kick(&ctx).await?;
+            InboxService::of(self.rt).kick(&ctx).await?;
         }
         Ok(true)
     }
@@ -260,7 +260,7 @@ impl Inner {
     /// Write the end of `task` (only over `running`) with its report and
     /// emit `task.completed`; the session's context when it was written.
     async fn write_ending(
-        &self,
+        self,
         task: &TaskRecord,
         ending: &Ending,
         report: Option<&InboxItem>,
@@ -307,7 +307,7 @@ impl Inner {
     /// Save a running task's progress and announce it; `false` when the
     /// task is no longer ours to drive (ended elsewhere or taken over).
     pub(crate) async fn task_progress(
-        &self,
+        self,
         task: &TaskRecord,
         transcript: &str,
         steps: u32,
@@ -338,7 +338,7 @@ impl Inner {
     /// The running tasks of a session that ends stop with it (no report:
     /// nobody is left to read it); called before the end is announced, so
     /// their `task.completed` comes before `session.ended`.
-    pub(crate) async fn cancel_session_tasks(&self, session: &str) -> Result<(), RuntimeError> {
+    pub(crate) async fn cancel_session_tasks(self, session: &str) -> Result<(), RuntimeError> {
         for task in self.store.running_session_tasks(session).await? {
             let ending = Ending::Cancelled("the session ended".into());
             self.write_ending(&task, &ending, None, None).await?;
@@ -350,7 +350,7 @@ impl Inner {
     /// [`Self::cancel_session_tasks`], whose failure is logged: the
     /// session's end is announced anyway (a task left running is ended by
     /// its driver, which finds the session ended).
-    pub(crate) async fn cancel_session_tasks_logged(&self, session: &str) {
+    pub(crate) async fn cancel_session_tasks_logged(self, session: &str) {
         if let Err(e) = self.cancel_session_tasks(session).await {
             tracing::error!(session = %session, error = %e, "cancelling the tasks of an ended session failed");
         }
@@ -364,7 +364,7 @@ impl Inner {
     /// task leases, stop following tasks it lost, and take over tasks
     /// whose instance stopped (its own earlier tasks too, in its first
     /// round that works).
-    pub(crate) async fn keep_tasks(self: &Arc<Self>) -> Result<(), RuntimeError> {
+    pub(crate) async fn keep_tasks(self) -> Result<(), RuntimeError> {
         let first = self
             .service::<TaskDrivers>()
             .taking_back

@@ -11,8 +11,6 @@
 //! give way to a note, and a task whose transcript still does not fit
 //! fails (`task_transcript_full`).
 
-use std::sync::Arc;
-
 use futures::StreamExt;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, OutputFormat, ToolCall};
 use rtc_core::model_tools::{ToolTarget, model_tools, model_view, render_variables};
@@ -22,10 +20,11 @@ use rtc_store::{TaskRecord, now_millis};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::TaskService;
 use super::{Ending, TaskConfig};
+use crate::RuntimeError;
 use crate::registry::bound::{BoundCall, CallMode};
 use crate::small_model::AnswerError;
-use crate::{Inner, RuntimeError};
 
 /// The system prompt of a reasoner whose backend sets none.
 const DEFAULT_PROMPT: &str = "You work on a task in the background for an assistant that is talking with a user. Nobody can answer questions: use your tools, then answer with the complete, self-contained result of the task.";
@@ -161,10 +160,10 @@ fn start_transcript(
     transcript
 }
 
-impl Inner {
+impl TaskService<'_> {
     /// Who a reasoner task's model calls are counted for: its session's
     /// tree and assistant, the task.
-    async fn task_usage_tag(self: &Arc<Self>, task: &TaskRecord) -> UsageTag {
+    async fn task_usage_tag(self, task: &TaskRecord) -> UsageTag {
         let mut tag = match self.session(&task.session_id).await {
             Ok(ctx) => UsageTag::of(&ctx, CallKind::Task),
             Err(_) => UsageTag {
@@ -183,7 +182,7 @@ impl Inner {
     /// Run (or resume) a reasoner task to its end; `None` when the task
     /// stopped being this instance's (taken over, or ended elsewhere).
     pub(super) async fn run_reasoner(
-        self: &Arc<Self>,
+        self,
         task: &TaskRecord,
         config: &TaskConfig,
         cancel: &CancellationToken,
@@ -316,7 +315,7 @@ impl Inner {
     }
 
     async fn save_transcript(
-        &self,
+        self,
         task: &TaskRecord,
         transcript: &[ChatMessage],
         steps: u32,
@@ -329,7 +328,7 @@ impl Inner {
 
     /// One tool call of the reasoner's model, as the model reads its result.
     async fn reasoner_call(
-        &self,
+        self,
         task: &TaskRecord,
         config: &TaskConfig,
         offered: &[(rtc_core::llm::ToolSpec, &ToolBinding)],

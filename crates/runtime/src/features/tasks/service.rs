@@ -11,13 +11,14 @@ use rtc_store::{TaskRecord, new_id, now_millis};
 use serde_json::{Value, json};
 
 use super::TaskDrivers;
+use super::TaskService;
 use super::backends::TaskBackends;
 use super::opencode::BackendError;
 use super::{Ending, TaskConfig, task_view};
 use crate::features::tasks::tools::delegate::Delegate;
 use crate::session::SessionCtx;
 use crate::tool::CallOutcome;
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 /// What the model reads for a task id it does not own.
 fn not_found(id: &str) -> CallOutcome {
@@ -45,11 +46,11 @@ fn status_of(t: &TaskRecord) -> Value {
     out
 }
 
-impl Inner {
+impl TaskService<'_> {
     /// `delegate_task`: check the backend and its limit, record the task
     /// (leased to this instance), start it and answer at once.
     pub(crate) async fn delegate_task(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         assistant: &Assistant,
         args: Delegate,
@@ -122,18 +123,22 @@ impl Inner {
         // The rest runs to its end even if this call is dropped (a user
         // message cancels the turn): a recorded task is always started or
         // ended.
-        let rt = self.clone();
+        let rt = self.rt.clone();
         let session = ctx.clone();
-        tokio::spawn(async move { rt.start_delegated(&session, task, &backend).await })
-            .await
-            .map_err(|e| RuntimeError::Internal(format!("starting a task: {e}")))?
+        tokio::spawn(async move {
+            TaskService::of(&rt)
+                .start_delegated(&session, task, &backend)
+                .await
+        })
+        .await
+        .map_err(|e| RuntimeError::Internal(format!("starting a task: {e}")))?
     }
 
     /// Start a recorded task: an OpenCode task's session is created and
     /// prompted now (so an unreachable server is the call's error), then
     /// its driver runs.
     async fn start_delegated(
-        self: &Arc<Self>,
+        self,
         ctx: &SessionCtx,
         mut task: TaskRecord,
         backend: &TaskBackend,
@@ -145,7 +150,7 @@ impl Inner {
             .cloned();
         // A test-mode session starts nothing outside (R-BX-10).
         if let Some(driver) = driver.filter(|_| ctx.config.test.is_none()) {
-            match driver.start(self, &task, backend).await {
+            match driver.start(self.rt, &task, backend).await {
                 Ok(None) => {}
                 Ok(Some(external)) => {
                     let me = &self.settings.cluster.instance;
@@ -186,7 +191,7 @@ impl Inner {
 
     /// `get_task_status`: one of this session's tasks.
     pub(crate) async fn task_status_tool(
-        &self,
+        self,
         ctx: &SessionCtx,
         id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -199,7 +204,7 @@ impl Inner {
     /// `cancel_task`: the model stops one of its tasks; it needs no report
     /// (this answer tells it), and an ended task stays as it was.
     pub(crate) async fn cancel_task_tool(
-        self: &Arc<Self>,
+        self,
         ctx: &SessionCtx,
         id: &str,
     ) -> Result<CallOutcome, RuntimeError> {
@@ -231,7 +236,7 @@ impl Inner {
     /// conversation, and stop its backend's work: at once when this
     /// instance drives it, else at its driver's next keeper round.
     async fn cancel_running(
-        self: &Arc<Self>,
+        self,
         task: &TaskRecord,
         ending: Ending,
         report: bool,
@@ -296,7 +301,9 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::not_found("task", id))?;
         if task.status == TaskStatus::Running.as_str() {
             let ending = Ending::Cancelled("cancelled by the host application".into());
-            self.inner.cancel_running(&task, ending, true).await?;
+            TaskService::of(&self.inner)
+                .cancel_running(&task, ending, true)
+                .await?;
         }
         self.task(workspace, session, id).await
     }

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::item::Floor;
 use super::user_speech::TranscriptHold;
+use crate::features::interaction::InteractionService;
 use crate::features::interaction::service::pending_question;
 use crate::session::SessionCtx;
 use crate::{Inner, Runtime};
@@ -61,7 +62,10 @@ pub(super) fn spawn_sender(
                     call_id: Some(pending.call_id.clone()),
                     answers: Answers::InOrder(std::mem::take(&mut heard.1)),
                 };
-                if let Err(e) = asker.answer_question(&events, params).await {
+                if let Err(e) = InteractionService::of(&asker)
+                    .answer_question(&events, params)
+                    .await
+                {
                     let _ = events
                         .events
                         .emit(EventBody::error("voice_answer_failed", e.to_string()))

@@ -9,3 +9,6 @@ pub(crate) mod web_fetch;
 pub(crate) mod web_search;
 
 pub(crate) use feature::Web;
+
+/// The web feature's operations on its host.
+pub(crate) type WebService<'a> = crate::feature::Service<'a, feature::Web>;

@@ -6,6 +6,7 @@ use rtc_core::llm::ToolCall;
 use rtc_tools::web_fetch::{Fetched, Page};
 use serde_json::json;
 
+use super::WebService;
 use crate::Inner;
 use crate::session::SessionCtx;
 use crate::small_model::{AnswerError, SmallModel};
@@ -30,8 +31,8 @@ async fn test_mode_answer(ctx: &SessionCtx, name: &str) -> Option<CallOutcome> {
     })
 }
 
-impl Inner {
-    pub(crate) async fn web_search(&self, ctx: &SessionCtx, call: &ToolCall) -> CallOutcome {
+impl WebService<'_> {
+    pub(crate) async fn web_search(self, ctx: &SessionCtx, call: &ToolCall) -> CallOutcome {
         let Some(search) = &self.config.web_search else {
             return CallOutcome::error("webSearch is not configured on this server");
         };
@@ -50,7 +51,7 @@ impl Inner {
         }
     }
 
-    pub(crate) async fn web_fetch(&self, ctx: &SessionCtx, call: &ToolCall) -> CallOutcome {
+    pub(crate) async fn web_fetch(self, ctx: &SessionCtx, call: &ToolCall) -> CallOutcome {
         let Some(fetcher) = &self.config.web_fetch else {
             return CallOutcome::error("webFetch is not configured on this server");
         };
@@ -90,7 +91,7 @@ impl Inner {
 
     /// The small model answers `prompt` from the page.
     async fn extract(
-        &self,
+        self,
         ctx: &SessionCtx,
         page: &Page,
         prompt: &str,
@@ -105,7 +106,7 @@ impl Inner {
         }
         let system = "You read a web page for another assistant. Answer its request using only the page. Be concise and exact: keep figures, names, dates, versions and code as written, and include the links that matter. If the page does not contain the answer, say so plainly.";
         let user = format!("Request: {prompt}\n\nPage: {}\n\n---\n{text}", page.url);
-        SmallModel::for_session::<Inner>(self, ctx)
+        SmallModel::for_session::<Inner>(self.rt, ctx)
             .ask(system, user, false)
             .await
     }

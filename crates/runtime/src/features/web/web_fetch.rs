@@ -1,6 +1,7 @@
 //! `webFetch {url, prompt}` (R-WFF-1..5).
 
 use crate::builtins::ArgumentError;
+use crate::features::web::WebService;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -54,7 +55,7 @@ pub fn parse(arguments: &str) -> Result<FetchCall, ArgumentError> {
 crate::builtins::built_in!(
     WebFetch,
     offered = |offer| offer.assistant.features.web_fetch && offer.host.config.web_fetch.is_some(),
-    run = |cx| async move { Ok(cx.rt.web_fetch(cx.session, cx.call).await) }
+    run = |cx| async move { Ok(WebService::of(cx.rt).web_fetch(cx.session, cx.call).await) }
 );
 
 #[cfg(test)]

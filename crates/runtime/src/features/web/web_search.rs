@@ -5,6 +5,7 @@ use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::features::web::WebService;
 use rtc_tools::web_search::{MAX_RESULTS, SearchQuery, TimeRange};
 
 pub const NAME: &str = "webSearch";
@@ -74,7 +75,7 @@ pub fn parse(arguments: &str) -> Result<SearchQuery, ArgumentError> {
 crate::builtins::built_in!(
     WebSearch,
     offered = |offer| offer.assistant.features.web_search && offer.host.config.web_search.is_some(),
-    run = |cx| async move { Ok(cx.rt.web_search(cx.session, cx.call).await) }
+    run = |cx| async move { Ok(WebService::of(cx.rt).web_search(cx.session, cx.call).await) }
 );
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use rtc_store::SessionRecord;
 use super::snapshot::{self, WorkflowSnapshot};
 use super::{Next, Walk, WorkflowState};
 use crate::extensions::Extensions;
+use crate::features::workflow::WorkflowService;
 use crate::session::SessionConfig;
 use crate::{Inner, RuntimeError};
 
@@ -36,7 +37,7 @@ impl Feature<Inner> for Workflows {
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
         Box::pin(async move {
             if snapshot::of(ctx).is_some() {
-                let next = rt.workflow_begin(ctx).await?;
+                let next = WorkflowService::of(rt).workflow_begin(ctx).await?;
                 ctx.ext(|o: &mut Opening| o.0 = Some(next));
             }
             Ok(())
@@ -51,7 +52,7 @@ impl Feature<Inner> for Workflows {
         Box::pin(async move {
             let next = ctx.extensions.lock().remove::<Opening>().and_then(|o| o.0);
             match next {
-                Some(next) => rt.follow(ctx, next).await,
+                Some(next) => WorkflowService::of(rt).follow(ctx, next).await,
                 None => Ok(()),
             }
         })
@@ -77,7 +78,7 @@ impl Feature<Inner> for Workflows {
         rt: &'a Arc<Inner>,
         ctx: &'a Arc<SessionCtx>,
     ) -> BoxFuture<'a, Result<(), RuntimeError>> {
-        Box::pin(rt.workflow_after_release(ctx))
+        Box::pin(WorkflowService::of(rt).workflow_after_release(ctx))
     }
 
     fn config_parsed(
@@ -138,7 +139,7 @@ impl Feature<Inner> for Workflows {
                 .as_ref()
                 .is_some_and(|p| p.running_action.is_some())
             {
-                rt.recover_action(&ctx.id).await?;
+                WorkflowService::of(rt).recover_action(&ctx.id).await?;
             }
             Ok(())
         })
@@ -146,7 +147,7 @@ impl Feature<Inner> for Workflows {
 
     fn recover<'a>(&'a self, rt: &'a Arc<Inner>) -> BoxFuture<'a, Result<(), RuntimeError>> {
         // An action the server stopped during counts as failed.
-        Box::pin(async move { rt.recover_actions().await.map(drop) })
+        Box::pin(async move { WorkflowService::of(rt).recover_actions().await.map(drop) })
     }
 
     fn walk<'a>(
@@ -161,7 +162,7 @@ impl Feature<Inner> for Workflows {
             if !end.answered || snapshot::of(ctx).is_none() {
                 return AfterTurn::Pass;
             }
-            match rt.workflow_after_turn(ctx).await {
+            match WorkflowService::of(rt).workflow_after_turn(ctx).await {
                 Ok(Next::Turn) => AfterTurn::Turn,
                 Ok(Next::Ended) => AfterTurn::Ended,
                 Ok(Next::Idle) => AfterTurn::Pass,

@@ -34,8 +34,12 @@ use rtc_store::SessionUpdate;
 use serde_json::{Value, json};
 
 use crate::events::Durability;
+use crate::features::tasks::TaskService;
 use crate::session::SessionCtx;
-use crate::{Inner, RuntimeError, variables};
+use crate::{RuntimeError, variables};
+
+/// The workflow feature's operations on its host.
+pub(crate) type WorkflowService<'a> = crate::feature::Service<'a, feature::Workflows>;
 
 /// `origin` of the tool events of an action node.
 const ORIGIN: &str = "workflow";
@@ -108,11 +112,11 @@ fn graph(ctx: &SessionCtx) -> Option<&Workflow> {
     snapshot::of(ctx).map(|w| &w.config.workflow)
 }
 
-impl Inner {
+impl WorkflowService<'_> {
     /// Enter `node` over `edge` and go on through the deterministic nodes
     /// until one waits (an agent stage, a transfer) or the session ends.
     pub(crate) async fn enter_chain(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         node: String,
         edge: Option<String>,
@@ -143,7 +147,7 @@ impl Inner {
     /// `onErrorNodeId` or ends the session), record the position, then do
     /// what the node does.
     async fn enter(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         node_id: &str,
         edge: Option<&str>,
@@ -236,7 +240,7 @@ impl Inner {
     /// A limit was passed before entering `node_id`: `workflow_loop_limit`,
     /// then `onErrorNodeId` (entered past the limits) or the end.
     async fn loop_limit(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         wf: &Workflow,
         node_id: &str,
@@ -263,11 +267,7 @@ impl Inner {
     /// The walk passed the server's bound (`max_walk_hops` entries or
     /// `max_walk_events` events since its input): `workflow_walk_limit`,
     /// then `onErrorNodeId` (entered past the limits) or the end.
-    async fn walk_limit(
-        self: &Arc<Self>,
-        ctx: &Arc<SessionCtx>,
-        wf: &Workflow,
-    ) -> Result<Step, RuntimeError> {
+    async fn walk_limit(self, ctx: &Arc<SessionCtx>, wf: &Workflow) -> Result<Step, RuntimeError> {
         let limits = &self.config.feature_limits;
         let message = format!(
             "this walk through the workflow passed the server's bound ({} node entries or {} events between two inputs; RTC_MAX_WALK_HOPS, RTC_MAX_WALK_EVENTS)",
@@ -288,7 +288,7 @@ impl Inner {
     /// Something the workflow cannot go on from: an `error` event, then
     /// `onErrorNodeId` or the end (reason = the code).
     async fn fail(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         code: &str,
         message: String,
@@ -313,7 +313,7 @@ impl Inner {
     /// condition holds (`result`: the action's success); none is
     /// `workflow_no_route`.
     async fn route(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         wf: &Workflow,
         node_id: &str,
@@ -332,7 +332,7 @@ impl Inner {
     /// edge id)`, without the judge (`llm` edges leave agent nodes only);
     /// emits `workflow.evaluated`.
     async fn first_edge(
-        &self,
+        self,
         ctx: &SessionCtx,
         wf: &Workflow,
         node_id: &str,
@@ -367,7 +367,7 @@ impl Inner {
     /// false and is reported, once per walk (a cycle over a failing
     /// condition would otherwise write an error per hop).
     async fn edge_holds(
-        &self,
+        self,
         ctx: &SessionCtx,
         edge_id: &str,
         expression: &rtc_protocol::Expr,
@@ -392,7 +392,7 @@ impl Inner {
         }
     }
 
-    async fn variables_now(&self, ctx: &SessionCtx) -> BTreeMap<String, Value> {
+    async fn variables_now(self, ctx: &SessionCtx) -> BTreeMap<String, Value> {
         let state = ctx.state.lock().await;
         state
             .variables
@@ -405,7 +405,7 @@ impl Inner {
     /// the call, the usual tool events with `origin: "workflow"`; success
     /// is the tool returning without error.
     async fn run_action(
-        &self,
+        self,
         ctx: &SessionCtx,
         action: &ActionNode,
         visit: u32,
@@ -474,7 +474,7 @@ impl Inner {
 
     /// Record an action's end and clear its running mark.
     async fn action_done(
-        &self,
+        self,
         ctx: &SessionCtx,
         completed: ToolCompleted,
     ) -> Result<(), RuntimeError> {
@@ -492,7 +492,7 @@ impl Inner {
 
     /// An updateState node: its rules in order, without `llm` leaves.
     async fn apply_rules(
-        &self,
+        self,
         ctx: &SessionCtx,
         node: &UpdateStateNode,
     ) -> Result<(), RuntimeError> {
@@ -504,7 +504,7 @@ impl Inner {
     /// A transfer node: to a human (status `handoff`; on release its
     /// deterministic edges are walked) or to an assistant, which runs the
     /// rest of the session.
-    async fn transfer(&self, ctx: &SessionCtx, node: &TransferNode) -> Result<Step, RuntimeError> {
+    async fn transfer(self, ctx: &SessionCtx, node: &TransferNode) -> Result<Step, RuntimeError> {
         if let Some(message) = &node.message {
             self.say_rendered(ctx, message).await?;
         }
@@ -554,7 +554,7 @@ impl Inner {
     }
 
     /// An end node: its message, then the end with its reason.
-    async fn end_node(&self, ctx: &SessionCtx, node: &EndNode) -> Result<Step, RuntimeError> {
+    async fn end_node(self, ctx: &SessionCtx, node: &EndNode) -> Result<Step, RuntimeError> {
         if let Some(message) = &node.message {
             self.say_rendered(ctx, message).await?;
         }
@@ -565,7 +565,7 @@ impl Inner {
     /// End the session from inside its own flow (no turn to cancel: the
     /// caller is the turn's task or the session's creation).
     pub(crate) async fn end_by_workflow(
-        &self,
+        self,
         ctx: &SessionCtx,
         reason: &str,
     ) -> Result<(), RuntimeError> {
@@ -575,7 +575,9 @@ impl Inner {
         self.store
             .set_session_status(&ctx.id, SessionStatus::Ended, Some(reason), Some(ENDED_BY))
             .await?;
-        self.cancel_session_tasks_logged(&ctx.id).await;
+        TaskService::of(self.rt)
+            .cancel_session_tasks_logged(&ctx.id)
+            .await;
         let ended = SessionEnded {
             reason: Some(reason.to_owned()),
             ended_by: ENDED_BY.to_owned(),
@@ -584,7 +586,7 @@ impl Inner {
     }
 
     /// Say `template` with the current variables filled in.
-    async fn say_rendered(&self, ctx: &SessionCtx, template: &str) -> Result<(), RuntimeError> {
+    async fn say_rendered(self, ctx: &SessionCtx, template: &str) -> Result<(), RuntimeError> {
         let vars = ctx.state.lock().await.variables.clone();
         self.say(ctx, &render_variables(template, &vars)).await
     }

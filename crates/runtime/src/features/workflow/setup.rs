@@ -15,11 +15,12 @@ use rtc_protocol::{
 };
 use serde_json::json;
 
+use super::WorkflowService;
 use super::snapshot::WorkflowConfig;
 use super::{Next, ORIGIN, Step, Walk, WorkflowState, action_call_id, graph, tool_name};
 use crate::composition::{assistant_context, find_interface};
 use crate::session::{SessionConfig, SessionCtx};
-use crate::{Inner, Runtime, RuntimeError};
+use crate::{Runtime, RuntimeError};
 
 /// Reason of a session whose human transfer was released with no edge to
 /// go on over.
@@ -128,12 +129,9 @@ impl Runtime {
     }
 }
 
-impl Inner {
+impl WorkflowService<'_> {
     /// A new workflow session enters its start node.
-    pub(crate) async fn workflow_begin(
-        self: &Arc<Self>,
-        ctx: &Arc<SessionCtx>,
-    ) -> Result<Next, RuntimeError> {
+    pub(crate) async fn workflow_begin(self, ctx: &Arc<SessionCtx>) -> Result<Next, RuntimeError> {
         let Some(start) = graph(ctx).and_then(|w| w.start_node_id.clone()) else {
             return Ok(Next::Idle);
         };
@@ -143,7 +141,7 @@ impl Inner {
     /// After a completed turn (not interrupted, not ended) at an agent
     /// stage: walk its edges and go where they lead.
     pub(crate) async fn workflow_after_turn(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
     ) -> Result<Next, RuntimeError> {
         let Some((wf, WorkflowNode::Agent(node))) = current(ctx).await else {
@@ -160,7 +158,7 @@ impl Inner {
     /// ends (`handoff_completed`); at an agent stage (`requestHumanHandoff`)
     /// it resumes there.
     pub(crate) async fn workflow_after_release(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
     ) -> Result<(), RuntimeError> {
         // Under the turn slot, as after a turn: a user message meanwhile
@@ -183,7 +181,7 @@ impl Inner {
         }
     }
 
-    async fn release_walk(self: &Arc<Self>, ctx: &Arc<SessionCtx>) -> Result<Next, RuntimeError> {
+    async fn release_walk(self, ctx: &Arc<SessionCtx>) -> Result<Next, RuntimeError> {
         let Some((wf, WorkflowNode::Transfer(t))) = current(ctx).await else {
             return Ok(Next::Idle);
         };
@@ -209,7 +207,7 @@ impl Inner {
 
     /// After a restart: an action the server stopped during is not run
     /// again; it counts as failed and the session routes on from it.
-    pub(crate) async fn recover_actions(self: &Arc<Self>) -> Result<usize, RuntimeError> {
+    pub(crate) async fn recover_actions(self) -> Result<usize, RuntimeError> {
         let ids = self.store.sessions_with_running_action().await?;
         for id in &ids {
             // One session's trouble does not keep the server from serving.
@@ -220,7 +218,7 @@ impl Inner {
         Ok(ids.len())
     }
 
-    pub(crate) async fn recover_action(self: &Arc<Self>, id: &str) -> Result<(), RuntimeError> {
+    pub(crate) async fn recover_action(self, id: &str) -> Result<(), RuntimeError> {
         {
             let ctx = self.session(id).await?;
             let Some(wf) = graph(&ctx) else {
@@ -262,7 +260,7 @@ impl Inner {
     /// Do what a chain of entries outside a turn led to: start the turn,
     /// or wind up an ended session.
     pub(crate) async fn follow(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         next: Next,
     ) -> Result<(), RuntimeError> {

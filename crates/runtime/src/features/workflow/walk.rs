@@ -14,6 +14,7 @@ use rtc_protocol::{
 };
 use serde_json::{Map, Value, json};
 
+use super::WorkflowService;
 use crate::session::SessionCtx;
 use crate::small_model::{AnswerError, SmallModel};
 use crate::{Inner, RuntimeError};
@@ -23,11 +24,11 @@ const JUDGE_MESSAGES: usize = 12;
 
 const JUDGE_INSTRUCTIONS: &str = "You route a conversation between a user and an assistant. For each condition below, decide whether it holds now, judging only by what was said in the conversation. Answer with a JSON object that has one boolean per condition id.";
 
-impl Inner {
+impl WorkflowService<'_> {
     /// The edge an agent node's turn leads over, as `(to, edge id)`;
     /// `None`: the session stays. Emits `workflow.evaluated`.
     pub(crate) async fn walk_agent(
-        self: &Arc<Self>,
+        self,
         ctx: &Arc<SessionCtx>,
         wf: &Workflow,
         node_id: &str,
@@ -75,7 +76,7 @@ impl Inner {
     /// One judge call for every `llm` edge among `edges`; on failure
     /// (`workflow_judge_failed`) each counts as false.
     async fn judge_edges(
-        &self,
+        self,
         ctx: &SessionCtx,
         edges: &[&WorkflowEdge],
     ) -> Result<BTreeMap<String, bool>, RuntimeError> {
@@ -109,7 +110,7 @@ impl Inner {
         messages.push(ChatMessage::User {
             content: "Decide each condition now.".to_owned(),
         });
-        let judge = SmallModel::for_session::<Inner>(self, ctx);
+        let judge = SmallModel::for_session::<Inner>(self.rt, ctx);
         let output = OutputFormat::JsonSchema {
             name: "workflow_edges".to_owned(),
             schema,

@@ -2,6 +2,7 @@
 
 use super::SubAgentOp;
 use crate::builtins::ArgumentError;
+use crate::features::sub_agents::SubAgentService;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde_json::json;
@@ -28,5 +29,7 @@ crate::builtins::built_in!(ListSubAgent, sub_agents, |cx| async move {
         parsed!(parse(&cx.call.arguments));
         SubAgentOp::List
     };
-    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+    SubAgentService::of(cx.rt)
+        .sub_agent_tool(cx.session, op, &cx.call.id)
+        .await
 });

@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::SubAgentOp;
 use super::sub_session_id_property;
+use crate::features::sub_agents::SubAgentService;
 use crate::tool::parsed;
 
 pub const NAME: &str = "sendMessageToSubAgent";
@@ -40,7 +41,9 @@ pub fn parse(arguments: &str) -> Result<SendMessage, ArgumentError> {
 
 crate::builtins::built_in!(SendMessageToSubAgent, sub_agents, |cx| async move {
     let op = SubAgentOp::SendMessage(parsed!(parse(&cx.call.arguments)));
-    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+    SubAgentService::of(cx.rt)
+        .sub_agent_tool(cx.session, op, &cx.call.id)
+        .await
 });
 
 #[cfg(test)]

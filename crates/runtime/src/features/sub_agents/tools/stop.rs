@@ -5,6 +5,7 @@ use rtc_core::llm::ToolSpec;
 
 use super::SubAgentOp;
 use super::{SubSessionRef, sub_session_parameters};
+use crate::features::sub_agents::SubAgentService;
 use crate::tool::parsed;
 
 pub const NAME: &str = "stopSubAgent";
@@ -25,5 +26,7 @@ pub fn parse(arguments: &str) -> Result<SubSessionRef, ArgumentError> {
 
 crate::builtins::built_in!(StopSubAgent, sub_agents, |cx| async move {
     let op = SubAgentOp::Stop(parsed!(parse(&cx.call.arguments)).sub_session_id);
-    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+    SubAgentService::of(cx.rt)
+        .sub_agent_tool(cx.session, op, &cx.call.id)
+        .await
 });

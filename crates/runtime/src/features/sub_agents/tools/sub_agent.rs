@@ -2,6 +2,7 @@
 
 use super::SubAgentOp;
 use crate::builtins::ArgumentError;
+use crate::features::sub_agents::SubAgentService;
 use crate::tool::parsed;
 use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
@@ -70,7 +71,9 @@ pub fn parse(arguments: &str) -> Result<SubAgent, ArgumentError> {
 
 crate::builtins::built_in!(StartSubAgent, sub_agents, |cx| async move {
     let op = SubAgentOp::Start(parsed!(parse(&cx.call.arguments)));
-    cx.rt.sub_agent_tool(cx.session, op, &cx.call.id).await
+    SubAgentService::of(cx.rt)
+        .sub_agent_tool(cx.session, op, &cx.call.id)
+        .await
 });
 
 #[cfg(test)]

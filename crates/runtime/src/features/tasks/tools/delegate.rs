@@ -6,6 +6,7 @@ use rtc_core::llm::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::features::tasks::TaskService;
 use crate::tool::parsed;
 
 pub const NAME: &str = "delegate_task";
@@ -54,6 +55,8 @@ crate::builtins::built_in!(
     offered = |offer| super::offered(offer),
     run = |cx| async move {
         let args = parsed!(parse(&cx.call.arguments));
-        cx.rt.delegate_task(cx.session, cx.assistant, args).await
+        TaskService::of(cx.rt)
+            .delegate_task(cx.session, cx.assistant, args)
+            .await
     }
 );

@@ -4,6 +4,7 @@ use crate::builtins::ArgumentError;
 use rtc_core::llm::ToolSpec;
 
 use super::{TaskRef, task_ref_parameters};
+use crate::features::tasks::TaskService;
 use crate::tool::parsed;
 
 pub const NAME: &str = "get_task_status";
@@ -27,6 +28,8 @@ crate::builtins::built_in!(
     offered = |offer| super::offered(offer),
     run = |cx| async move {
         let args = parsed!(parse(&cx.call.arguments));
-        cx.rt.task_status_tool(cx.session, &args.task_id).await
+        TaskService::of(cx.rt)
+            .task_status_tool(cx.session, &args.task_id)
+            .await
     }
 );
