@@ -69,18 +69,18 @@ pub(crate) fn errored_run(
 }
 
 impl Runtime {
-    /// Admit `n` runs of `workspace`, or refuse them all (429
-    /// `too_many_test_runs`) when it has too many queued or running.
+    /// Admit up to `n` runs of `workspace` (at least one), or refuse
+    /// (429 `too_many_test_runs`) when it has no room for one more.
     pub(crate) fn admit_test_runs(
         &self,
         workspace: &str,
         n: usize,
     ) -> Result<Vec<crate::fair_gate::Ticket>, RuntimeError> {
-        self.inner.test_slots.admit(workspace, n).map_err(|r| {
+        self.inner.test_slots.admit_up_to(workspace, n).map_err(|r| {
             RuntimeError::TooMany {
                 code: "too_many_test_runs",
                 message: format!(
-                    "the workspace has {} test runs queued or running and may have at most {} (RTC_MAX_TEST_RUNS_PER_WORKSPACE); {n} more cannot be admitted, wait for some to finish",
+                    "the workspace has {} test runs queued or running and may have at most {} (RTC_MAX_TEST_RUNS_PER_WORKSPACE); wait for some to finish",
                     r.admitted, r.max
                 ),
             }
@@ -88,24 +88,35 @@ impl Runtime {
     }
 
     /// Run an admitted test in its own task, which goes on when the
-    /// caller goes away.
+    /// caller goes away; the ticket comes back for the suite's next test
+    /// (none when the task failed).
     pub(crate) async fn run_admitted(
         &self,
         workspace: &str,
         target: TestTarget<'_>,
         test: &ConversationTest,
         ticket: crate::fair_gate::Ticket,
-    ) -> Result<TestRun, RuntimeError> {
+    ) -> (
+        Result<TestRun, RuntimeError>,
+        Option<crate::fair_gate::Ticket>,
+    ) {
         let rt = self.clone();
         let (workspace, kind, id) = (workspace.to_owned(), target.kind, target.id.to_owned());
         let test = test.clone();
-        tokio::spawn(async move {
-            let _slot = ticket.wait().await;
+        let ran = tokio::spawn(async move {
+            let slot = ticket.wait().await;
             let target = TestTarget { kind, id: &id };
-            rt.run_test_to_end(&workspace, target, &test).await
+            let run = rt.run_test_to_end(&workspace, target, &test).await;
+            (run, slot.into_ticket())
         })
-        .await
-        .map_err(|e| RuntimeError::Internal(format!("a test run failed: {e}")))?
+        .await;
+        match ran {
+            Ok((run, ticket)) => (run, Some(ticket)),
+            Err(e) => (
+                Err(RuntimeError::Internal(format!("a test run failed: {e}"))),
+                None,
+            ),
+        }
     }
 
     async fn run_test_to_end(

@@ -77,9 +77,12 @@ pub(crate) struct FairGate {
 
 impl FairGate {
     pub fn new(limits: TestQueueLimits) -> Arc<Self> {
+        let global = limits.global.max(1);
         let limits = TestQueueLimits {
-            global: limits.global.max(1),
-            per_workspace: limits.per_workspace.clamp(1, limits.global.max(1)),
+            global,
+            // Below the global bound (when there are two slots or more),
+            // so one workspace never holds every slot.
+            per_workspace: limits.per_workspace.clamp(1, (global - 1).max(1)),
             max_queued: limits.max_queued.max(1),
         };
         Arc::new(Self {
@@ -94,11 +97,34 @@ impl FairGate {
 
     /// Admit `n` units of `workspace`'s work, all or none.
     pub fn admit(self: &Arc<Self>, workspace: &str, n: usize) -> Result<Vec<Ticket>, Refused> {
-        let n64 = n as u64;
-        {
+        self.admit_within(workspace, n, n)
+    }
+
+    /// Admit between one and `n` units of `workspace`'s work, as many as
+    /// its bound leaves room for: a suite longer than the bound runs
+    /// through the tickets it got, one test after another on each
+    /// ([`Slot::into_ticket`]). Refused only when there is no room at all.
+    pub fn admit_up_to(
+        self: &Arc<Self>,
+        workspace: &str,
+        n: usize,
+    ) -> Result<Vec<Ticket>, Refused> {
+        self.admit_within(workspace, n.min(1), n)
+    }
+
+    /// Admit as many as there is room for, at least `least`, at most `most`.
+    fn admit_within(
+        self: &Arc<Self>,
+        workspace: &str,
+        least: usize,
+        most: usize,
+    ) -> Result<Vec<Ticket>, Refused> {
+        let n = {
             let mut state = self.state();
             let ws = state.workspaces.entry(workspace.to_owned()).or_default();
-            if ws.admitted + n64 > self.limits.max_queued {
+            let room = self.limits.max_queued.saturating_sub(ws.admitted);
+            let n = (most as u64).min(room);
+            if n < least as u64 {
                 let refused = Refused {
                     admitted: ws.admitted,
                     max: self.limits.max_queued,
@@ -108,8 +134,9 @@ impl FairGate {
                 }
                 return Err(refused);
             }
-            ws.admitted += n64;
-        }
+            ws.admitted += n;
+            n
+        };
         Ok((0..n)
             .map(|_| Ticket {
                 gate: self.clone(),
@@ -226,6 +253,7 @@ impl Ticket {
         Slot {
             gate: self.gate.clone(),
             workspace: self.workspace.clone(),
+            admission_kept: false,
         }
     }
 }
@@ -270,12 +298,29 @@ impl Drop for Waiting {
 pub(crate) struct Slot {
     gate: Arc<FairGate>,
     workspace: String,
+    /// Passed on to a new ticket (`into_ticket`).
+    admission_kept: bool,
+}
+
+impl Slot {
+    /// Free the slot but keep the admission: the ticket of the next unit
+    /// of the same work (the next test of a suite).
+    pub fn into_ticket(mut self) -> Ticket {
+        self.admission_kept = true;
+        Ticket {
+            gate: self.gate.clone(),
+            workspace: self.workspace.clone(),
+            used: false,
+        }
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         self.gate.release_slot(&self.workspace);
-        self.gate.release_ticket(&self.workspace);
+        if !self.admission_kept {
+            self.gate.release_ticket(&self.workspace);
+        }
     }
 }
 

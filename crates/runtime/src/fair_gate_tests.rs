@@ -109,3 +109,26 @@ async fn a_waiter_that_goes_away_frees_its_place() {
     assert_eq!(g.running("a"), 0);
     assert!(g.admit("a", 5).is_ok(), "every place was given back");
 }
+
+/// A suite is admitted with the room left (at least one place), and a
+/// finished unit's slot hands its admission to the next unit: the slot
+/// is free, the place is not.
+#[tokio::test]
+async fn a_suite_gets_the_room_left_and_reuses_its_places() {
+    let g = gate(2, 2, 3);
+    let held = g.admit("a", 2).unwrap();
+    let suite = g.admit_up_to("a", 7).unwrap();
+    assert_eq!(suite.len(), 1, "one place was left");
+    assert!(g.admit_up_to("a", 1).is_err(), "no room at all: refused");
+    drop(held);
+    let mut ticket = suite.into_iter().next().unwrap();
+    for _ in 0..3 {
+        let slot = ticket.wait().await;
+        assert_eq!(g.running("a"), 1);
+        ticket = slot.into_ticket();
+        assert_eq!(g.running("a"), 0, "the slot is free between units");
+        assert_eq!(g.admit("a", 3).err().map(|r| r.admitted), Some(1));
+    }
+    drop(ticket);
+    assert!(g.admit("a", 3).is_ok(), "every place was given back");
+}

@@ -1,5 +1,7 @@
 //! Runs of conversation tests answered at once (R-BX-10): a run of all of
-//! a target's tests, or of one, is admitted (all or none), stored as
+//! a target's tests, or of one, is admitted (as many of its tests as the
+//! workspace's bound leaves room for, at least one; a longer suite runs
+//! its tests one after another through the tickets it got), stored as
 //! `running` and answered with its id; its tests run in a task of their
 //! own, each finished run written as it lands, with a heartbeat so a
 //! reader can tell a run whose server stopped (`abandoned`). Callers read
@@ -24,8 +26,8 @@ const HEARTBEAT: Duration = Duration::from_secs(5);
 
 impl Runtime {
     /// Admit and start a run of `tests` of `target`; answers the stored
-    /// run at once (429 `too_many_test_runs` when the workspace has too
-    /// many runs admitted). An empty list is a finished run.
+    /// run at once (429 `too_many_test_runs` when the workspace has no
+    /// room for one more run). An empty list is a finished run.
     pub async fn start_test_run(
         &self,
         workspace: &str,
@@ -57,7 +59,9 @@ impl Runtime {
             let rt = self.clone();
             let (workspace, kind, id) = (workspace.to_owned(), target.kind, target.id.to_owned());
             let running = suite.clone();
-            tokio::spawn(async move {
+            // Supervised: shutdown stops a suite still running (its runs
+            // are recorded as they finish).
+            self.inner.background.spawn(async move {
                 rt.drive_suite(
                     &workspace,
                     TestTarget { kind, id: &id },
@@ -81,14 +85,20 @@ impl Runtime {
         tickets: Vec<Ticket>,
         mut suite: TestSuiteRun,
     ) {
-        let mut pending: FuturesUnordered<_> = tests
-            .iter()
-            .zip(tickets)
-            .enumerate()
-            .map(|(i, (test, ticket))| async move {
-                (i, self.run_admitted(workspace, target, test, ticket).await)
-            })
-            .collect();
+        // As many tests run (or wait for a slot) at once as there are
+        // tickets; each finished test hands its ticket to the next.
+        let mut queue = 0..tests.len();
+        let all = &tests;
+        let run = |i: usize, ticket: Ticket| async move {
+            let (result, ticket) = self.run_admitted(workspace, target, &all[i], ticket).await;
+            (i, result, ticket)
+        };
+        let mut pending = FuturesUnordered::new();
+        for ticket in tickets {
+            if let Some(i) = queue.next() {
+                pending.push(run(i, ticket));
+            }
+        }
         let mut finished: Vec<Option<TestRun>> = vec![None; tests.len()];
         let mut heartbeat = tokio::time::interval(HEARTBEAT);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -96,8 +106,13 @@ impl Runtime {
         loop {
             tokio::select! {
                 next = pending.next() => {
-                    let Some((i, result)) = next else { break };
+                    let Some((i, result, ticket)) = next else { break };
                     finished[i] = Some(result.unwrap_or_else(|e| failed_run(&tests[i], target, &e)));
+                    if let Some(ticket) = ticket
+                        && let Some(j) = queue.next()
+                    {
+                        pending.push(run(j, ticket));
+                    }
                     suite.runs = finished.iter().flatten().cloned().collect();
                     suite.recount();
                     self.write_suite(workspace, &suite).await;
@@ -109,6 +124,13 @@ impl Runtime {
                 }
             }
         }
+        // Tests no ticket was left for (their runs' tasks failed).
+        for i in queue {
+            let e = RuntimeError::Internal("no slot was left to run it".into());
+            finished[i] = Some(failed_run(&tests[i], target, &e));
+        }
+        suite.runs = finished.iter().flatten().cloned().collect();
+        suite.recount();
         suite.status = TestSuiteStatus::Finished;
         suite.finished_at = Some(rfc3339_from_millis(now_millis()));
         self.write_suite(workspace, &suite).await;

@@ -443,9 +443,12 @@ async fn a_workspace_with_many_slow_runs_does_not_starve_another() {
             .await
             .unwrap();
     }
-    let more =
-        h.rt.start_test_run(WS, target, vec![slow.clone(), slow])
-            .await;
+    // One place is left: a suite of two is admitted and runs them one
+    // after the other on it; then the workspace has no room.
+    let two =
+        h.rt.start_test_run(WS, target, vec![slow.clone(), slow.clone()]);
+    assert_eq!(two.await.unwrap().status, TestSuiteStatus::Running);
+    let more = h.rt.start_test_run(WS, target, vec![slow]).await;
     match more {
         Err(RuntimeError::TooMany { code, .. }) => assert_eq!(code, "too_many_test_runs"),
         other => panic!("expected too_many_test_runs, got {other:?}"),
@@ -459,6 +462,46 @@ async fn a_workspace_with_many_slow_runs_does_not_starve_another() {
         "the other workspace waited {:?}",
         started.elapsed()
     );
+}
+
+/// A suite with more tests than the workspace may have admitted runs
+/// them all, one after another on the places it got, instead of being
+/// refused (R-SEC-7's bound holds: never more than `max_queued` at once).
+#[tokio::test]
+async fn a_suite_longer_than_the_bound_runs_through_its_places() {
+    let mock = rtc_testkit::MockLlm::with_recorded_responder(|_| MockReply::text("hello"))
+        .await
+        .unwrap();
+    let h = Harness::on(mock, |c| {
+        c.tests = rtc_runtime::TestQueueLimits {
+            global: 4,
+            per_workspace: 2,
+            max_queued: 3,
+        }
+    })
+    .await;
+    h.assistant("a", json!({"name": "a", "systemPrompt": "Help."}))
+        .await;
+    let tests: Vec<_> = (0..7)
+        .map(|i| case(json!({"name": format!("t{i}"), "turns": ["hi"]})))
+        .collect();
+    let suite = run_suite(&h, WS, target_of("a"), tests).await.unwrap();
+    assert_eq!(suite.status, TestSuiteStatus::Finished, "{suite:#?}");
+    assert_eq!(
+        (suite.total, suite.passed, suite.runs.len()),
+        (7, 7, 7),
+        "{suite:#?}"
+    );
+    // Every place was given back.
+    let again = run_suite(
+        &h,
+        WS,
+        target_of("a"),
+        vec![case(json!({"name": "x", "turns": ["hi"]}))],
+    )
+    .await
+    .unwrap();
+    assert_eq!(again.passed, 1, "{again:#?}");
 }
 
 /// Start a run of `tests` and read it until it is no longer running.

@@ -429,7 +429,10 @@ impl Bridge {
             self.live = Some(live);
             return Err(e);
         }
-        let mut sent = live.adapter.send_text(text).await;
+        // As in text sessions, a report mark the user typed reaches the
+        // model quoted (the stored message keeps what was typed).
+        let quoted = rtc_core::report_marks::quote_marks(text);
+        let mut sent = live.adapter.send_text(&quoted).await;
         if sent.is_ok()
             && let Some(active) = live.book.barge_active()
         {
