@@ -117,12 +117,14 @@ pub struct LimitSettings {
 }
 
 impl LimitSettings {
-    /// Rules and `llm` leaves per `updateState`.
+    /// Rules and `llm` leaves per `updateState`, and variable sizes.
     pub fn update_bounds(&self) -> rtc_core::bounds::UpdateBounds {
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         rtc_core::bounds::UpdateBounds {
             max_rules: size(self.max_update_rules),
             max_llm_leaves: size(self.max_llm_leaves),
+            max_value_bytes: size(self.max_value_bytes),
+            max_variables_bytes: size(self.max_variables_bytes),
         }
     }
 
@@ -135,12 +137,12 @@ impl LimitSettings {
             max_value_bytes: number(
                 "RTC_MAX_VALUE_BYTES",
                 file.max_value_bytes,
-                wide(runtime.max_value_bytes),
+                wide(runtime.update.max_value_bytes),
             )?,
             max_variables_bytes: number(
                 "RTC_MAX_VARIABLES_BYTES",
                 file.max_variables_bytes,
-                wide(runtime.max_variables_bytes),
+                wide(runtime.update.max_variables_bytes),
             )?,
             max_update_rules: number(
                 "RTC_MAX_UPDATE_RULES",

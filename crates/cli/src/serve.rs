@@ -211,8 +211,6 @@ fn build_runtime(
             max_event_result_bytes: size(settings.max_event_result_bytes),
             max_message_bytes: size(settings.max_message_bytes),
             max_end_reason_chars: size(settings.max_end_reason_chars),
-            max_value_bytes: size(l.max_value_bytes),
-            max_variables_bytes: size(l.max_variables_bytes),
             update: l.update_bounds(),
             max_history_bytes: l.max_history_bytes,
             max_replayed_result_bytes: size(l.max_replayed_result_bytes),

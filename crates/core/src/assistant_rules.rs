@@ -69,6 +69,8 @@ pub fn validate_assistant(assistant: &Assistant, ctx: &AssistantContext<'_>) -> 
     check_display_name(&assistant.name, "name", 200)?;
     check_max_chars(&assistant.description, "description", 4_096)?;
     check_variables(&assistant.dynamic_variables)?;
+    ctx.update_bounds
+        .check_defaults(&assistant.dynamic_variables)?;
     let vars = variable_types(assistant);
     check_max_chars(&assistant.system_prompt, "systemPrompt", MAX_PROMPT)?;
     check_variable_template(&assistant.system_prompt, "systemPrompt", &vars)?;

@@ -115,6 +115,12 @@ fn assistant_rules_table() {
             "dynamicVariables[3].default",
         ),
         (
+            "/dynamicVariables/0/default",
+            json!("x".repeat(17 * 1024)),
+            "value_too_large",
+            "dynamicVariables[0].default",
+        ),
+        (
             "/systemPrompt",
             json!("Hi {{who}}"),
             "unknown_variable",

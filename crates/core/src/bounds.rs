@@ -9,13 +9,13 @@
 use std::io;
 
 use rtc_expr::count_llm_leaves;
-use rtc_protocol::UpdateStateRule;
+use rtc_protocol::{DynamicVariable, UpdateStateRule};
 use serde_json::Value;
 
 use crate::ValidationError;
 
 /// What one `updateState` (the model's built-in, or a workflow node) may
-/// hold.
+/// hold, and the sizes of the values a configuration declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UpdateBounds {
     /// Most rules (each one evaluation, each change a stored value).
@@ -23,6 +23,14 @@ pub struct UpdateBounds {
     /// Most `llm` leaves over all its rules (each is a model call when
     /// the update runs).
     pub max_llm_leaves: usize,
+    /// Most bytes (as JSON) of one variable's value
+    /// (`RTC_MAX_VALUE_BYTES`): a declared default past it is refused at
+    /// save, `value_too_large`.
+    pub max_value_bytes: usize,
+    /// Most bytes (as JSON) of all variables together
+    /// (`RTC_MAX_VARIABLES_BYTES`): declared defaults past it are refused
+    /// at save, `variables_too_large`.
+    pub max_variables_bytes: usize,
 }
 
 impl Default for UpdateBounds {
@@ -30,6 +38,8 @@ impl Default for UpdateBounds {
         Self {
             max_rules: 50,
             max_llm_leaves: 8,
+            max_value_bytes: 16 * 1024,
+            max_variables_bytes: 64 * 1024,
         }
     }
 }
@@ -57,6 +67,41 @@ impl UpdateBounds {
                 format!(
                     "at most {} `llm` leaves per update, over all its rules (this one has {leaves}); each is a model call",
                     self.max_llm_leaves
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Check the declared defaults' sizes: each at most
+    /// `max_value_bytes` (`value_too_large` at
+    /// `dynamicVariables[i].default`), all together at most
+    /// `max_variables_bytes` (`variables_too_large` at
+    /// `dynamicVariables`). A session could not start with them.
+    pub fn check_defaults(&self, declared: &[DynamicVariable]) -> Result<(), ValidationError> {
+        let mut total = 0;
+        for (i, v) in declared.iter().enumerate() {
+            let Some(default) = &v.default else { continue };
+            let size = json_size(default);
+            if size > self.max_value_bytes {
+                return Err(ValidationError::new(
+                    "value_too_large",
+                    format!("dynamicVariables[{i}].default"),
+                    format!(
+                        "the default of `{}` is {size} bytes; a value may have at most {} (RTC_MAX_VALUE_BYTES)",
+                        v.name, self.max_value_bytes
+                    ),
+                ));
+            }
+            total += v.name.len() + size;
+        }
+        if total > self.max_variables_bytes {
+            return Err(ValidationError::new(
+                "variables_too_large",
+                "dynamicVariables",
+                format!(
+                    "the declared defaults take {total} bytes; a session's variables may take at most {} (RTC_MAX_VARIABLES_BYTES)",
+                    self.max_variables_bytes
                 ),
             ));
         }
@@ -98,6 +143,7 @@ mod tests {
         let bounds = UpdateBounds {
             max_rules: 3,
             max_llm_leaves: 2,
+            ..UpdateBounds::default()
         };
         let constant = json!({"type": "constant", "value": "x"});
         let leaf = json!({"type": "llm", "prompt": "p", "outputType": "string"});
@@ -115,6 +161,35 @@ mod tests {
         )];
         let e = bounds.check(&leafy, "f").unwrap_err();
         assert_eq!(e.code, "too_many_llm_leaves");
+    }
+
+    #[test]
+    fn declared_defaults_are_bounded_one_by_one_and_together() {
+        let bounds = UpdateBounds {
+            max_value_bytes: 10,
+            max_variables_bytes: 30,
+            ..UpdateBounds::default()
+        };
+        let var = |name: &str, default: Value| -> DynamicVariable {
+            serde_json::from_value(json!({"name": name, "type": "string", "default": default}))
+                .expect("a variable")
+        };
+        assert_eq!(bounds.check_defaults(&[var("a", json!("short"))]), Ok(()));
+        let e = bounds
+            .check_defaults(&[var("a", json!("x")), var("b", json!("far too long"))])
+            .unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            ("value_too_large", "dynamicVariables[1].default")
+        );
+        let many: Vec<_> = (0..5)
+            .map(|i| var(&format!("v{i}"), json!("1234")))
+            .collect();
+        let e = bounds.check_defaults(&many).unwrap_err();
+        assert_eq!(
+            (e.code, e.field.as_str()),
+            ("variables_too_large", "dynamicVariables")
+        );
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub fn validate_workflow(w: &Workflow, ctx: &WorkflowContext<'_>) -> Rule {
     }
     check_sizes(w)?;
     check_variables(w.variables())?;
+    ctx.update_bounds.check_defaults(w.variables())?;
     let vars = Vars {
         declared: w.variables(),
         types: declared_variable_types(w.variables()),

@@ -230,6 +230,7 @@ fn matrix() -> Vec<Case> {
         ("control: realtime on stepfun is not gated (R-RT-6)", vec![("/runMode", json!("realtime")), ("/realtimeInterfaceId", json!("stepfun-realtime")),], None),
         ("blank name", vec![("/name", json!(" "))], Some(("invalid_name", "name"))),
         ("duplicate variable", vec![("/dynamicVariables/1/name", json!("tenant_id"))], Some(("duplicate_name", "dynamicVariables[1].name"))),
+        ("a default past RTC_MAX_VALUE_BYTES", vec![("/dynamicVariables/0/default", json!("x".repeat(17 * 1024)))], Some(("value_too_large", "dynamicVariables[0].default"))),
     ]
 }
 

@@ -27,14 +27,12 @@ pub struct SessionLimits {
     /// `tool.completed` event; a longer one is cut (`truncated: true`),
     /// while the model still reads the whole result.
     pub max_event_result_bytes: usize,
-    /// Most bytes (as JSON) of one variable value, and of a string an
-    /// expression makes (`value_too_large`).
-    pub max_value_bytes: usize,
-    /// Most bytes (as JSON) of all of a session's variables together
-    /// (`variables_too_large`); every `state.updated` carries them all.
-    pub max_variables_bytes: usize,
     /// Rules and `llm` leaves per `updateState` (checked at save and at
-    /// session start).
+    /// session start); the most bytes (as JSON) of one variable value, and
+    /// of a string an expression makes (`value_too_large`), and of all of
+    /// a session's variables together (`variables_too_large`; every
+    /// `state.updated` carries them all), also checked on declared
+    /// defaults at save.
     pub update: UpdateBounds,
     /// Most bytes of a session's stored messages; past it the session
     /// takes no new turn (`history_full`).
@@ -61,8 +59,6 @@ impl Default for SessionLimits {
             max_message_bytes: 100_000,
             max_end_reason_chars: 1_000,
             max_event_result_bytes: 256 * 1024,
-            max_value_bytes: 16 * 1024,
-            max_variables_bytes: 64 * 1024,
             update: UpdateBounds::default(),
             max_history_bytes: 32 * 1024 * 1024,
             history_memory_bytes: 4 * 1024 * 1024,
@@ -105,7 +101,7 @@ impl SessionLimits {
     /// What one evaluation of an expression may make.
     pub fn eval(&self) -> EvalLimits {
         EvalLimits {
-            max_string_bytes: self.max_value_bytes,
+            max_string_bytes: self.update.max_value_bytes,
             max_llm_leaves: self.update.max_llm_leaves,
         }
     }
@@ -114,11 +110,11 @@ impl SessionLimits {
     /// it cannot.
     pub fn value_problem(&self, name: &str, value: &Value) -> Option<VariableProblem> {
         let size = json_size(value);
-        (size > self.max_value_bytes).then(|| VariableProblem {
+        (size > self.update.max_value_bytes).then(|| VariableProblem {
             code: "value_too_large",
             message: format!(
                 "`{name}` would hold {size} bytes; a value holds at most {} (value_too_large)",
-                self.max_value_bytes
+                self.update.max_value_bytes
             ),
         })
     }
@@ -126,11 +122,11 @@ impl SessionLimits {
     /// Why variables of `total` bytes cannot be kept
     /// (`variables_too_large`), if they cannot.
     pub fn total_problem(&self, name: &str, total: usize) -> Option<VariableProblem> {
-        (total > self.max_variables_bytes).then(|| VariableProblem {
+        (total > self.update.max_variables_bytes).then(|| VariableProblem {
             code: "variables_too_large",
             message: format!(
                 "`{name}` unchanged: the session's variables would hold {total} bytes, at most {} (variables_too_large)",
-                self.max_variables_bytes
+                self.update.max_variables_bytes
             ),
         })
     }

@@ -55,7 +55,7 @@ fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 /// stops at its bound, the failure is reported, the session goes on.
 #[tokio::test]
 async fn a_doubling_update_node_stops_at_the_value_bound() {
-    let h = Harness::with(vec![], |c| c.kernel.limits.max_value_bytes = 4_096).await;
+    let h = Harness::with(vec![], |c| c.kernel.limits.update.max_value_bytes = 4_096).await;
     store_workflow(
         &h,
         json!({"specVersion": 4, "name": "bomb", "startNodeId": "grow",
@@ -95,7 +95,7 @@ async fn the_models_update_state_cannot_grow_a_value_past_its_bound() {
             MockReply::call("updateState", json!({})),
             MockReply::text("Done."),
         ],
-        |c| c.kernel.limits.max_value_bytes = 2_000,
+        |c| c.kernel.limits.update.max_value_bytes = 2_000,
     )
     .await;
     h.assistant(
@@ -130,8 +130,8 @@ async fn the_total_of_a_sessions_variables_is_bounded() {
             MockReply::text("Done."),
         ],
         |c| {
-            c.kernel.limits.max_value_bytes = 1_000;
-            c.kernel.limits.max_variables_bytes = 2_500;
+            c.kernel.limits.update.max_value_bytes = 1_000;
+            c.kernel.limits.update.max_variables_bytes = 2_500;
         },
     )
     .await;
