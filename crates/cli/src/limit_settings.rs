@@ -17,7 +17,9 @@ pub(crate) struct LimitFile {
     pub max_llm_leaves: Option<u64>,
     pub max_walk_hops: Option<u64>,
     pub max_walk_events: Option<u64>,
+    pub max_walk_state_bytes: Option<u64>,
     pub max_history_bytes: Option<u64>,
+    pub history_memory_bytes: Option<u64>,
     pub max_replayed_result_bytes: Option<u64>,
     pub context_compact_percent: Option<u64>,
     pub max_subscribers_per_session: Option<u64>,
@@ -33,14 +35,16 @@ pub(crate) struct LimitFile {
 }
 
 /// The keys of [`LimitFile`] (a test holds them equal).
-const KEYS: [&str; 19] = [
+const KEYS: [&str; 21] = [
     "max_value_bytes",
     "max_variables_bytes",
     "max_update_rules",
     "max_llm_leaves",
     "max_walk_hops",
     "max_walk_events",
+    "max_walk_state_bytes",
     "max_history_bytes",
+    "history_memory_bytes",
     "max_replayed_result_bytes",
     "context_compact_percent",
     "max_subscribers_per_session",
@@ -84,8 +88,12 @@ pub struct LimitSettings {
     pub max_walk_hops: u64,
     /// Events one workflow walk records.
     pub max_walk_events: u64,
+    /// Bytes of variable snapshots one workflow walk's updates record.
+    pub max_walk_state_bytes: u64,
     /// Bytes of a session's stored messages.
     pub max_history_bytes: u64,
+    /// Bytes of a history kept in memory between turns.
+    pub history_memory_bytes: u64,
     /// Bytes of a tool result later turns' requests carry again.
     pub max_replayed_result_bytes: u64,
     /// The share of a model's context window (percent) past which a
@@ -164,10 +172,20 @@ impl LimitSettings {
                 file.max_walk_events,
                 wide(features.max_walk_events),
             )?,
+            max_walk_state_bytes: number(
+                "RTC_MAX_WALK_STATE_BYTES",
+                file.max_walk_state_bytes,
+                wide(features.max_walk_state_bytes),
+            )?,
             max_history_bytes: number(
                 "RTC_MAX_HISTORY_BYTES",
                 file.max_history_bytes,
                 runtime.max_history_bytes,
+            )?,
+            history_memory_bytes: number(
+                "RTC_HISTORY_MEMORY_BYTES",
+                file.history_memory_bytes,
+                runtime.history_memory_bytes,
             )?,
             max_replayed_result_bytes: number(
                 "RTC_MAX_REPLAYED_RESULT_BYTES",

@@ -213,10 +213,10 @@ fn build_runtime(
             max_end_reason_chars: size(settings.max_end_reason_chars),
             update: l.update_bounds(),
             max_history_bytes: l.max_history_bytes,
+            history_memory_bytes: l.history_memory_bytes,
             max_replayed_result_bytes: size(l.max_replayed_result_bytes),
             context_compact_percent: u8::try_from(l.context_compact_percent).unwrap_or(80),
             max_subscribers: size(l.max_subscribers_per_session),
-            ..SessionLimits::default()
         },
     };
     let config = RuntimeConfig {
@@ -248,6 +248,7 @@ fn build_runtime(
         feature_limits: FeatureLimits {
             max_walk_hops: u32::try_from(l.max_walk_hops).unwrap_or(u32::MAX),
             max_walk_events: size(l.max_walk_events),
+            max_walk_state_bytes: size(l.max_walk_state_bytes),
             realtime_connects_per_minute: u32::try_from(l.realtime_connects_per_minute)
                 .unwrap_or(u32::MAX),
             max_task_transcript_bytes: size(l.max_task_transcript_bytes),

@@ -56,6 +56,10 @@ pub struct FeatureLimits {
     pub max_walk_hops: u32,
     /// Most events one workflow walk records (`workflow_walk_limit`).
     pub max_walk_events: usize,
+    /// Most bytes of variable snapshots one workflow walk's updates
+    /// record (each `state.updated` and the session row carry every
+    /// variable): a cycle of updates is cut (`workflow_walk_limit`).
+    pub max_walk_state_bytes: usize,
     /// Most new realtime provider connections of one session per minute
     /// (after a burst of 3); a socket opened past it is refused
     /// (`realtime_connect_limited`).
@@ -74,6 +78,7 @@ impl Default for FeatureLimits {
         Self {
             max_walk_hops: 200,
             max_walk_events: 2_000,
+            max_walk_state_bytes: 2 * 1024 * 1024,
             realtime_connects_per_minute: 6,
             max_task_transcript_bytes: 4 * 1024 * 1024,
             voice_max_sessions: 50,

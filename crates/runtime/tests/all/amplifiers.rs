@@ -265,6 +265,51 @@ async fn an_always_true_cycle_is_cut_by_the_walk_bound() {
     assert_eq!(position.path.last().map(String::as_str), Some("b"));
 }
 
+/// A cycle that flips a variable beside a large one records the whole
+/// snapshot at each update (its `state.updated` and the session row): the
+/// walk is cut by the bytes it recorded, well before its hop bound.
+#[tokio::test]
+async fn a_cycle_of_large_snapshots_is_cut_by_the_walk_state_bound() {
+    let h = Harness::with(vec![], |c| {
+        c.feature_limits.max_walk_state_bytes = 256 * 1024;
+    })
+    .await;
+    let big = "x".repeat(12 * 1024);
+    store_workflow(
+        &h,
+        json!({"specVersion": 4, "name": "flip", "startNodeId": "a",
+            "limits": {"maxVisitsPerNode": 1000, "maxHopsPerTurn": 1000},
+            "dynamicVariables": [
+                {"name": "big", "type": "string", "default": big},
+                {"name": "f", "type": "boolean", "default": false}],
+            "nodes": [
+                {"id": "a", "type": "updateState", "rules": [{"variable": "f", "expression": {"type": "constant", "value": true}}]},
+                {"id": "b", "type": "updateState", "rules": [{"variable": "f", "expression": {"type": "constant", "value": false}}]},
+                {"id": "out", "type": "end", "reason": "never"}],
+            "edges": [
+                {"id": "ab", "from": "a", "to": "b", "condition": constant_true()},
+                {"id": "a_out", "from": "a", "to": "out", "condition": {"type": "always"}},
+                {"id": "ba", "from": "b", "to": "a", "condition": constant_true()},
+                {"id": "b_out", "from": "b", "to": "out", "condition": {"type": "always"}}]}),
+    )
+    .await;
+    let s = start_workflow(&h).await.unwrap();
+    let events = stored_events(&h, &s).await;
+    let errors = of_kind(&events, "error");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0]["code"], "workflow_walk_limit");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("RTC_MAX_WALK_STATE_BYTES")),
+        "{errors:?}"
+    );
+    // 256 KiB of snapshots counted twice (event and row): about ten
+    // updates of 12 KiB, never the 200 the hop bound would allow.
+    let updates = of_kind(&events, "state.updated").len();
+    assert!((8..=14).contains(&updates), "{updates} updates");
+}
+
 /// A failing edge condition on a cycle is reported once per walk, not
 /// once per hop and edge.
 #[tokio::test]

@@ -64,6 +64,9 @@ pub(crate) struct Walk {
     pub entries: u32,
     /// [`EventLog::emitted`] when the walk started.
     pub events_from: u64,
+    /// Bytes of the variable snapshots its updates recorded (each
+    /// `state.updated` and the session row carry every variable).
+    pub state_bytes: usize,
     pub condition_error_reported: bool,
 }
 
@@ -174,7 +177,8 @@ impl WorkflowService<'_> {
             let limits = &self.config.feature_limits;
             let walked = walk.entries >= limits.max_walk_hops
                 || ctx.events.emitted().saturating_sub(walk.events_from)
-                    >= limits.max_walk_events as u64;
+                    >= limits.max_walk_events as u64
+                || walk.state_bytes >= limits.max_walk_state_bytes;
             let position = position.get_or_insert_with(WorkflowPosition::default);
             let visit = position.visits.get(node_id).copied().unwrap_or(0) + 1;
             // maxHopsPerTurn counts the deterministic hops (action and
@@ -270,8 +274,8 @@ impl WorkflowService<'_> {
     async fn walk_limit(self, ctx: &Arc<SessionCtx>, wf: &Workflow) -> Result<Step, RuntimeError> {
         let limits = &self.config.feature_limits;
         let message = format!(
-            "this walk through the workflow passed the server's bound ({} node entries or {} events between two inputs; RTC_MAX_WALK_HOPS, RTC_MAX_WALK_EVENTS)",
-            limits.max_walk_hops, limits.max_walk_events
+            "this walk through the workflow passed the server's bound ({} node entries, {} events or {} bytes of variable updates between two inputs; RTC_MAX_WALK_HOPS, RTC_MAX_WALK_EVENTS, RTC_MAX_WALK_STATE_BYTES)",
+            limits.max_walk_hops, limits.max_walk_events, limits.max_walk_state_bytes
         );
         ctx.events
             .emit(EventBody::error("workflow_walk_limit", message))
@@ -497,7 +501,17 @@ impl WorkflowService<'_> {
         node: &UpdateStateNode,
     ) -> Result<(), RuntimeError> {
         let source = format!("workflow:{}", node.id);
-        variables::apply_rules(ctx, &self.settings.limits, &node.rules, &NoLlm, &source).await?;
+        let (applied, _) =
+            variables::apply_rules(ctx, &self.settings.limits, &node.rules, &NoLlm, &source)
+                .await?;
+        if !applied.is_empty() {
+            // What the update recorded: the whole snapshot, in its event
+            // and in the session row.
+            let snapshot = rtc_session::limits::variables_size(&ctx.state.lock().await.variables);
+            let mut extensions = ctx.extensions.lock();
+            let state = extensions.get_or_default::<WorkflowState>();
+            state.walk.state_bytes = state.walk.state_bytes.saturating_add(2 * snapshot);
+        }
         Ok(())
     }
 
