@@ -12,7 +12,7 @@ use rtc_runtime::{
     ClusterSettings, FeatureLimits, KernelConfig, LoopSettings, Provider, Runtime, RuntimeConfig,
     SessionLimits, SubAgentLimits, TestQueueLimits,
 };
-use rtc_server::{AdminAuth, AppState, Limits, PerMinute, PerMinuteEach};
+use rtc_server::{AdminAuth, AppState, Limits, PerMinuteEach, ProviderChecks};
 use rtc_store::{MasterKey, SecretBox, Store, hash_token, new_token};
 use rtc_tools::http_exec::{DEFAULT_MAX_RESPONSE_BYTES, HttpExecutor};
 use rtc_tools::mcp::McpConnector;
@@ -107,7 +107,7 @@ pub async fn run(settings: Settings) -> anyhow::Result<()> {
         shutdown: shutdown.clone(),
         cors_origins: settings.cors_origins.clone(),
         metrics_auth: settings.metrics_token.as_deref().map(AdminAuth::from_token),
-        provider_checks: Arc::new(PerMinute::new(
+        provider_checks: Arc::new(ProviderChecks::new(
             u32::try_from(settings.limits.provider_checks_per_minute).unwrap_or(u32::MAX),
         )),
         speech_checks: Arc::new(PerMinuteEach::new(

@@ -25,7 +25,7 @@ pub use auth::AdminAuth;
 pub use error::{ApiError, ApiResult};
 pub use extract::WORKSPACE_HEADER;
 pub use openapi::api_json;
-pub use rate::{PerMinute, PerMinuteEach};
+pub use rate::{PerMinute, PerMinuteEach, ProviderChecks};
 
 /// Limits applied to requests.
 #[derive(Debug, Clone)]
@@ -61,9 +61,9 @@ pub struct AppState {
     pub cors_origins: Vec<String>,
     /// When set, `GET /metrics` needs this bearer token.
     pub metrics_auth: Option<AdminAuth>,
-    /// Provider checks admitted per minute, over the whole server: each
-    /// is a model request the operator pays for.
-    pub provider_checks: std::sync::Arc<PerMinute>,
+    /// Provider checks admitted per minute, over the whole server (each
+    /// is a model request the operator pays for) and per caller.
+    pub provider_checks: std::sync::Arc<ProviderChecks>,
     /// Speech interface checks admitted per minute, per workspace: each
     /// is a request to the workspace's provider or an espeak process.
     pub speech_checks: std::sync::Arc<PerMinuteEach>,

@@ -1,8 +1,9 @@
 //! Rates of one kind of request (R-SEC-7): at most `n` in any
 //! minute-long window, counted where the request is served — over the
 //! whole server for the requests the operator pays for whoever sends them
-//! (provider checks), per workspace for those a workspace's own
-//! configuration pays for (speech interface checks).
+//! (provider checks, of which one caller gets at most half), per
+//! workspace for those a workspace's own configuration pays for (speech
+//! interface checks).
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -85,6 +86,38 @@ impl PerMinuteEach {
     }
 }
 
+/// Provider checks: at most `per_minute` over the whole server (each is a
+/// model request the operator pays for), and at most half of them for
+/// one caller (a workspace, or the admin), so one workspace cannot spend
+/// the minute of every other.
+#[derive(Debug)]
+pub struct ProviderChecks {
+    server: PerMinute,
+    each: PerMinuteEach,
+}
+
+impl ProviderChecks {
+    pub fn new(per_minute: u32) -> Self {
+        let per_minute = per_minute.max(1);
+        Self {
+            server: PerMinute::new(per_minute),
+            each: PerMinuteEach::new(per_minute.div_ceil(2)),
+        }
+    }
+
+    /// Admit one check of `caller` at `now`, or the time until it may run
+    /// and whether the caller's own share (`true`) or the server's ran out.
+    pub fn admit(&self, caller: &str, now: Instant) -> Result<(), (Duration, bool)> {
+        self.each.admit(caller, now).map_err(|wait| (wait, true))?;
+        self.server.admit(now).map_err(|wait| (wait, false))
+    }
+
+    /// The server's checks per minute, and one caller's.
+    pub fn per_minute(&self) -> (u32, u32) {
+        (self.server.per_minute(), self.each.per_minute())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +131,18 @@ mod tests {
         let wait = rate.admit(t0 + Duration::from_secs(20)).unwrap_err();
         assert!(wait <= Duration::from_secs(40), "{wait:?}");
         assert!(rate.admit(t0 + Duration::from_secs(61)).is_ok());
+    }
+
+    #[test]
+    fn one_caller_spends_at_most_half_of_the_servers_checks() {
+        let checks = ProviderChecks::new(4);
+        let t0 = Instant::now();
+        assert!(checks.admit("a", t0).is_ok());
+        assert!(checks.admit("a", t0).is_ok());
+        assert_eq!(checks.admit("a", t0).map_err(|(_, own)| own), Err(true));
+        assert!(checks.admit("b", t0).is_ok());
+        assert!(checks.admit("admin", t0).is_ok());
+        assert_eq!(checks.admit("c", t0).map_err(|(_, own)| own), Err(false));
     }
 
     #[test]

@@ -29,22 +29,36 @@ pub async fn list(_caller: Caller, State(s): State<AppState>) -> Json<ListRespon
 /// the latency, or the provider's error (still a 200: the check ran).
 #[utoipa::path(post, operation_id = "checkProvider", path = "/v1/providers/{name}/check", tag = "providers", security(("bearer" = [])),
     responses((status = 200, body = ProviderCheck), (status = 404, body = ErrorResponse),
-        (status = 429, description = "too many provider checks on this server this minute (`too_many_provider_checks`)", body = ErrorResponse)))]
+        (status = 429, description = "too many provider checks this minute, on this server or by this caller (at most half of the server's): `too_many_provider_checks`, with `Retry-After`", body = ErrorResponse)))]
 pub async fn check(
-    _caller: Caller,
+    caller: Caller,
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<ProviderCheck>> {
-    if let Err(wait) = s.provider_checks.admit(std::time::Instant::now()) {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "too_many_provider_checks",
+    let key = match &caller {
+        Caller::Admin => "admin",
+        Caller::Workspace { id } => id.as_str(),
+    };
+    if let Err((wait, own)) = s.provider_checks.admit(key, std::time::Instant::now()) {
+        let (server, each) = s.provider_checks.per_minute();
+        let secs = wait.as_secs().max(1);
+        let message = if own {
             format!(
-                "this server runs at most {} provider checks a minute; try again in {} s",
-                s.provider_checks.per_minute(),
-                wait.as_secs().max(1)
-            ),
-        ));
+                "one caller runs at most {each} of this server's {server} provider checks a minute; try again in {secs} s"
+            )
+        } else {
+            format!(
+                "this server runs at most {server} provider checks a minute; try again in {secs} s"
+            )
+        };
+        return Err(ApiError {
+            retry_after: Some(secs),
+            ..ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_provider_checks",
+                message,
+            )
+        });
     }
     Ok(Json(s.runtime.check_provider(&name).await?))
 }
