@@ -130,6 +130,11 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
         "turn_hosts",
         include_str!("../migrations/sqlite/0020_turn_hosts.sql"),
     ),
+    (
+        21,
+        "task_messages",
+        include_str!("../migrations/sqlite/0021_task_messages.sql"),
+    ),
 ];
 const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -231,6 +236,11 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
         20,
         "turn_hosts",
         include_str!("../migrations/postgres/0020_turn_hosts.sql"),
+    ),
+    (
+        21,
+        "task_messages",
+        include_str!("../migrations/postgres/0021_task_messages.sql"),
     ),
 ];
 

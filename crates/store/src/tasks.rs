@@ -1,10 +1,12 @@
 //! Tasks delegated to task backends (R-TK): one durable row per task with
-//! what it runs with, its status, its OpenCode session id or reasoner
-//! transcript, and a lease. The instance holding the lease drives the task
-//! and renews it; a task whose lease ran out (its instance died) is claimed
-//! by one other instance. A task ends once: the final status is written
-//! only over `running`, and its report goes to the session's inbox in the
-//! same transaction, so the conversation hears of it exactly once.
+//! what it runs with, its status, its OpenCode session id, and a lease; a
+//! reasoner's transcript is one row per message (`task_messages`), a step
+//! appending the messages it added and rewriting those it changed. The
+//! instance holding the lease drives the task and renews it; a task whose
+//! lease ran out (its instance died) is claimed by one other instance. A
+//! task ends once: the final status is written only over `running`, and
+//! its report goes to the session's inbox in the same transaction, so the
+//! conversation hears of it exactly once.
 
 use sqlx::Row;
 
@@ -30,7 +32,9 @@ pub struct TaskRecord {
     pub error: Option<String>,
     pub detail: Option<String>,
     pub external_id: Option<String>,
-    /// The reasoner's messages (JSON array).
+    /// A reasoner's messages (JSON array) as saved before they were
+    /// stored a row each ([`Store::task_transcript`]); `[]` for a task
+    /// delegated since.
     pub transcript: String,
     pub steps: i64,
     pub lease_owner: Option<String>,
@@ -279,6 +283,70 @@ impl Store {
         .execute(&self.writer)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Save a reasoner step while `owner` holds the running task, in one
+    /// transaction: its steps and detail, the transcript messages it
+    /// appended and those it changed (`(seq, body)`, one message's JSON
+    /// each), so a step writes what it changed, never the whole transcript.
+    /// `false` (and nothing written) when the task no longer runs or is not
+    /// `owner`'s.
+    pub async fn save_task_step(
+        &self,
+        id: &str,
+        owner: &str,
+        appended: &[(i64, String)],
+        rewritten: &[(i64, String)],
+        steps: i64,
+        detail: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin_write().await?;
+        let done = sqlx::query(
+            "UPDATE tasks SET steps = $1, detail = $2, updated_at = $3 \
+             WHERE id = $4 AND lease_owner = $5 AND status = 'running'",
+        )
+        .bind(steps)
+        .bind(detail)
+        .bind(now_millis())
+        .bind(id)
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() != 1 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        for (seq, body) in appended {
+            sqlx::query("INSERT INTO task_messages (task_id, seq, body) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(*seq)
+                .bind(body)
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (seq, body) in rewritten {
+            sqlx::query("UPDATE task_messages SET body = $1 WHERE task_id = $2 AND seq = $3")
+                .bind(body)
+                .bind(id)
+                .bind(*seq)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// A task's stored transcript messages (one JSON each), in order; empty
+    /// for a task saved before they were stored a row each (its transcript
+    /// is then in [`TaskRecord::transcript`]).
+    pub async fn task_transcript(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM task_messages WHERE task_id = $1 ORDER BY seq")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| Ok(r.try_get::<String, _>("body")?))
+            .collect()
     }
 
     /// End a running task, with its report in the session's inbox, in one

@@ -186,3 +186,141 @@ on_both!(tasks_are_leased_taken_over_and_end_once, |store| {
     );
     Ok(())
 });
+
+on_both!(a_reasoner_transcript_is_saved_step_by_step, |store| {
+    store.create_workspace("ws_t", "T", "key-t").await?;
+    bare_session(&store, "ws_t", "sess_m").await?;
+    store
+        .insert_task(&task("task_m", "sess_m", "inst_a", 1_000))
+        .await?;
+    let rows = |r: &[(i64, &str)]| -> Vec<(i64, String)> {
+        r.iter().map(|(s, b)| (*s, (*b).to_owned())).collect()
+    };
+    assert!(store.task_transcript("task_m").await?.is_empty());
+
+    // A step appends its messages; the next appends its own and rewrites
+    // one it changed.
+    assert!(
+        store
+            .save_task_step(
+                "task_m",
+                "inst_a",
+                &rows(&[(0, "\"m0\""), (1, "\"m1\""), (2, "\"m2\"")]),
+                &[],
+                1,
+                Some("step 1"),
+            )
+            .await?
+    );
+    assert!(
+        store
+            .save_task_step(
+                "task_m",
+                "inst_a",
+                &rows(&[(3, "\"m3\""), (4, "\"m4\"")]),
+                &rows(&[(1, "\"dropped\"")]),
+                2,
+                Some("step 2"),
+            )
+            .await?
+    );
+    let expected = ["\"m0\"", "\"dropped\"", "\"m2\"", "\"m3\"", "\"m4\""];
+    assert_eq!(store.task_transcript("task_m").await?, expected);
+    let t = store.task_by_id("task_m").await?.unwrap();
+    assert_eq!(
+        (t.steps, t.detail.as_deref(), t.transcript.as_str()),
+        (2, Some("step 2"), "[]"),
+        "the legacy column is not written"
+    );
+
+    // Another instance's save writes nothing, its rows neither.
+    assert!(
+        !store
+            .save_task_step(
+                "task_m",
+                "inst_b",
+                &rows(&[(5, "\"m5\"")]),
+                &rows(&[(0, "\"stolen\"")]),
+                3,
+                Some("step 3"),
+            )
+            .await?
+    );
+    assert_eq!(store.task_transcript("task_m").await?, expected);
+    let t = store.task_by_id("task_m").await?.unwrap();
+    assert_eq!((t.steps, t.detail.as_deref()), (2, Some("step 2")));
+
+    // An ended task takes no more steps.
+    let ending = TaskEnding {
+        status: "completed",
+        result: Some("done"),
+        error: None,
+        report: None,
+        holder: Some("inst_a"),
+    };
+    assert!(store.finish_task("task_m", &ending).await?);
+    assert!(
+        !store
+            .save_task_step("task_m", "inst_a", &rows(&[(5, "\"m5\"")]), &[], 3, None)
+            .await?
+    );
+    assert_eq!(store.task_transcript("task_m").await?.len(), 5);
+
+    // Backups carry the rows (restored after their task).
+    let with_rows = store.backup().await?;
+    assert_eq!(with_rows.manifest.row_counts["task_messages"], 5);
+    store.restore(&with_rows, Unsigned::Refuse).await?;
+    assert_eq!(store.task_transcript("task_m").await?, expected);
+    Ok(())
+});
+
+/// Deleting a session deletes its tasks, and their transcript rows with
+/// them (nothing in the store deletes them: the foreign keys do).
+async fn transcript_rows_go_with_their_task(engine: Engine) -> anyhow::Result<()> {
+    let Some(db) = TestDatabase::new(engine).await? else {
+        return Ok(());
+    };
+    let store = Store::connect(&db.url, SecretBox::new(&MasterKey::generate())).await?;
+    store.migrate().await?;
+    store.create_workspace("ws_t", "T", "key-t").await?;
+    bare_session(&store, "ws_t", "sess_c").await?;
+    store
+        .insert_task(&task("task_c", "sess_c", "inst_a", 1_000))
+        .await?;
+    let rows = [(0, "\"m0\"".to_owned()), (1, "\"m1\"".to_owned())];
+    assert!(
+        store
+            .save_task_step("task_c", "inst_a", &rows, &[], 1, None)
+            .await?
+    );
+    assert_eq!(store.task_transcript("task_c").await?.len(), 2);
+    sqlx::any::install_default_drivers();
+    let mut conn = <sqlx::AnyConnection as sqlx::Connection>::connect(&db.url).await?;
+    if engine == Engine::Sqlite {
+        sqlx::query("PRAGMA foreign_keys = ON")
+            .execute(&mut conn)
+            .await?;
+    }
+    sqlx::query("DELETE FROM sessions WHERE id = $1")
+        .bind("sess_c")
+        .execute(&mut conn)
+        .await?;
+    assert!(store.task_by_id("task_c").await?.is_none());
+    assert!(store.task_transcript("task_c").await?.is_empty());
+    let left = sqlx::query("SELECT COUNT(*) AS n FROM task_messages")
+        .fetch_one(&mut conn)
+        .await?;
+    assert_eq!(sqlx::Row::try_get::<i64, _>(&left, "n")?, 0);
+    store.close().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn transcript_rows_go_with_their_task_sqlite() -> anyhow::Result<()> {
+    transcript_rows_go_with_their_task(Engine::Sqlite).await
+}
+
+#[tokio::test]
+async fn transcript_rows_go_with_their_task_postgres() -> anyhow::Result<()> {
+    transcript_rows_go_with_their_task(Engine::Postgres).await
+}

@@ -5,16 +5,22 @@
 //! tools bound to the backend, run exactly like a conversation's (guard,
 //! secrets in headers only, scrubbing, result caps). At most `maxSteps`
 //! model calls within the task's deadline; the final text is the result.
-//! The transcript is saved after every step, so a takeover or restart
-//! resumes where it stopped. It is bounded (R-SEC-7,
-//! `max_task_transcript_bytes`): past the bound the oldest tool results
-//! give way to a note, and a task whose transcript still does not fit
-//! fails (`task_transcript_full`).
+//! The transcript is stored a message per row (`task_messages`) after
+//! every step, so a takeover or restart resumes where it stopped: a step
+//! appends the messages it added and rewrites only those it changed, never
+//! the whole transcript (a task saved before the rows existed resumes from
+//! its `tasks.transcript` column, and its first save writes every message
+//! as a row). It is bounded (R-SEC-7, `max_task_transcript_bytes`): past
+//! the bound the oldest tool results give way to a note (rewriting their
+//! rows), and a task whose transcript still does not fit fails
+//! (`task_transcript_full`).
 
 use futures::StreamExt;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, OutputFormat, ToolCall};
 use rtc_core::model_tools::{ToolTarget, model_tools, model_view, render_variables};
-use rtc_protocol::{Assistant, BuiltInTools, LlmConfig, ReasonerSettings, RunMode, ToolBinding};
+use rtc_protocol::{
+    Assistant, BuiltInTools, LlmConfig, ReasonerSettings, RunMode, TaskUpdated, ToolBinding,
+};
 use rtc_session::usage::{CallKind, UsageTag};
 use rtc_store::{TaskRecord, now_millis};
 use tokio::time::Instant;
@@ -37,19 +43,21 @@ const CUT_OFF: &str =
 const DROPPED: &str = "[result dropped: the task's transcript reached its size limit]";
 
 /// Fit `transcript` within `max` bytes (as JSON) by dropping the oldest
-/// tool results (never the last step's); whether it fits.
-fn fit_transcript(transcript: &mut [ChatMessage], max: usize) -> bool {
+/// tool results (never the last step's): the indices of the results it
+/// dropped, or `None` when it does not fit even so.
+fn fit_transcript(transcript: &mut [ChatMessage], max: usize) -> Option<Vec<usize>> {
     let size = |m: &ChatMessage| serde_json::to_vec(m).map_or(0, |v| v.len() + 1);
     let mut total: usize = 1 + transcript.iter().map(size).sum::<usize>();
+    let mut dropped = Vec::new();
     if total <= max {
-        return true;
+        return Some(dropped);
     }
     // The last step: the results after the last assistant message.
     let last_step = transcript
         .iter()
         .rposition(|m| matches!(m, ChatMessage::Assistant { .. }))
         .unwrap_or(transcript.len());
-    for m in &mut transcript[..last_step] {
+    for (at, m) in transcript[..last_step].iter_mut().enumerate() {
         if total <= max {
             break;
         }
@@ -58,9 +66,56 @@ fn fit_transcript(transcript: &mut [ChatMessage], max: usize) -> bool {
         {
             total -= content.len().saturating_sub(DROPPED.len());
             DROPPED.clone_into(content);
+            dropped.push(at);
         }
     }
-    total <= max
+    (total <= max).then_some(dropped)
+}
+
+/// What of the in-memory transcript is stored: its first `rows` messages
+/// (one row each, `seq` their index), some changed since they were saved.
+#[derive(Debug, Default)]
+struct Stored {
+    rows: usize,
+    changed: std::collections::BTreeSet<usize>,
+}
+
+/// What one save writes: the messages added and the stored messages
+/// changed since the last save, as `(seq, JSON)`.
+type Delta = (Vec<(i64, String)>, Vec<(i64, String)>);
+
+impl Stored {
+    /// Stored messages `at` were changed in memory.
+    fn changed(&mut self, at: impl IntoIterator<Item = usize>) {
+        let rows = self.rows;
+        self.changed.extend(at.into_iter().filter(|&i| i < rows));
+    }
+
+    /// What saving `transcript` now writes.
+    fn delta(&self, transcript: &[ChatMessage]) -> Result<Delta, RuntimeError> {
+        let row = |at: usize| -> Result<(i64, String), RuntimeError> {
+            let body = serde_json::to_string(&transcript[at])
+                .map_err(|e| RuntimeError::Internal(e.to_string()))?;
+            Ok((i64::try_from(at).unwrap_or(i64::MAX), body))
+        };
+        let appended = (self.rows..transcript.len())
+            .map(row)
+            .collect::<Result<_, _>>()?;
+        let rewritten = self
+            .changed
+            .iter()
+            .copied()
+            .filter(|&at| at < transcript.len())
+            .map(row)
+            .collect::<Result<_, _>>()?;
+        Ok((appended, rewritten))
+    }
+
+    /// The save of `transcript` (`len` messages) went through.
+    fn saved(&mut self, len: usize) {
+        self.rows = len;
+        self.changed.clear();
+    }
 }
 
 /// The reasoner's own model settings over the delegating assistant's.
@@ -102,27 +157,43 @@ fn reasoner_assistant(settings: &ReasonerSettings, llm: LlmConfig) -> Assistant 
     }
 }
 
-/// The first messages of a new transcript, or the stored one with a
-/// result for every call a crash left without one.
+/// The first messages of a new transcript, or the stored one (its `rows`,
+/// else, for a task saved before the rows existed, the legacy column) with
+/// a result for every call a crash left without one; and what of it is
+/// stored as rows. An unreadable row is an error.
 fn start_transcript(
     task: &TaskRecord,
+    rows: &[String],
     settings: &ReasonerSettings,
     config: &TaskConfig,
-) -> Vec<ChatMessage> {
-    let mut transcript: Vec<ChatMessage> =
-        serde_json::from_str(&task.transcript).unwrap_or_default();
+) -> Result<(Vec<ChatMessage>, Stored), serde_json::Error> {
+    let (mut transcript, stored) = if rows.is_empty() {
+        let legacy: Vec<ChatMessage> = serde_json::from_str(&task.transcript).unwrap_or_default();
+        (legacy, Stored::default())
+    } else {
+        let messages = rows
+            .iter()
+            .map(|r| serde_json::from_str(r))
+            .collect::<Result<Vec<ChatMessage>, _>>()?;
+        let stored = Stored {
+            rows: messages.len(),
+            ..Stored::default()
+        };
+        (messages, stored)
+    };
     if transcript.is_empty() {
         let prompt = if settings.system_prompt.trim().is_empty() {
             DEFAULT_PROMPT.to_owned()
         } else {
             render_variables(&settings.system_prompt, &config.variables)
         };
-        return vec![
+        let fresh = vec![
             ChatMessage::System { content: prompt },
             ChatMessage::User {
                 content: task.instruction.clone(),
             },
         ];
+        return Ok((fresh, stored));
     }
     let last_calls = transcript
         .iter()
@@ -157,7 +228,7 @@ fn start_transcript(
             content: CUT_OFF.to_owned(),
         });
     }
-    transcript
+    Ok((transcript, stored))
 }
 
 impl TaskService<'_> {
@@ -219,7 +290,17 @@ impl TaskService<'_> {
         );
         let tag = self.task_usage_tag(task).await;
         let provider_name = self.provider_name(&assistant);
-        let mut transcript = start_transcript(task, settings, config);
+        let rows = self.store.task_transcript(&task.id).await?;
+        let started = start_transcript(task, &rows, settings, config);
+        drop(rows);
+        let (mut transcript, mut stored) = match started {
+            Ok(started) => started,
+            Err(e) => {
+                return Ok(Some(Ending::Failed(format!(
+                    "the task's stored transcript is unreadable: {e}"
+                ))));
+            }
+        };
         // Resumed after its final answer was saved (the crash came before
         // the task was ended): that answer is the result.
         if let Some(answer) = saved_answer(&transcript) {
@@ -278,7 +359,7 @@ impl TaskService<'_> {
             });
             if calls.is_empty() {
                 if !self
-                    .save_transcript(task, &transcript, steps, "finished")
+                    .save_transcript(task, &transcript, &mut stored, steps, "finished")
                     .await?
                 {
                     return Ok(None);
@@ -297,15 +378,16 @@ impl TaskService<'_> {
                 });
             }
             let max = self.config.feature_limits.max_task_transcript_bytes;
-            if !fit_transcript(&mut transcript, max) {
+            let Some(dropped) = fit_transcript(&mut transcript, max) else {
                 return Ok(Some(Ending::Failed(format!(
                     "task_transcript_full: the task's transcript passed its limit of {max} bytes even without its older tool results"
                 ))));
-            }
+            };
+            stored.changed(dropped);
             let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
             let detail = format!("step {steps}: called {}", names.join(", "));
             if !self
-                .save_transcript(task, &transcript, steps, &detail)
+                .save_transcript(task, &transcript, &mut stored, steps, &detail)
                 .await?
             {
                 // Ended elsewhere (cancelled) or taken over: stop here.
@@ -314,16 +396,44 @@ impl TaskService<'_> {
         }
     }
 
+    /// Save a step while this instance holds the task: the messages it
+    /// added and those it changed (never the whole transcript), its steps
+    /// and detail, in one transaction; then announce it. `false` when the
+    /// task is no longer ours to drive (ended elsewhere or taken over).
     async fn save_transcript(
         self,
         task: &TaskRecord,
         transcript: &[ChatMessage],
+        stored: &mut Stored,
         steps: u32,
         detail: &str,
     ) -> Result<bool, RuntimeError> {
-        let text =
-            serde_json::to_string(transcript).map_err(|e| RuntimeError::Internal(e.to_string()))?;
-        self.task_progress(task, &text, steps, detail).await
+        let (appended, rewritten) = stored.delta(transcript)?;
+        let detail = detail.replace('\0', "");
+        let held = self
+            .store
+            .save_task_step(
+                &task.id,
+                &self.settings.cluster.instance,
+                &appended,
+                &rewritten,
+                i64::from(steps),
+                Some(&detail),
+            )
+            .await?;
+        if !held {
+            return Ok(false);
+        }
+        stored.saved(transcript.len());
+        if let Ok(ctx) = self.session(&task.session_id).await {
+            let event = TaskUpdated {
+                task_id: task.id.clone(),
+                detail,
+                steps,
+            };
+            ctx.events.emit(event.into()).await?;
+        }
+        Ok(true)
     }
 
     /// One tool call of the reasoner's model, as the model reads its result.
@@ -453,8 +563,12 @@ mod tests {
             call("3"),
             result("3"),
         ];
-        assert!(fit_transcript(&mut transcript, 100_000), "fits as it is");
-        assert!(fit_transcript(&mut transcript, 25_000));
+        assert_eq!(
+            fit_transcript(&mut transcript, 100_000),
+            Some(Vec::new()),
+            "fits as it is"
+        );
+        assert_eq!(fit_transcript(&mut transcript, 25_000), Some(vec![2]));
         let dropped: Vec<bool> = transcript
             .iter()
             .filter_map(|m| match m {
@@ -468,8 +582,191 @@ mod tests {
             "within the bound"
         );
         // The last step's result never goes: it cannot fit in 5 kB.
-        assert!(!fit_transcript(&mut transcript, 5_000));
+        assert_eq!(fit_transcript(&mut transcript, 5_000), None);
         assert!(matches!(&transcript[6], ChatMessage::Tool { content, .. } if content != DROPPED));
+    }
+
+    fn call(id: &str) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: id.into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            }],
+        }
+    }
+
+    fn result(id: &str, bytes: usize) -> ChatMessage {
+        ChatMessage::Tool {
+            tool_call_id: id.into(),
+            content: "r".repeat(bytes),
+        }
+    }
+
+    fn rows_of(transcript: &[ChatMessage]) -> Vec<String> {
+        transcript
+            .iter()
+            .map(|m| serde_json::to_string(m).unwrap())
+            .collect()
+    }
+
+    /// What a save writes, applied to `rows` as the store applies it; the
+    /// bytes written.
+    fn save(stored: &mut Stored, transcript: &[ChatMessage], rows: &mut Vec<String>) -> usize {
+        let (appended, rewritten) = stored.delta(transcript).unwrap();
+        let bytes = appended
+            .iter()
+            .chain(&rewritten)
+            .map(|(_, body)| body.len())
+            .sum();
+        for (seq, body) in appended {
+            assert_eq!(
+                usize::try_from(seq).unwrap(),
+                rows.len(),
+                "appended in order"
+            );
+            rows.push(body);
+        }
+        for (seq, body) in rewritten {
+            rows[usize::try_from(seq).unwrap()] = body;
+        }
+        stored.saved(transcript.len());
+        bytes
+    }
+
+    /// A task of 40 steps with a 20 kB tool result each, saved within
+    /// `max` bytes: the bytes each step wrote as the whole transcript
+    /// (before) and as its rows (now), checking the rows are the
+    /// transcript after every step.
+    fn forty_steps(max: usize) -> (Vec<usize>, Vec<usize>) {
+        let mut transcript = vec![
+            ChatMessage::System {
+                content: "prompt".into(),
+            },
+            ChatMessage::User {
+                content: "task".into(),
+            },
+        ];
+        let mut stored = Stored::default();
+        let mut rows = Vec::new();
+        let (mut whole, mut step_rows) = (Vec::new(), Vec::new());
+        for step in 0..40 {
+            let id = format!("c{step}");
+            transcript.push(call(&id));
+            transcript.push(result(&id, 20_000));
+            let dropped = fit_transcript(&mut transcript, max).unwrap();
+            stored.changed(dropped);
+            step_rows.push(save(&mut stored, &transcript, &mut rows));
+            whole.push(serde_json::to_string(&transcript).unwrap().len());
+            assert_eq!(rows, rows_of(&transcript), "step {step}");
+        }
+        (whole, step_rows)
+    }
+
+    /// Issue 35: a step writes the messages it added and the results it
+    /// dropped, not the whole transcript again.
+    #[test]
+    fn a_step_writes_only_what_it_changed() {
+        let (whole, rows) = forty_steps(4 * 1024 * 1024);
+        let (sum_whole, sum_rows): (usize, usize) = (whole.iter().sum(), rows.iter().sum());
+        eprintln!(
+            "40 steps of 20 kB within 4 MiB: whole transcript per step {}..{} B (total {sum_whole} B), rows per step {}..{} B (total {sum_rows} B)",
+            whole[0],
+            whole[39],
+            rows[1..].iter().min().unwrap(),
+            rows.iter().max().unwrap(),
+        );
+        assert!(rows[1..].iter().all(|&b| (20_000..20_200).contains(&b)));
+        assert!(whole[39] > 800_000 && sum_whole > 16_000_000);
+        assert!(sum_rows < 810_000);
+
+        // Past the bound a step also rewrites the results it dropped, and
+        // only those.
+        let (_, rows) = forty_steps(200_000);
+        assert!(
+            rows.iter().all(|&b| b < 2 * 20_200),
+            "its own messages and a dropped note or two: {rows:?}"
+        );
+    }
+
+    fn task_with(transcript: &str) -> TaskRecord {
+        TaskRecord {
+            id: "task_1".into(),
+            workspace_id: "ws".into(),
+            session_id: "sess".into(),
+            backend_id: "tb".into(),
+            backend_type: "reasoner".into(),
+            config: "{}".into(),
+            title: "t".into(),
+            instruction: "task".into(),
+            status: "running".into(),
+            result: None,
+            error: None,
+            detail: None,
+            external_id: None,
+            transcript: transcript.into(),
+            steps: 1,
+            lease_owner: None,
+            lease_until: None,
+            deadline_at: 0,
+            created_at: 0,
+            updated_at: 0,
+            finished_at: None,
+        }
+    }
+
+    /// A task resumes from its rows (a call left without a result gets
+    /// one, saved with the next step), else from the legacy column, whose
+    /// first save writes every message as a row.
+    #[test]
+    fn a_resumed_task_goes_on_from_its_rows_or_its_legacy_transcript() {
+        let settings: ReasonerSettings =
+            serde_json::from_value(serde_json::json!({"systemPrompt": "S"})).unwrap();
+        let config: TaskConfig = serde_json::from_value(serde_json::json!({
+            "backend": {"name": "R", "type": "reasoner", "reasoner": {"systemPrompt": "S"}}
+        }))
+        .unwrap();
+        let saved = vec![
+            ChatMessage::System {
+                content: "S".into(),
+            },
+            ChatMessage::User {
+                content: "task".into(),
+            },
+            call("c1"),
+            result("c1", 10),
+            call("c2"),
+        ];
+        let cut_off = ChatMessage::Tool {
+            tool_call_id: "c2".into(),
+            content: CUT_OFF.into(),
+        };
+        let mut rows = rows_of(&saved);
+
+        // From the rows; the legacy column is not read.
+        let (transcript, mut stored) =
+            start_transcript(&task_with("[]"), &rows, &settings, &config).unwrap();
+        assert_eq!(transcript[..5], saved[..]);
+        assert_eq!(transcript[5], cut_off);
+        assert_eq!(stored.rows, 5);
+        save(&mut stored, &transcript, &mut rows);
+        assert_eq!(rows, rows_of(&transcript));
+
+        // From the legacy column: every message is written.
+        let legacy = serde_json::to_string(&saved).unwrap();
+        let (transcript, mut stored) =
+            start_transcript(&task_with(&legacy), &[], &settings, &config).unwrap();
+        assert_eq!(stored.rows, 0);
+        let mut rows = Vec::new();
+        save(&mut stored, &transcript, &mut rows);
+        assert_eq!(rows, rows_of(&transcript));
+        assert_eq!(rows.len(), 6);
+
+        // Neither: a new transcript. An unreadable row is an error.
+        let (fresh, _) = start_transcript(&task_with("[]"), &[], &settings, &config).unwrap();
+        assert_eq!(fresh.len(), 2);
+        assert!(start_transcript(&task_with("[]"), &["{".into()], &settings, &config).is_err());
     }
 
     #[test]

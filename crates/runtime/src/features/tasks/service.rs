@@ -275,12 +275,19 @@ impl Runtime {
         id: &str,
     ) -> Result<Task, RuntimeError> {
         self.inner.session_in(workspace, session).await?;
-        self.inner
+        let mut task = self
+            .inner
             .store
             .task(workspace, session, id)
             .await?
-            .map(|t| task_view(&t, true))
-            .ok_or_else(|| RuntimeError::not_found("task", id))
+            .ok_or_else(|| RuntimeError::not_found("task", id))?;
+        // A reasoner's messages, a row each (none for a task saved before
+        // they were: its transcript is the column's).
+        let rows = self.inner.store.task_transcript(id).await?;
+        if !rows.is_empty() {
+            task.transcript = format!("[{}]", rows.join(","));
+        }
+        Ok(task_view(&task, true))
     }
 
     /// The host cancels a task (`POST …/tasks/{taskId}/cancel`): the
