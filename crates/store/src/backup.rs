@@ -19,7 +19,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
 use crate::catalog::{self, ColumnKind, FingerprintInput, Table, quoted};
 use crate::{Store, StoreError};
@@ -247,7 +246,7 @@ impl Backup {
 }
 
 async fn dump_table(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     table: &Table,
 ) -> Result<TableRows, StoreError> {
     let select: Vec<String> = table
@@ -259,9 +258,7 @@ async fn dump_table(
         })
         .collect();
     let sql = format!("SELECT {} FROM {}", select.join(", "), quoted(&table.name));
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .fetch_all(&mut *conn)
-        .await?;
+    let rows = crate::engine::query(sql).fetch_all(&mut *conn).await?;
     let mut out = Vec::with_capacity(rows.len());
     for r in &rows {
         let mut cells = Vec::with_capacity(table.columns.len());
@@ -316,23 +313,20 @@ impl Store {
 
     /// A consistent copy of the whole database.
     pub async fn backup(&self) -> Result<Backup, StoreError> {
-        let begin = match self.dialect {
-            crate::Dialect::Sqlite => "BEGIN",
-            crate::Dialect::Postgres => "BEGIN ISOLATION LEVEL REPEATABLE READ",
-        };
-        let mut tx = self.pool.begin_with(begin).await?;
-        let migrations =
-            sqlx::query("SELECT version, description FROM _sqlx_migrations ORDER BY version")
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|r| {
-                    Ok(AppliedMigration {
-                        version: r.try_get("version")?,
-                        description: r.try_get("description")?,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
+        let mut tx = self.pool.begin_with(self.dialect.begin_snapshot()).await?;
+        let migrations = crate::engine::query(
+            "SELECT version, description FROM _sqlx_migrations ORDER BY version",
+        )
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(AppliedMigration {
+                version: r.try_get("version")?,
+                description: r.try_get("description")?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
         let mut tables = BTreeMap::new();
         for t in catalog::tables(&mut tx, self.dialect).await? {
             tables.insert(t.name.clone(), dump_table(&mut tx, &t).await?);
@@ -390,7 +384,7 @@ impl Store {
         }
         let order = catalog::fill_order(&mut tx, self.dialect, &tables).await?;
         for name in order.iter().rev() {
-            sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {}", quoted(name))))
+            crate::engine::query(format!("DELETE FROM {}", quoted(name)))
                 .execute(&mut *tx)
                 .await?;
         }
@@ -411,7 +405,7 @@ impl Store {
                 params.join(", ")
             );
             for row in &saved.rows {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+                let mut q = crate::engine::query(sql.clone());
                 for (c, v) in table.columns.iter().zip(row) {
                     let bad = || {
                         StoreError::BackupInvalid(format!(

@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
 use crate::{Dialect, StoreError};
 
@@ -57,12 +56,12 @@ fn column_kind(table: &str, column: &str, declared: &str) -> Result<ColumnKind, 
 /// The application's tables, sorted by name (not the migration table, not
 /// SQLite's full-text index, which its triggers rebuild).
 pub(crate) async fn tables(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     dialect: Dialect,
 ) -> Result<Vec<Table>, StoreError> {
     let names: Vec<String> = match dialect {
         Dialect::Sqlite => {
-            let rows = sqlx::query("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+            let rows = crate::engine::query("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
                 .fetch_all(&mut *conn)
                 .await?;
             let mut all = Vec::new();
@@ -85,7 +84,7 @@ pub(crate) async fn tables(
                 .collect()
         }
         Dialect::Postgres => {
-            let rows = sqlx::query("SELECT CAST(table_name AS TEXT) AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1")
+            let rows = crate::engine::query("SELECT CAST(table_name AS TEXT) AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY 1")
                 .fetch_all(&mut *conn)
                 .await?;
             rows.iter()
@@ -97,13 +96,13 @@ pub(crate) async fn tables(
     for name in names.into_iter().filter(|n| n != SCHEMA_TABLE) {
         let rows = match dialect {
             Dialect::Sqlite => {
-                sqlx::query("SELECT name, type FROM pragma_table_info($1)")
+                crate::engine::query("SELECT name, type FROM pragma_table_info($1)")
                     .bind(&name)
                     .fetch_all(&mut *conn)
                     .await?
             }
             Dialect::Postgres => {
-                sqlx::query("SELECT CAST(column_name AS TEXT) AS name, CAST(data_type AS TEXT) AS type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER'")
+                crate::engine::query("SELECT CAST(column_name AS TEXT) AS name, CAST(data_type AS TEXT) AS type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER'")
                     .bind(&name)
                     .fetch_all(&mut *conn)
                     .await?
@@ -133,7 +132,7 @@ pub(crate) async fn tables(
 /// The tables in an order foreign keys allow filling them (referenced
 /// tables first; ties by name).
 pub(crate) async fn fill_order(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     dialect: Dialect,
     tables: &[Table],
 ) -> Result<Vec<String>, StoreError> {
@@ -142,11 +141,12 @@ pub(crate) async fn fill_order(
     match dialect {
         Dialect::Sqlite => {
             for t in &names {
-                let rows =
-                    sqlx::query("SELECT \"table\" AS parent FROM pragma_foreign_key_list($1)")
-                        .bind(t)
-                        .fetch_all(&mut *conn)
-                        .await?;
+                let rows = crate::engine::query(
+                    "SELECT \"table\" AS parent FROM pragma_foreign_key_list($1)",
+                )
+                .bind(t)
+                .fetch_all(&mut *conn)
+                .await?;
                 for r in &rows {
                     let parent: String = r.try_get("parent")?;
                     parents.entry(t.clone()).or_default().insert(parent);
@@ -154,7 +154,7 @@ pub(crate) async fn fill_order(
             }
         }
         Dialect::Postgres => {
-            let rows = sqlx::query("SELECT CAST(cl.relname AS TEXT) AS child, CAST(pcl.relname AS TEXT) AS parent FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_class pcl ON pcl.oid = c.confrelid JOIN pg_namespace n ON n.oid = cl.relnamespace WHERE c.contype = 'f' AND n.nspname = current_schema()")
+            let rows = crate::engine::query("SELECT CAST(cl.relname AS TEXT) AS child, CAST(pcl.relname AS TEXT) AS parent FROM pg_constraint c JOIN pg_class cl ON cl.oid = c.conrelid JOIN pg_class pcl ON pcl.oid = c.confrelid JOIN pg_namespace n ON n.oid = cl.relnamespace WHERE c.contype = 'f' AND n.nspname = current_schema()")
                 .fetch_all(&mut *conn)
                 .await?;
             for r in &rows {
@@ -190,8 +190,8 @@ pub(crate) async fn fill_order(
 }
 
 /// The schema migration head (highest applied version).
-pub(crate) async fn migration_head(conn: &mut sqlx::AnyConnection) -> Result<i64, StoreError> {
-    let row = sqlx::query("SELECT MAX(version) AS head FROM _sqlx_migrations")
+pub(crate) async fn migration_head(conn: &mut crate::engine::Conn) -> Result<i64, StoreError> {
+    let row = crate::engine::query("SELECT MAX(version) AS head FROM _sqlx_migrations")
         .fetch_one(&mut *conn)
         .await?;
     Ok(row.try_get::<Option<i64>, _>("head")?.unwrap_or(0))
@@ -228,7 +228,7 @@ impl FingerprintInput {
 /// The fingerprint input of the live database, read on `conn` (inside a
 /// transaction when the caller needs it to hold).
 pub(crate) async fn live_fingerprint(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     dialect: Dialect,
 ) -> Result<FingerprintInput, StoreError> {
     let migration_head = migration_head(conn).await?;
@@ -236,19 +236,15 @@ pub(crate) async fn live_fingerprint(
     let mut latest_updated_at: Option<i64> = None;
     for t in tables(conn, dialect).await? {
         let q = quoted(&t.name);
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT COUNT(*) AS n FROM {q}"
-        )))
-        .fetch_one(&mut *conn)
-        .await?;
+        let row = crate::engine::query(format!("SELECT COUNT(*) AS n FROM {q}"))
+            .fetch_one(&mut *conn)
+            .await?;
         let n: i64 = row.try_get("n")?;
         row_counts.insert(t.name.clone(), u64::try_from(n).unwrap_or_default());
         if t.has_updated_at {
-            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT MAX(updated_at) AS at FROM {q}"
-            )))
-            .fetch_one(&mut *conn)
-            .await?;
+            let row = crate::engine::query(format!("SELECT MAX(updated_at) AS at FROM {q}"))
+                .fetch_one(&mut *conn)
+                .await?;
             if let Some(at) = row.try_get::<Option<i64>, _>("at")? {
                 latest_updated_at = Some(latest_updated_at.map_or(at, |l| l.max(at)));
             }

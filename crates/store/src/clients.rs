@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use sqlx::Row;
 
 use crate::{Store, StoreError};
 
@@ -33,7 +32,7 @@ impl Store {
     pub async fn put_client_connection(&self, row: &ClientConnectionRow) -> Result<(), StoreError> {
         let functions = serde_json::to_string(&row.functions)
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        sqlx::query(
+        crate::engine::query(
             "INSERT INTO client_connections (id, session_id, instance, functions, seen_at, hosts_turns) \
              VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (id) DO UPDATE SET functions = $4, seen_at = $5, hosts_turns = $6",
@@ -51,7 +50,7 @@ impl Store {
 
     /// Connection `id` closed.
     pub async fn remove_client_connection(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM client_connections WHERE id = $1")
+        crate::engine::query("DELETE FROM client_connections WHERE id = $1")
             .bind(id)
             .execute(&self.writer)
             .await?;
@@ -64,7 +63,7 @@ impl Store {
         instance: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE client_connections SET seen_at = $1 WHERE instance = $2")
+        crate::engine::query("UPDATE client_connections SET seen_at = $1 WHERE instance = $2")
             .bind(now)
             .bind(instance)
             .execute(&self.writer)
@@ -80,12 +79,12 @@ impl Store {
         instance: &str,
         stale_before: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM client_connections WHERE instance = $1 OR seen_at < $2")
+        crate::engine::query("DELETE FROM client_connections WHERE instance = $1 OR seen_at < $2")
             .bind(instance)
             .bind(stale_before)
             .execute(&self.writer)
             .await?;
-        sqlx::query("DELETE FROM client_calls WHERE created_at < $1")
+        crate::engine::query("DELETE FROM client_calls WHERE created_at < $1")
             .bind(stale_before)
             .execute(&self.writer)
             .await?;
@@ -99,7 +98,7 @@ impl Store {
         session: &str,
         fresh_since: i64,
     ) -> Result<Vec<ClientConnectionRow>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT id, session_id, instance, functions, seen_at, hosts_turns FROM client_connections \
              WHERE session_id = $1 AND seen_at >= $2 ORDER BY id",
         )
@@ -129,12 +128,13 @@ impl Store {
         id: &str,
         fresh_since: i64,
     ) -> Result<bool, StoreError> {
-        let row =
-            sqlx::query("SELECT 1 AS one FROM client_connections WHERE id = $1 AND seen_at >= $2")
-                .bind(id)
-                .bind(fresh_since)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row = crate::engine::query(
+            "SELECT 1 AS one FROM client_connections WHERE id = $1 AND seen_at >= $2",
+        )
+        .bind(id)
+        .bind(fresh_since)
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row.is_some())
     }
 
@@ -148,7 +148,7 @@ impl Store {
         connection: &str,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        crate::engine::query(
             "INSERT INTO client_calls (call_id, session_id, instance, connection_id, reply, created_at) \
              VALUES ($1, $2, $3, $4, NULL, $5) \
              ON CONFLICT (session_id, call_id) DO UPDATE SET instance = $3, connection_id = $4, reply = NULL, created_at = $5",
@@ -172,7 +172,7 @@ impl Store {
         session: &str,
         reply: &Value,
     ) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "UPDATE client_calls SET reply = $1 WHERE call_id = $2 AND session_id = $3 AND reply IS NULL \
              RETURNING instance",
         )
@@ -181,7 +181,7 @@ impl Store {
         .bind(session)
         .fetch_optional(&self.writer)
         .await?;
-        Ok(row.map(|r| r.try_get("instance")).transpose()?)
+        row.map(|r| r.try_get("instance")).transpose()
     }
 
     /// The reply to call `call_id` of `session`, if one arrived: the row
@@ -191,7 +191,7 @@ impl Store {
         session: &str,
         call_id: &str,
     ) -> Result<Option<Value>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "DELETE FROM client_calls WHERE session_id = $1 AND call_id = $2 AND reply IS NOT NULL \
              RETURNING reply",
         )
@@ -209,7 +209,7 @@ impl Store {
 
     /// The call is over (answered, timed out or failed): its row goes.
     pub async fn remove_client_call(&self, session: &str, call_id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM client_calls WHERE session_id = $1 AND call_id = $2")
+        crate::engine::query("DELETE FROM client_calls WHERE session_id = $1 AND call_id = $2")
             .bind(session)
             .bind(call_id)
             .execute(&self.writer)

@@ -4,7 +4,6 @@
 
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::{ConversationTest, TestRun};
-use sqlx::Row;
 
 use crate::{ResourceKind, Store, StoreError, new_id, now_millis};
 
@@ -16,7 +15,7 @@ pub struct TestTarget<'a> {
     pub id: &'a str,
 }
 
-fn decode_test(row: &sqlx::any::AnyRow) -> Result<ConversationTest, StoreError> {
+fn decode_test(row: &crate::engine::Row) -> Result<ConversationTest, StoreError> {
     let body: String = row.try_get("body")?;
     let mut test: ConversationTest = serde_json::from_str(&body)
         .map_err(|e| StoreError::Corrupt(format!("conversation test: {e}")))?;
@@ -34,7 +33,7 @@ fn body_of(test: &ConversationTest) -> Result<String, StoreError> {
     serde_json::to_string(&stored).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn decode_run(row: &sqlx::any::AnyRow) -> Result<TestRun, StoreError> {
+fn decode_run(row: &crate::engine::Row) -> Result<TestRun, StoreError> {
     let body: String = row.try_get("body")?;
     serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(format!("test run: {e}")))
 }
@@ -49,7 +48,7 @@ impl Store {
     ) -> Result<ConversationTest, StoreError> {
         let id = new_id("test");
         let now = now_millis();
-        sqlx::query("INSERT INTO conversation_tests (workspace_id, id, target_kind, target_id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)")
+        crate::engine::query("INSERT INTO conversation_tests (workspace_id, id, target_kind, target_id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)")
             .bind(workspace)
             .bind(&id)
             .bind(target.kind.as_str())
@@ -75,7 +74,7 @@ impl Store {
         test: ConversationTest,
     ) -> Result<Option<ConversationTest>, StoreError> {
         let now = now_millis();
-        let done = sqlx::query("UPDATE conversation_tests SET name = $1, body = $2, updated_at = $3 WHERE workspace_id = $4 AND target_kind = $5 AND target_id = $6 AND id = $7")
+        let done = crate::engine::query("UPDATE conversation_tests SET name = $1, body = $2, updated_at = $3 WHERE workspace_id = $4 AND target_kind = $5 AND target_id = $6 AND id = $7")
             .bind(&test.name)
             .bind(body_of(&test)?)
             .bind(now)
@@ -97,7 +96,7 @@ impl Store {
         target: TestTarget<'_>,
         id: &str,
     ) -> Result<Option<ConversationTest>, StoreError> {
-        let row = sqlx::query("SELECT id, body, created_at, updated_at FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id = $4")
+        let row = crate::engine::query("SELECT id, body, created_at, updated_at FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id = $4")
             .bind(workspace)
             .bind(target.kind.as_str())
             .bind(target.id)
@@ -113,7 +112,7 @@ impl Store {
         workspace: &str,
         target: TestTarget<'_>,
     ) -> Result<Vec<ConversationTest>, StoreError> {
-        let rows = sqlx::query("SELECT id, body, created_at, updated_at FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY created_at, id")
+        let rows = crate::engine::query("SELECT id, body, created_at, updated_at FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY created_at, id")
             .bind(workspace)
             .bind(target.kind.as_str())
             .bind(target.id)
@@ -130,7 +129,7 @@ impl Store {
         id: &str,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query("DELETE FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id = $4")
+        let done = crate::engine::query("DELETE FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id = $4")
             .bind(workspace)
             .bind(target.kind.as_str())
             .bind(target.id)
@@ -138,7 +137,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         if done.rows_affected() > 0 {
-            sqlx::query("DELETE FROM test_runs WHERE workspace_id = $1 AND test_id = $2")
+            crate::engine::query("DELETE FROM test_runs WHERE workspace_id = $1 AND test_id = $2")
                 .bind(workspace)
                 .bind(id)
                 .execute(&mut *tx)
@@ -157,7 +156,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let body = serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut tx = self.begin_write().await?;
-        sqlx::query("INSERT INTO test_runs (workspace_id, id, test_id, status, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
+        crate::engine::query("INSERT INTO test_runs (workspace_id, id, test_id, status, body, created_at) VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(workspace)
             .bind(&run.id)
             .bind(&run.test_id)
@@ -166,7 +165,7 @@ impl Store {
             .bind(now_millis())
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM test_runs WHERE workspace_id = $1 AND test_id = $2 AND id NOT IN (SELECT id FROM test_runs WHERE workspace_id = $1 AND test_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3)")
+        crate::engine::query("DELETE FROM test_runs WHERE workspace_id = $1 AND test_id = $2 AND id NOT IN (SELECT id FROM test_runs WHERE workspace_id = $1 AND test_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3)")
             .bind(workspace)
             .bind(&run.test_id)
             .bind(i64::try_from(keep).unwrap_or(i64::MAX))
@@ -183,7 +182,7 @@ impl Store {
         test_id: &str,
         limit: i64,
     ) -> Result<Vec<TestRun>, StoreError> {
-        let rows = sqlx::query("SELECT body FROM test_runs WHERE workspace_id = $1 AND test_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3")
+        let rows = crate::engine::query("SELECT body FROM test_runs WHERE workspace_id = $1 AND test_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3")
             .bind(workspace)
             .bind(test_id)
             .bind(limit)
@@ -198,7 +197,7 @@ impl Store {
         test_id: &str,
         run_id: &str,
     ) -> Result<Option<TestRun>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT body FROM test_runs WHERE workspace_id = $1 AND test_id = $2 AND id = $3",
         )
         .bind(workspace)
@@ -213,18 +212,18 @@ impl Store {
 /// Inside a target's delete: its tests, their runs and its runs of
 /// tests go too.
 pub(crate) async fn delete_tests_of(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     workspace: &str,
     kind: ResourceKind,
     target_id: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query("DELETE FROM test_runs WHERE workspace_id = $1 AND test_id IN (SELECT id FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3)")
+    crate::engine::query("DELETE FROM test_runs WHERE workspace_id = $1 AND test_id IN (SELECT id FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3)")
         .bind(workspace)
         .bind(kind.as_str())
         .bind(target_id)
         .execute(&mut *conn)
         .await?;
-    sqlx::query("DELETE FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3")
+    crate::engine::query("DELETE FROM conversation_tests WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3")
         .bind(workspace)
         .bind(kind.as_str())
         .bind(target_id)

@@ -1,33 +1,19 @@
 //! Connecting, migrating and the few statements that differ per engine.
+//! Statements run through the storage port (`engine`): SQLite in this
+//! process (rusqlite), PostgreSQL through sqlx.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::{AnyPool, Connection, Executor, SqlSafeStr};
+use sqlx::postgres::PgPoolOptions;
+use sqlx::{Connection, SqlSafeStr};
 
+pub use crate::engine::Dialect;
+use crate::engine::{Lite, Pool, Tx, lite};
 use crate::key_cache::KeyCache;
 use crate::{SecretBox, StoreError};
-
-/// The database engine behind the pool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-impl Dialect {
-    /// The statement that opens a write transaction. SQLite takes the write
-    /// lock up front so a read-then-write transaction never fails with
-    /// `SQLITE_BUSY` halfway.
-    pub(crate) fn begin_write(self) -> &'static str {
-        match self {
-            Self::Sqlite => "BEGIN IMMEDIATE",
-            Self::Postgres => "BEGIN",
-        }
-    }
-}
 
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (
@@ -244,12 +230,14 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// The storage handle: a connection pool, its dialect and the secret box.
-#[derive(Debug, Clone)]
+/// The storage handle: its engine's connections, its dialect and the
+/// secret box.
+#[derive(Clone)]
 pub struct Store {
-    pub(crate) pool: AnyPool,
-    /// Where writes go: one connection on SQLite, the pool on PostgreSQL.
-    pub(crate) writer: AnyPool,
+    /// Where reads go: SQLite's read connections, or the PostgreSQL pool.
+    pub(crate) pool: Pool,
+    /// Where writes go: SQLite's one write connection, or the same pool.
+    pub(crate) writer: Pool,
     pub(crate) dialect: Dialect,
     pub(crate) secrets: SecretBox,
     /// The PostgreSQL URL, for the notification listener.
@@ -279,73 +267,58 @@ impl std::fmt::Debug for ListenUrl {
 /// that the server still holds it.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
 
-/// Ping a PostgreSQL connection only when it has been idle a while: a
-/// connection used a moment ago is live, and a ping on every acquire is a
-/// network round trip before each statement.
-fn ping_if_idle(
-    conn: &mut sqlx::AnyConnection,
-    meta: sqlx::pool::PoolConnectionMetadata,
-) -> futures::future::BoxFuture<'_, Result<bool, sqlx::Error>> {
-    Box::pin(async move {
-        if meta.idle_for >= PING_AFTER_IDLE {
-            conn.ping().await?;
-        }
-        Ok(true)
-    })
-}
-
-async fn sqlite_pool(options: AnyPoolOptions, url: &str) -> Result<AnyPool, StoreError> {
-    Ok(options
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                conn.execute("PRAGMA journal_mode = WAL").await?;
-                conn.execute("PRAGMA busy_timeout = 10000").await?;
-                conn.execute("PRAGMA foreign_keys = ON").await?;
-                conn.execute("PRAGMA synchronous = NORMAL").await?;
-                Ok(())
-            })
-        })
-        .connect(url)
-        .await?)
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dialect", &self.dialect)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Store {
     /// Connect to `sqlite://PATH` (created if missing, WAL) or `postgres://…`.
     pub async fn connect(url: &str, secrets: SecretBox) -> Result<Self, StoreError> {
-        install_default_drivers();
         let (dialect, url) = normalize_url(url)?;
-        let options = || {
-            AnyPoolOptions::new()
-                .acquire_timeout(Duration::from_secs(30))
-                .test_before_acquire(false)
-        };
         let (pool, writer) = match dialect {
             Dialect::Sqlite => {
-                // An SQLite connection is a file handle: nothing can hang
-                // up on it, so no acquire pays a ping (a round trip to its
-                // worker thread).
-                // Readers share a pool; every write goes through one
-                // connection, so writers queue here instead of sleeping in
-                // SQLite's busy handler.
-                create_private(&url);
-                let pool = sqlite_pool(options().max_connections(8), &url).await?;
-                let writer = sqlite_pool(options().max_connections(1), &url).await?;
-                (pool, writer)
+                let (path, create) = sqlite_path(&url);
+                if create {
+                    create_private(path);
+                }
+                let db = Lite::open(path, create)?;
+                (
+                    Pool::Lite {
+                        db: db.clone(),
+                        write: false,
+                    },
+                    Pool::Lite { db, write: true },
+                )
             }
             Dialect::Postgres => {
-                let pool = options()
+                // A connection used a moment ago is live: only one idle a
+                // while pays a ping (a network round trip) before use.
+                let pool = PgPoolOptions::new()
                     .max_connections(16)
-                    .before_acquire(ping_if_idle)
+                    .acquire_timeout(Duration::from_secs(30))
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, meta| {
+                        Box::pin(async move {
+                            if meta.idle_for >= PING_AFTER_IDLE {
+                                conn.ping().await?;
+                            }
+                            Ok(true)
+                        })
+                    })
                     .connect(&url)
                     .await?;
-                (pool.clone(), pool)
+                (Pool::Pg(pool.clone()), Pool::Pg(pool))
             }
         };
         Ok(Self {
             pool,
             writer,
             listen_url: (dialect == Dialect::Postgres).then(|| ListenUrl(url.as_str().into())),
-            keys: std::sync::Arc::new(KeyCache::new(match dialect {
+            keys: Arc::new(KeyCache::new(match dialect {
                 Dialect::Sqlite => KEY_TTL_SQLITE,
                 Dialect::Postgres => KEY_TTL_POSTGRES,
             })),
@@ -360,26 +333,25 @@ impl Store {
 
     /// Apply the pending migrations of this engine.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        let list = match self.dialect {
-            Dialect::Sqlite => SQLITE_MIGRATIONS,
-            Dialect::Postgres => POSTGRES_MIGRATIONS,
-        };
-        let migrations = list
-            .iter()
-            .map(|(v, name, sql)| {
-                Migration::new(
-                    *v,
-                    (*name).into(),
-                    MigrationType::Simple,
-                    sql.into_sql_str(),
-                    false,
-                )
-            })
-            .collect();
-        Migrator::with_migrations(migrations)
-            .run(&self.pool)
-            .await?;
-        Ok(())
+        match &self.writer {
+            Pool::Lite { db, .. } => lite::migrate(db, SQLITE_MIGRATIONS).await,
+            Pool::Pg(pool) => {
+                let migrations = POSTGRES_MIGRATIONS
+                    .iter()
+                    .map(|(v, name, sql)| {
+                        Migration::new(
+                            *v,
+                            (*name).into(),
+                            MigrationType::Simple,
+                            sql.into_sql_str(),
+                            false,
+                        )
+                    })
+                    .collect();
+                Migrator::with_migrations(migrations).run(pool).await?;
+                Ok(())
+            }
+        }
     }
 
     /// The highest schema migration applied (0 on an empty database) and
@@ -398,7 +370,7 @@ impl Store {
 
     /// Whether the database answers.
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        crate::engine::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
 
@@ -408,30 +380,47 @@ impl Store {
         self.writer.close().await;
     }
 
-    pub(crate) async fn begin_write(
-        &self,
-    ) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
-        Ok(self.writer.begin_with(self.dialect.begin_write()).await?)
+    pub(crate) async fn begin_write(&self) -> Result<Tx, StoreError> {
+        self.writer.begin_with(self.dialect.begin_write()).await
     }
 }
 
-/// Create the database file of a normalized `sqlite://PATH?…` URL readable
-/// by its owner only (0600) when it does not exist yet: it holds workspace
-/// key hashes, secrets (sealed) and conversations. SQLite gives its `-wal`
-/// and `-shm` files the same mode. Anything that fails here is left for
-/// the connection to report.
-fn create_private(url: &str) {
-    let Some(rest) = url.strip_prefix("sqlite://") else {
-        return;
-    };
+/// The file of a normalized `sqlite://PATH?…` URL, and whether it may be
+/// created (`mode=rwc`).
+fn sqlite_path(url: &str) -> (&str, bool) {
+    let rest = url.strip_prefix("sqlite://").unwrap_or(url);
     let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if !query.split('&').any(|p| p == "mode=rwc") {
-        return;
-    }
+    (path, query.split('&').any(|p| p == "mode=rwc"))
+}
+
+/// Create the database file readable by its owner only (0600) when it
+/// does not exist yet: it holds workspace key hashes, secrets (sealed) and
+/// conversations. SQLite gives its `-wal` and `-shm` files the same mode.
+/// An existing file that others may read is made private, with a warning.
+/// Anything that fails here is left for the connection to report.
+fn create_private(path: &str) {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        if let Ok(meta) = std::fs::metadata(path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            tracing::warn!(
+                path,
+                "the database file was readable by others; it is now readable by its owner only"
+            );
+            for file in [
+                path.to_owned(),
+                format!("{path}-wal"),
+                format!("{path}-shm"),
+            ] {
+                let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+            }
+        }
+    }
     let _ = options.open(path);
 }
 

@@ -9,7 +9,6 @@ use rtc_protocol::{
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::Row;
 
 use crate::{Store, StoreError, new_id, now_millis};
 
@@ -308,7 +307,7 @@ impl Store {
     pub(crate) fn decode<D: Document>(
         &self,
         workspace: &str,
-        row: &sqlx::any::AnyRow,
+        row: &crate::engine::Row,
     ) -> Result<D, StoreError> {
         let id: String = row.try_get("id")?;
         let mut doc = decode::<D>(row)?;
@@ -322,7 +321,7 @@ impl Store {
     }
 }
 
-fn decode<D: Document>(row: &sqlx::any::AnyRow) -> Result<D, StoreError> {
+fn decode<D: Document>(row: &crate::engine::Row) -> Result<D, StoreError> {
     let id: String = row.try_get("id")?;
     let body: String = row.try_get("body")?;
     let created: i64 = row.try_get("created_at")?;
@@ -349,7 +348,7 @@ impl Store {
         let body = self.seal_values(workspace, &id, &doc)?;
         let now = now_millis();
         let mut tx = self.begin_write().await?;
-        let exists = sqlx::query(
+        let exists = crate::engine::query(
             "SELECT 1 FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3",
         )
         .bind(workspace)
@@ -360,7 +359,7 @@ impl Store {
         if exists.is_some() {
             return Err(StoreError::AlreadyExists(id));
         }
-        sqlx::query("INSERT INTO resources (workspace_id, kind, id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
+        crate::engine::query("INSERT INTO resources (workspace_id, kind, id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
             .bind(workspace)
             .bind(D::KIND.as_str())
             .bind(&id)
@@ -387,7 +386,7 @@ impl Store {
         let body = self.seal_values(workspace, id, &doc)?;
         let now = now_millis();
         let mut tx = self.begin_write().await?;
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT created_at FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3",
         )
         .bind(workspace)
@@ -397,7 +396,7 @@ impl Store {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let created: i64 = row.try_get("created_at")?;
-        sqlx::query("UPDATE resources SET name = $1, body = $2, updated_at = $3 WHERE workspace_id = $4 AND kind = $5 AND id = $6")
+        crate::engine::query("UPDATE resources SET name = $1, body = $2, updated_at = $3 WHERE workspace_id = $4 AND kind = $5 AND id = $6")
             .bind(doc.name())
             .bind(&body)
             .bind(now)
@@ -422,7 +421,7 @@ impl Store {
         workspace: &str,
         id: &str,
     ) -> Result<Option<D>, StoreError> {
-        let row = sqlx::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3")
+        let row = crate::engine::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3")
             .bind(workspace)
             .bind(D::KIND.as_str())
             .bind(id)
@@ -448,7 +447,7 @@ impl Store {
 
     /// Every document of a kind, oldest first.
     pub async fn list<D: Document>(&self, workspace: &str) -> Result<Vec<D>, StoreError> {
-        let rows = sqlx::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 ORDER BY created_at, id")
+        let rows = crate::engine::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 ORDER BY created_at, id")
             .bind(workspace)
             .bind(D::KIND.as_str())
             .fetch_all(&self.pool)
@@ -463,13 +462,14 @@ impl Store {
         if !referrers.is_empty() {
             return Err(StoreError::InUse { referrers });
         }
-        let done =
-            sqlx::query("DELETE FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3")
-                .bind(workspace)
-                .bind(D::KIND.as_str())
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+        let done = crate::engine::query(
+            "DELETE FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3",
+        )
+        .bind(workspace)
+        .bind(D::KIND.as_str())
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         write_references(&mut tx, workspace, D::KIND, id, &[]).await?;
         if matches!(D::KIND, ResourceKind::Assistant | ResourceKind::Workflow) {
             crate::conversation_tests::delete_tests_of(&mut tx, workspace, D::KIND, id).await?;
@@ -491,12 +491,12 @@ impl Store {
 }
 
 pub(crate) async fn referrers_in(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     workspace: &str,
     kind: ResourceKind,
     id: &str,
 ) -> Result<Vec<Reference>, StoreError> {
-    let rows = sqlx::query("SELECT from_kind, from_id FROM resource_refs WHERE workspace_id = $1 AND to_kind = $2 AND to_id = $3 ORDER BY from_kind, from_id")
+    let rows = crate::engine::query("SELECT from_kind, from_id FROM resource_refs WHERE workspace_id = $1 AND to_kind = $2 AND to_id = $3 ORDER BY from_kind, from_id")
         .bind(workspace)
         .bind(kind.as_str())
         .bind(id)
@@ -513,13 +513,13 @@ pub(crate) async fn referrers_in(
 }
 
 pub(crate) async fn write_references(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     workspace: &str,
     kind: ResourceKind,
     id: &str,
     refs: &[Reference],
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    crate::engine::query(
         "DELETE FROM resource_refs WHERE workspace_id = $1 AND from_kind = $2 AND from_id = $3",
     )
     .bind(workspace)
@@ -531,7 +531,7 @@ pub(crate) async fn write_references(
     refs.sort();
     refs.dedup();
     for r in refs {
-        sqlx::query("INSERT INTO resource_refs (workspace_id, from_kind, from_id, to_kind, to_id) VALUES ($1, $2, $3, $4, $5)")
+        crate::engine::query("INSERT INTO resource_refs (workspace_id, from_kind, from_id, to_kind, to_id) VALUES ($1, $2, $3, $4, $5)")
             .bind(workspace)
             .bind(kind.as_str())
             .bind(id)

@@ -6,6 +6,19 @@ use crate::Reference;
 pub enum StoreError {
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A value read back is not what the statement expected.
+    #[error("database error: {0}")]
+    Decode(String),
+    /// A statement that must return a row returned none.
+    #[error("database error: no row was returned")]
+    NoRow,
+    /// A migration that failed earlier left the database half-migrated.
+    #[error("migration {0} failed earlier; the database needs repair before it can be migrated")]
+    MigrationDirty(i64),
+    #[error("migration {0} failed: {1}")]
+    MigrationFailed(i64, String),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://…")]

@@ -2,7 +2,6 @@
 //! the runtime changes it.
 
 use rtc_protocol::GoalStatus;
-use sqlx::Row;
 
 use crate::{Store, StoreError};
 
@@ -32,7 +31,7 @@ pub struct GoalRecord {
 
 const COLUMNS: &str = "id, session_id, condition, status, max_turns, completed_turns, token_budget, tokens_used, deadline, reason, created_at, updated_at, lease_owner, lease_until, loop_id";
 
-fn record(row: &sqlx::any::AnyRow) -> Result<GoalRecord, StoreError> {
+fn record(row: &crate::engine::Row) -> Result<GoalRecord, StoreError> {
     let status: String = row.try_get("status")?;
     Ok(GoalRecord {
         id: row.try_get("id")?,
@@ -62,7 +61,7 @@ impl Store {
              ON CONFLICT (id) DO UPDATE SET status = $4, max_turns = $5, completed_turns = $6, token_budget = $7, \
              tokens_used = $8, deadline = $9, reason = $10, updated_at = $12"
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
+        crate::engine::query(sql)
             .bind(&g.id)
             .bind(&g.session_id)
             .bind(&g.condition)
@@ -90,7 +89,7 @@ impl Store {
         owner: &str,
         until: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE goals SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+        crate::engine::query("UPDATE goals SET lease_owner = $1, lease_until = $2 WHERE id = $3")
             .bind(owner)
             .bind(until)
             .bind(id)
@@ -101,7 +100,7 @@ impl Store {
 
     /// Extend the leases of the active goals `owner` drives.
     pub async fn renew_goal_leases(&self, owner: &str, until: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query(
+        let done = crate::engine::query(
             "UPDATE goals SET lease_until = $1 WHERE lease_owner = $2 AND status = 'active'",
         )
         .bind(until)
@@ -123,7 +122,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM goals WHERE status = 'active' AND lease_until < $1 ORDER BY lease_until LIMIT $2"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(now)
             .bind(limit)
             .fetch_all(&self.pool)
@@ -131,7 +130,7 @@ impl Store {
         let mut claimed = Vec::new();
         for row in &rows {
             let mut goal = record(row)?;
-            let won = sqlx::query(
+            let won = crate::engine::query(
                 "UPDATE goals SET lease_owner = $1, lease_until = $2 \
                  WHERE id = $3 AND status = 'active' AND lease_until = $4",
             )
@@ -156,7 +155,7 @@ impl Store {
     pub async fn goals(&self, session: &str) -> Result<Vec<GoalRecord>, StoreError> {
         let sql =
             format!("SELECT {COLUMNS} FROM goals WHERE session_id = $1 ORDER BY created_at, id");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(session)
             .fetch_all(&self.pool)
             .await?;

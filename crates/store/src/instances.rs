@@ -7,8 +7,6 @@
 //! at once, and a dead owner's work is adopted by exactly one instance
 //! ([`Store::adopt_session`]).
 
-use sqlx::Row;
-
 use crate::{Store, StoreError};
 
 /// `sessions.turn_running`: no turn; a turn that began (its
@@ -46,7 +44,7 @@ impl Store {
     /// capability of the engine (PostgreSQL, with its notifications and
     /// row locks, yes; an SQLite file is one process's).
     pub fn allows_several_instances(&self) -> bool {
-        self.dialect == crate::Dialect::Postgres
+        self.dialect.is_shared()
     }
 
     /// Record that instance `id` (process `pid` on `host`) is alive now.
@@ -57,7 +55,7 @@ impl Store {
         pid: i64,
         now: i64,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        crate::engine::query(
             "INSERT INTO instances (id, host, pid, started_at, seen_at) VALUES ($1, $2, $3, $4, $4) \
              ON CONFLICT (id) DO UPDATE SET seen_at = $4, host = $2, pid = $3",
         )
@@ -76,7 +74,7 @@ impl Store {
         host: &str,
         me: &str,
     ) -> Result<Vec<(String, i64)>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT id, pid FROM instances WHERE host = $1 AND id <> $2 AND pid IS NOT NULL",
         )
         .bind(host)
@@ -90,7 +88,7 @@ impl Store {
 
     /// Instance `id` stops: what it owns may be adopted at once.
     pub async fn remove_instance(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM instances WHERE id = $1")
+        crate::engine::query("DELETE FROM instances WHERE id = $1")
             .bind(id)
             .execute(&self.writer)
             .await?;
@@ -99,11 +97,11 @@ impl Store {
 
     /// Instances seen at or after `live_since`, by id.
     pub async fn live_instances(&self, live_since: i64) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query("SELECT id FROM instances WHERE seen_at >= $1 ORDER BY id")
+        let rows = crate::engine::query("SELECT id FROM instances WHERE seen_at >= $1 ORDER BY id")
             .bind(live_since)
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+        rows.iter().map(|r| r.try_get("id")).collect()
     }
 
     /// Mark `session`'s turn running under `me`, unless a live instance
@@ -117,7 +115,7 @@ impl Store {
         live_since: i64,
     ) -> Result<TurnClaim, StoreError> {
         loop {
-            let row = sqlx::query(
+            let row = crate::engine::query(
                 "SELECT s.status, s.turn_running, s.turn_owner, \
                  (SELECT COUNT(*) FROM instances n WHERE n.id = s.turn_owner AND n.seen_at >= $2) AS alive \
                  FROM sessions s WHERE s.id = $1",
@@ -141,7 +139,7 @@ impl Store {
                     owner: owner.clone(),
                 });
             }
-            let won = sqlx::query(
+            let won = crate::engine::query(
                 "UPDATE sessions SET turn_running = $1, turn_owner = $2 \
                  WHERE id = $3 AND turn_running = $4 AND COALESCE(turn_owner, '') = $5 \
                  AND status <> 'ended'",
@@ -164,11 +162,13 @@ impl Store {
 
     /// A claim that started no turn: the session is free again.
     pub async fn release_turn(&self, session: &str, me: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET turn_running = 0 WHERE id = $1 AND turn_owner = $2")
-            .bind(session)
-            .bind(me)
-            .execute(&self.writer)
-            .await?;
+        crate::engine::query(
+            "UPDATE sessions SET turn_running = 0 WHERE id = $1 AND turn_owner = $2",
+        )
+        .bind(session)
+        .bind(me)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
@@ -179,7 +179,7 @@ impl Store {
         session: &str,
         live_since: i64,
     ) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT s.turn_owner FROM sessions s WHERE s.id = $1 AND s.turn_running <> 0 \
              AND EXISTS (SELECT 1 FROM instances n WHERE n.id = s.turn_owner AND n.seen_at >= $2)",
         )
@@ -187,7 +187,7 @@ impl Store {
         .bind(live_since)
         .fetch_optional(&self.writer)
         .await?;
-        Ok(row.map(|r| r.try_get("turn_owner")).transpose()?)
+        row.map(|r| r.try_get("turn_owner")).transpose()
     }
 
     /// Sessions, not ended, with work a dead owner left: a turn marked
@@ -203,7 +203,7 @@ impl Store {
         after: &str,
         limit: i64,
     ) -> Result<Vec<OrphanedSession>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT s.id, s.turn_owner FROM sessions s WHERE s.status <> 'ended' \
              AND (s.turn_running <> 0 \
                   OR s.id IN (SELECT a.session_id FROM sub_agents a WHERE a.running = 1) \
@@ -238,7 +238,7 @@ impl Store {
         previous: Option<&str>,
         me: &str,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = crate::engine::query(
             "UPDATE sessions SET turn_owner = $1 WHERE id = $2 AND COALESCE(turn_owner, '') = $3",
         )
         .bind(me)
@@ -251,7 +251,7 @@ impl Store {
 
     /// Make `me` the owner of `session`'s work (done outside a turn).
     pub async fn own_session(&self, session: &str, me: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET turn_owner = $1 WHERE id = $2")
+        crate::engine::query("UPDATE sessions SET turn_owner = $1 WHERE id = $2")
             .bind(me)
             .bind(session)
             .execute(&self.writer)
@@ -261,7 +261,7 @@ impl Store {
 
     /// The instance owning `session`'s turns (see the module doc).
     pub async fn turn_owner(&self, session: &str) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT turn_owner FROM sessions WHERE id = $1")
+        let row = crate::engine::query("SELECT turn_owner FROM sessions WHERE id = $1")
             .bind(session)
             .fetch_optional(&self.pool)
             .await?;

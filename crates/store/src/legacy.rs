@@ -9,7 +9,6 @@
 use std::collections::BTreeSet;
 
 use serde_json::Value;
-use sqlx::Row;
 
 use crate::catalog;
 use crate::documents::{encode_sealed, write_references};
@@ -73,7 +72,7 @@ impl Store {
         docs: &[(LegacyKind, Value)],
     ) -> Result<usize, StoreError> {
         let mut tx = self.begin_write().await?;
-        let exists = sqlx::query("SELECT 1 FROM workspaces WHERE id = $1")
+        let exists = crate::engine::query("SELECT 1 FROM workspaces WHERE id = $1")
             .bind(workspace)
             .fetch_optional(&mut *tx)
             .await?;
@@ -82,7 +81,7 @@ impl Store {
                 "workspace `{workspace}` does not exist"
             )));
         }
-        let start: i64 = sqlx::query("SELECT COUNT(*) AS n FROM legacy_documents")
+        let start: i64 = crate::engine::query("SELECT COUNT(*) AS n FROM legacy_documents")
             .fetch_one(&mut *tx)
             .await?
             .try_get("n")?;
@@ -94,7 +93,7 @@ impl Store {
                     kind.as_str()
                 )));
             };
-            let taken = sqlx::query(
+            let taken = crate::engine::query(
                 "SELECT 1 FROM legacy_documents WHERE workspace_id = $1 AND kind = $2 AND id = $3",
             )
             .bind(workspace)
@@ -108,7 +107,7 @@ impl Store {
                     kind.as_str()
                 )));
             }
-            sqlx::query("INSERT INTO legacy_documents (workspace_id, kind, id, position, body, updated_at) VALUES ($1, $2, $3, $4, $5, $6)")
+            crate::engine::query("INSERT INTO legacy_documents (workspace_id, kind, id, position, body, updated_at) VALUES ($1, $2, $3, $4, $5, $6)")
                 .bind(workspace)
                 .bind(kind.as_str())
                 .bind(id)
@@ -124,7 +123,7 @@ impl Store {
 
     /// How many v3 documents wait for the migration.
     pub async fn pending_legacy(&self) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM legacy_documents")
+        let n: i64 = crate::engine::query("SELECT COUNT(*) AS n FROM legacy_documents")
             .fetch_one(&self.pool)
             .await?
             .try_get("n")?;
@@ -133,7 +132,7 @@ impl Store {
 
     /// The record of a data migration, if it ran.
     pub async fn data_migration(&self, name: &str) -> Result<Option<MigrationRecord>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT name, fingerprint, counts, applied_at FROM schema_migrations WHERE name = $1",
         )
         .bind(name)
@@ -159,7 +158,7 @@ impl Store {
                     .writer
                     .begin_with("BEGIN ISOLATION LEVEL SERIALIZABLE")
                     .await?;
-                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                crate::engine::query("SELECT pg_advisory_xact_lock($1)")
                     .bind(MIGRATION_LOCK_KEY)
                     .execute(&mut *tx)
                     .await?;
@@ -176,7 +175,7 @@ impl Store {
 /// The Tool Resource v4 migration's transaction: nothing it writes is
 /// visible until [`ResourceMigration::commit`]; dropping it rolls back.
 pub struct ResourceMigration {
-    tx: sqlx::Transaction<'static, sqlx::Any>,
+    tx: crate::engine::Tx,
     store: Store,
 }
 
@@ -190,7 +189,7 @@ impl ResourceMigration {
 
     /// Every pending v3 document, by workspace, in import order.
     pub async fn pending(&mut self) -> Result<Vec<LegacyDocument>, StoreError> {
-        let rows = sqlx::query("SELECT workspace_id, kind, id, body FROM legacy_documents ORDER BY workspace_id, position, kind, id")
+        let rows = crate::engine::query("SELECT workspace_id, kind, id, body FROM legacy_documents ORDER BY workspace_id, position, kind, id")
             .fetch_all(&mut *self.tx)
             .await?;
         rows.iter()
@@ -212,7 +211,7 @@ impl ResourceMigration {
 
     /// The workspace's stored documents of one kind (seen in the transaction).
     pub async fn list<D: Document>(&mut self, workspace: &str) -> Result<Vec<D>, StoreError> {
-        let rows = sqlx::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 ORDER BY created_at, id")
+        let rows = crate::engine::query("SELECT id, body, created_at, updated_at FROM resources WHERE workspace_id = $1 AND kind = $2 ORDER BY created_at, id")
             .bind(workspace)
             .bind(D::KIND.as_str())
             .fetch_all(&mut *self.tx)
@@ -224,12 +223,12 @@ impl ResourceMigration {
 
     /// The names of the workspace's secrets.
     pub async fn secret_names(&mut self, workspace: &str) -> Result<BTreeSet<String>, StoreError> {
-        let rows = sqlx::query("SELECT name FROM secrets WHERE workspace_id = $1")
+        let rows = crate::engine::query("SELECT name FROM secrets WHERE workspace_id = $1")
             .bind(workspace)
             .fetch_all(&mut *self.tx)
             .await?;
         rows.iter()
-            .map(|r| Ok(r.try_get::<String, _>("name")?))
+            .map(|r| r.try_get::<String, _>("name"))
             .collect()
     }
 
@@ -241,7 +240,7 @@ impl ResourceMigration {
         id: &str,
         doc: &D,
     ) -> Result<(), StoreError> {
-        let exists = sqlx::query(
+        let exists = crate::engine::query(
             "SELECT 1 FROM resources WHERE workspace_id = $1 AND kind = $2 AND id = $3",
         )
         .bind(workspace)
@@ -254,7 +253,7 @@ impl ResourceMigration {
         }
         let body = encode_sealed(&self.store, workspace, id, doc)?;
         let now = now_millis();
-        sqlx::query("INSERT INTO resources (workspace_id, kind, id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
+        crate::engine::query("INSERT INTO resources (workspace_id, kind, id, name, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
             .bind(workspace)
             .bind(D::KIND.as_str())
             .bind(id)
@@ -269,14 +268,14 @@ impl ResourceMigration {
 
     /// Delete the pending documents, record the migration and commit.
     pub async fn commit(mut self, fingerprint: &str, counts: &Value) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM legacy_documents")
+        crate::engine::query("DELETE FROM legacy_documents")
             .execute(&mut *self.tx)
             .await?;
-        sqlx::query("DELETE FROM schema_migrations WHERE name = $1")
+        crate::engine::query("DELETE FROM schema_migrations WHERE name = $1")
             .bind(TOOL_RESOURCE_V4)
             .execute(&mut *self.tx)
             .await?;
-        sqlx::query("INSERT INTO schema_migrations (name, fingerprint, counts, applied_at) VALUES ($1, $2, $3, $4)")
+        crate::engine::query("INSERT INTO schema_migrations (name, fingerprint, counts, applied_at) VALUES ($1, $2, $3, $4)")
             .bind(TOOL_RESOURCE_V4)
             .bind(fingerprint)
             .bind(counts.to_string())

@@ -16,6 +16,7 @@ mod clients;
 mod conversation_tests;
 mod db;
 mod documents;
+mod engine;
 mod error;
 mod goals;
 mod ids;

@@ -10,7 +10,6 @@
 //! tick.
 
 use rtc_protocol::LoopStatus;
-use sqlx::Row;
 
 use crate::{Store, StoreError};
 
@@ -70,7 +69,7 @@ const TICKS_PER_INSERT: usize = 100;
 
 const COLUMNS: &str = "id, session_id, prompt, interval_ms, max_turns, turns_done, skipped_ticks, status, reason, expires_at, next_tick_at, created_at, updated_at";
 
-fn record(row: &sqlx::any::AnyRow) -> Result<LoopRecord, StoreError> {
+fn record(row: &crate::engine::Row) -> Result<LoopRecord, StoreError> {
     let status: String = row.try_get("status")?;
     Ok(LoopRecord {
         id: row.try_get("id")?,
@@ -95,7 +94,7 @@ impl Store {
         let sql = format!(
             "INSERT INTO loops ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
+        crate::engine::query(sql)
             .bind(&l.id)
             .bind(&l.session_id)
             .bind(&l.prompt)
@@ -118,7 +117,7 @@ impl Store {
     pub async fn loops(&self, session: &str) -> Result<Vec<LoopRecord>, StoreError> {
         let sql =
             format!("SELECT {COLUMNS} FROM loops WHERE session_id = $1 ORDER BY created_at, id");
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(session)
             .fetch_all(&self.pool)
             .await?;
@@ -127,7 +126,7 @@ impl Store {
 
     pub async fn loop_by_id(&self, id: &str) -> Result<Option<LoopRecord>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM loops WHERE id = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -151,7 +150,7 @@ impl Store {
              WHERE id = $5 AND status IN ({})",
             allowed.join(", ")
         );
-        let done = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let done = crate::engine::query(sql)
             .bind(to.as_str())
             .bind(reason)
             .bind(next_tick_at)
@@ -170,7 +169,7 @@ impl Store {
             "SELECT {COLUMNS} FROM loops WHERE status IN ('active', 'paused') AND expires_at <= $1 \
              AND (lease_until IS NULL OR lease_until < $1) ORDER BY expires_at, id LIMIT $2"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(now)
             .bind(limit)
             .fetch_all(&self.pool)
@@ -189,12 +188,9 @@ impl Store {
     ) -> Result<Vec<ClaimedTick>, StoreError> {
         // On PostgreSQL rows another instance is claiming are skipped, not
         // waited for; SQLite's write transaction is exclusive anyway.
-        let lock = match self.dialect {
-            crate::Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
-            crate::Dialect::Sqlite => "",
-        };
+        let lock = self.dialect.skip_locked();
         // Most polls find nothing due: check that without a write transaction.
-        let any = sqlx::query(
+        let any = crate::engine::query(
             "SELECT 1 AS due FROM loops WHERE status = 'active' AND next_tick_at <= $1 \
              AND (lease_until IS NULL OR lease_until < $1) LIMIT 1",
         )
@@ -215,7 +211,7 @@ impl Store {
              RETURNING {COLUMNS}, tick_seq"
         );
         let mut tx = self.begin_write().await?;
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(instance)
             .bind(now + lease_ms)
             .bind(now)
@@ -242,7 +238,7 @@ impl Store {
                 "INSERT INTO loop_ticks (loop_id, seq, instance, due_at, started_at) VALUES {}",
                 crate::records::value_rows(chunk.len(), 5)
             );
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            let mut query = crate::engine::query(sql);
             for t in chunk {
                 query = query
                     .bind(&t.loop_id)
@@ -264,13 +260,14 @@ impl Store {
         instance: &str,
         until: i64,
     ) -> Result<bool, StoreError> {
-        let done =
-            sqlx::query("UPDATE loops SET lease_until = $1 WHERE id = $2 AND lease_owner = $3")
-                .bind(until)
-                .bind(loop_id)
-                .bind(instance)
-                .execute(&self.writer)
-                .await?;
+        let done = crate::engine::query(
+            "UPDATE loops SET lease_until = $1 WHERE id = $2 AND lease_owner = $3",
+        )
+        .bind(until)
+        .bind(loop_id)
+        .bind(instance)
+        .execute(&self.writer)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -310,7 +307,7 @@ impl Store {
                 Some((s, r)) => (Some(s.as_str()), Some(r.as_str())),
                 None => (None, None),
             };
-            let row = sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+            let row = crate::engine::query(sql.as_str())
                 .bind(i64::from(outcome.ran))
                 .bind(i64::from(!outcome.ran))
                 .bind(outcome.next_tick_at)
@@ -321,7 +318,7 @@ impl Store {
                 .bind(instance)
                 .fetch_optional(&mut *tx)
                 .await?;
-            sqlx::query(
+            crate::engine::query(
                 "UPDATE loop_ticks SET finished_at = $1, outcome = $2 WHERE loop_id = $3 AND seq = $4",
             )
             .bind(now)
@@ -343,7 +340,7 @@ impl Store {
         from: i64,
         to: i64,
     ) -> Result<Vec<(String, i64, i64, Option<String>)>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT loop_id, due_at, started_at, outcome FROM loop_ticks WHERE started_at >= $1 AND started_at < $2",
         )
         .bind(from)
@@ -364,7 +361,7 @@ impl Store {
 
     /// A loop's ticks in order (for tests and benchmarks).
     pub async fn loop_ticks(&self, loop_id: &str) -> Result<Vec<TickRow>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT seq, instance, due_at, started_at, finished_at, outcome FROM loop_ticks WHERE loop_id = $1 ORDER BY seq",
         )
         .bind(loop_id)

@@ -3,8 +3,6 @@
 //! with `ts_rank` on PostgreSQL. Every query is scoped by workspace and
 //! user; another user's memory is indistinguishable from a missing one.
 
-use sqlx::Row;
-
 use crate::{Dialect, Store, StoreError, new_id, now_millis};
 
 /// A stored memory.
@@ -22,7 +20,7 @@ const COLUMNS: &str = "id, user_id, content, tags, created_at, updated_at";
 /// Most words of a search query that are used.
 const MAX_QUERY_TERMS: usize = 16;
 
-fn record(row: &sqlx::any::AnyRow) -> Result<MemoryRecord, StoreError> {
+fn record(row: &crate::engine::Row) -> Result<MemoryRecord, StoreError> {
     let tags: String = row.try_get("tags")?;
     Ok(MemoryRecord {
         id: row.try_get("id")?,
@@ -63,7 +61,7 @@ impl Store {
     ) -> Result<MemoryRecord, StoreError> {
         let id = new_id("mem");
         let now = now_millis();
-        sqlx::query("INSERT INTO memories (id, workspace_id, user_id, content, tags, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
+        crate::engine::query("INSERT INTO memories (id, workspace_id, user_id, content, tags, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)")
             .bind(&id)
             .bind(workspace)
             .bind(user)
@@ -93,7 +91,7 @@ impl Store {
         tags: Option<&[String]>,
     ) -> Result<Option<MemoryRecord>, StoreError> {
         let tags = tags.map(tags_text).transpose()?;
-        let done = sqlx::query("UPDATE memories SET content = COALESCE($1, content), tags = COALESCE($2, tags), updated_at = $3 WHERE id = $4 AND workspace_id = $5 AND user_id = $6")
+        let done = crate::engine::query("UPDATE memories SET content = COALESCE($1, content), tags = COALESCE($2, tags), updated_at = $3 WHERE id = $4 AND workspace_id = $5 AND user_id = $6")
             .bind(content)
             .bind(tags)
             .bind(now_millis())
@@ -118,7 +116,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM memories WHERE id = $1 AND workspace_id = $2 AND ($3 IS NULL OR user_id = $3)"
         );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(id)
             .bind(workspace)
             .bind(user)
@@ -134,7 +132,7 @@ impl Store {
         user: Option<&str>,
         id: &str,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM memories WHERE id = $1 AND workspace_id = $2 AND ($3 IS NULL OR user_id = $3)")
+        let done = crate::engine::query("DELETE FROM memories WHERE id = $1 AND workspace_id = $2 AND ($3 IS NULL OR user_id = $3)")
             .bind(id)
             .bind(workspace)
             .bind(user)
@@ -149,11 +147,12 @@ impl Store {
         workspace: &str,
         user: &str,
     ) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM memories WHERE workspace_id = $1 AND user_id = $2")
-            .bind(workspace)
-            .bind(user)
-            .execute(&self.writer)
-            .await?;
+        let done =
+            crate::engine::query("DELETE FROM memories WHERE workspace_id = $1 AND user_id = $2")
+                .bind(workspace)
+                .bind(user)
+                .execute(&self.writer)
+                .await?;
         Ok(done.rows_affected())
     }
 
@@ -168,14 +167,14 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM memories WHERE workspace_id = $1 AND user_id = $2 ORDER BY updated_at DESC, id LIMIT $3 OFFSET $4"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(workspace)
             .bind(user)
             .bind(limit)
             .bind(offset)
             .fetch_all(&self.pool)
             .await?;
-        let total: i64 = sqlx::query(
+        let total: i64 = crate::engine::query(
             "SELECT COUNT(*) AS n FROM memories WHERE workspace_id = $1 AND user_id = $2",
         )
         .bind(workspace)
@@ -219,7 +218,7 @@ impl Store {
                 terms.join(" | "),
             ),
         };
-        let rows = sqlx::query(sql)
+        let rows = crate::engine::query(sql)
             .bind(expression)
             .bind(workspace)
             .bind(user)

@@ -120,7 +120,7 @@ impl Store {
         if self.listen_url.is_none() {
             return Ok(());
         }
-        sqlx::query("SELECT pg_notify($1, $2)")
+        crate::engine::query("SELECT pg_notify($1, $2)")
             .bind(CONTROL_CHANNEL)
             .bind(format!("{to} {} {argument}", op.as_str()))
             .execute(&self.writer)

@@ -2,14 +2,12 @@
 //! and requests counted per workspace and minute in one shared table, so
 //! that every instance counts against the same limit.
 
-use sqlx::Row;
-
 use crate::{Store, StoreError};
 
 impl Store {
     /// A workspace's quota (JSON), if it has one.
     pub async fn workspace_quota(&self, id: &str) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT quota FROM workspaces WHERE id = $1")
+        let row = crate::engine::query("SELECT quota FROM workspaces WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -26,7 +24,7 @@ impl Store {
         id: &str,
         quota: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE workspaces SET quota = $1 WHERE id = $2")
+        let done = crate::engine::query("UPDATE workspaces SET quota = $1 WHERE id = $2")
             .bind(quota)
             .bind(id)
             .execute(&self.writer)
@@ -41,7 +39,7 @@ impl Store {
         workspace: &str,
         window_start: i64,
     ) -> Result<i64, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "INSERT INTO request_windows (workspace_id, window_start, requests) VALUES ($1, $2, 1) \
              ON CONFLICT (workspace_id, window_start) DO UPDATE SET requests = request_windows.requests + 1 \
              RETURNING requests",
@@ -50,12 +48,12 @@ impl Store {
         .bind(window_start)
         .fetch_one(&self.writer)
         .await?;
-        Ok(row.try_get("requests")?)
+        row.try_get("requests")
     }
 
     /// Forget the minutes before `before`.
     pub async fn prune_request_windows(&self, before: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("DELETE FROM request_windows WHERE window_start < $1")
+        let done = crate::engine::query("DELETE FROM request_windows WHERE window_start < $1")
             .bind(before)
             .execute(&self.writer)
             .await?;

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use rtc_protocol::{Message, PendingQuestion, SessionEvent, TodoItem, WorkflowPosition};
 use serde_json::{Map, Value};
-use sqlx::Row;
 
 use crate::{Store, StoreError, now_millis};
 
@@ -111,7 +110,7 @@ impl Store {
     /// that `notify_as` wrote them (`NOTIFY`, delivered on commit).
     async fn next_numbers(
         &self,
-        tx: &mut sqlx::AnyConnection,
+        tx: &mut crate::engine::Conn,
         batch: &[SessionRecords<'_>],
         notify_as: Option<&str>,
     ) -> Result<HashMap<String, NextNumbers>, StoreError> {
@@ -120,14 +119,17 @@ impl Store {
         for chunk in sessions.chunks(SESSIONS_PER_STATEMENT) {
             let ids = padded(chunk);
             let list = placeholders(1, ids.len()).collect::<Vec<_>>().join(", ");
-            let postgres = self.dialect == crate::Dialect::Postgres;
-            let lock = if postgres {
-                " ORDER BY s.id FOR UPDATE"
+            let shared = self.dialect.is_shared();
+            // Rows locked in one order, so two instances' batches never
+            // wait on each other in a cycle.
+            let lock = if shared {
+                format!(" ORDER BY s.id{}", self.dialect.lock_rows())
             } else {
-                ""
+                String::new()
             };
-            // `pg_notify` gives `void`, which no driver type decodes.
-            let notifier = notify_as.filter(|_| postgres);
+            // Other instances are told (`pg_notify` gives `void`, which no
+            // driver type decodes).
+            let notifier = notify_as.filter(|_| shared);
             let announce = match notifier {
                 Some(_) => format!(
                     ", pg_notify(${}, ${}::text || ' ' || s.id)::text IS NULL AS announced",
@@ -142,7 +144,7 @@ impl Store {
                  (SELECT COALESCE(MAX(seq), 0) FROM events e WHERE e.session_id = s.id) AS event{announce} \
                  FROM sessions s WHERE s.id IN ({list}){lock}"
             );
-            let mut query = bind_all(sqlx::query(sqlx::AssertSqlSafe(sql)), &ids);
+            let mut query = bind_all(crate::engine::query(sql), &ids);
             if let Some(me) = notifier {
                 query = query.bind(crate::notify::CHANNEL).bind(me);
             }
@@ -218,10 +220,7 @@ pub(crate) fn value_rows(rows: usize, width: usize) -> String {
         .join(", ")
 }
 
-fn bind_all<'q>(
-    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
-    ids: &[&'q str],
-) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments> {
+fn bind_all<'q>(mut query: crate::engine::Query<'q>, ids: &[&'q str]) -> crate::engine::Query<'q> {
     for id in ids {
         query = query.bind(*id);
     }
@@ -233,14 +232,14 @@ const MESSAGES_PER_INSERT: usize = 100;
 
 /// Messages of the batch with their numbers, in one statement.
 async fn insert_messages(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     messages: &[(&str, i64, &Message, i64)],
 ) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO messages (session_id, seq, id, role, body, created_at) VALUES {}",
         value_rows(messages.len(), 6)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut query = crate::engine::query(sql);
     for (session, seq, message, at_millis) in messages {
         query = query
             .bind(*session)
@@ -255,12 +254,12 @@ async fn insert_messages(
 }
 
 pub(crate) async fn insert_message(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     session: &str,
     message: &Message,
 ) -> Result<i64, StoreError> {
     let body = serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let row = sqlx::query(
+    let row = crate::engine::query(
         "INSERT INTO messages (session_id, seq, id, role, body, created_at) \
          VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5) RETURNING seq",
     )
@@ -271,11 +270,11 @@ pub(crate) async fn insert_message(
     .bind(now_millis())
     .fetch_one(&mut *conn)
     .await?;
-    Ok(row.try_get("seq")?)
+    row.try_get("seq")
 }
 
 async fn update_session(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     session: &str,
     update: &SessionUpdate,
     at_millis: i64,
@@ -303,7 +302,7 @@ async fn update_session(
     }
     let id_at = running_at + usize::from(update.turn_running.is_some());
     sql.push_str(&format!(" WHERE id = ${id_at}"));
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(at_millis);
+    let mut query = crate::engine::query(sql).bind(at_millis);
     for (_, value) in sets {
         query = query.bind(value);
     }
@@ -337,14 +336,14 @@ fn event_payload(event: &SessionEvent) -> Result<String, StoreError> {
 }
 
 pub(crate) async fn insert_events(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     events: &[(&SessionEvent, i64)],
 ) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO events (session_id, seq, kind, payload, created_at) VALUES {}",
         value_rows(events.len(), 5)
     );
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut query = crate::engine::query(sql);
     for (event, at_millis) in events {
         query = query
             .bind(event.session_id.as_str())

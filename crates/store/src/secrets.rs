@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use rtc_core::time::rfc3339_from_millis;
 use rtc_protocol::SecretInfo;
-use sqlx::Row;
 
 use crate::documents::{ResourceKind, referrers_in};
 use crate::{Store, StoreError, now_millis};
@@ -32,7 +31,7 @@ fn aad(workspace: &str, name: &str) -> String {
     format!("{workspace}/{name}")
 }
 
-fn info(row: &sqlx::any::AnyRow) -> Result<SecretInfo, StoreError> {
+fn info(row: &crate::engine::Row) -> Result<SecretInfo, StoreError> {
     Ok(SecretInfo {
         name: row.try_get("name")?,
         created_at: rfc3339_from_millis(row.try_get("created_at")?),
@@ -51,15 +50,16 @@ impl Store {
         let sealed = self.secrets.seal(&aad(workspace, name), value)?;
         let now = now_millis();
         let mut tx = self.begin_write().await?;
-        let existing =
-            sqlx::query("SELECT created_at FROM secrets WHERE workspace_id = $1 AND name = $2")
-                .bind(workspace)
-                .bind(name)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let existing = crate::engine::query(
+            "SELECT created_at FROM secrets WHERE workspace_id = $1 AND name = $2",
+        )
+        .bind(workspace)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?;
         let created = existing.is_none();
         if created {
-            sqlx::query("INSERT INTO secrets (workspace_id, name, ciphertext, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)")
+            crate::engine::query("INSERT INTO secrets (workspace_id, name, ciphertext, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)")
                 .bind(workspace)
                 .bind(name)
                 .bind(&sealed)
@@ -67,7 +67,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         } else {
-            sqlx::query("UPDATE secrets SET ciphertext = $1, updated_at = $2 WHERE workspace_id = $3 AND name = $4")
+            crate::engine::query("UPDATE secrets SET ciphertext = $1, updated_at = $2 WHERE workspace_id = $3 AND name = $4")
                 .bind(&sealed)
                 .bind(now)
                 .bind(workspace)
@@ -88,7 +88,7 @@ impl Store {
         workspace: &str,
         name: &str,
     ) -> Result<Option<SecretInfo>, StoreError> {
-        let row = sqlx::query("SELECT name, created_at, updated_at FROM secrets WHERE workspace_id = $1 AND name = $2")
+        let row = crate::engine::query("SELECT name, created_at, updated_at FROM secrets WHERE workspace_id = $1 AND name = $2")
             .bind(workspace)
             .bind(name)
             .fetch_optional(&self.pool)
@@ -97,7 +97,7 @@ impl Store {
     }
 
     pub async fn list_secrets(&self, workspace: &str) -> Result<Vec<SecretInfo>, StoreError> {
-        let rows = sqlx::query("SELECT name, created_at, updated_at FROM secrets WHERE workspace_id = $1 ORDER BY name")
+        let rows = crate::engine::query("SELECT name, created_at, updated_at FROM secrets WHERE workspace_id = $1 ORDER BY name")
             .bind(workspace)
             .fetch_all(&self.pool)
             .await?;
@@ -121,11 +121,12 @@ impl Store {
         if !referrers.is_empty() {
             return Err(StoreError::InUse { referrers });
         }
-        let done = sqlx::query("DELETE FROM secrets WHERE workspace_id = $1 AND name = $2")
-            .bind(workspace)
-            .bind(name)
-            .execute(&mut *tx)
-            .await?;
+        let done =
+            crate::engine::query("DELETE FROM secrets WHERE workspace_id = $1 AND name = $2")
+                .bind(workspace)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
         tx.commit().await?;
         Ok(done.rows_affected() > 0)
     }
@@ -136,12 +137,13 @@ impl Store {
         workspace: &str,
         name: &str,
     ) -> Result<Option<SecretValue>, StoreError> {
-        let row =
-            sqlx::query("SELECT ciphertext FROM secrets WHERE workspace_id = $1 AND name = $2")
-                .bind(workspace)
-                .bind(name)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row = crate::engine::query(
+            "SELECT ciphertext FROM secrets WHERE workspace_id = $1 AND name = $2",
+        )
+        .bind(workspace)
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
         let Some(row) = row else { return Ok(None) };
         let sealed: String = row.try_get("ciphertext")?;
         Ok(Some(SecretValue(

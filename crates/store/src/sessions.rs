@@ -5,7 +5,6 @@ use rtc_protocol::{
     Message, PendingQuestion, SessionEvent, SessionStatus, TodoItem, WorkflowPosition,
 };
 use serde_json::{Map, Value};
-use sqlx::Row;
 
 use crate::records::{insert_events, insert_message};
 use crate::{Store, StoreError, hash_token, now_millis};
@@ -60,14 +59,14 @@ pub struct SessionRecord {
 pub(crate) const COLUMNS: &str = "id, workspace_id, assistant_id, parent_id, root_id, user_id, title, status, variables, config, turn_running, end_reason, ended_by, todos, pending_question, created_at, updated_at, workflow_id, workflow";
 
 fn json_text<T: serde::de::DeserializeOwned>(
-    row: &sqlx::any::AnyRow,
+    row: &crate::engine::Row,
     col: &str,
 ) -> Result<T, StoreError> {
     let text: String = row.try_get(col)?;
     serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(format!("{col}: {e}")))
 }
 
-pub(crate) fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreError> {
+pub(crate) fn record(row: &crate::engine::Row) -> Result<SessionRecord, StoreError> {
     let status: String = row.try_get("status")?;
     let running: i32 = row.try_get("turn_running")?;
     Ok(SessionRecord {
@@ -105,14 +104,14 @@ pub(crate) fn record(row: &sqlx::any::AnyRow) -> Result<SessionRecord, StoreErro
 /// Insert a new session row (active, no turn running); gives the time it
 /// records as created.
 pub(crate) async fn insert_session<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    executor: impl crate::engine::Exec<'e>,
     s: &NewSession<'_>,
 ) -> Result<i64, StoreError> {
     let at = now_millis();
     let sql = format!(
         "INSERT INTO sessions ({COLUMNS}, client_token_hash, turn_owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0, NULL, NULL, '[]', NULL, $11, $11, $13, NULL, $12, $14)"
     );
-    sqlx::query(sqlx::AssertSqlSafe(sql))
+    crate::engine::query(sql)
         .bind(s.id)
         .bind(s.workspace_id)
         .bind(s.assistant_id)
@@ -150,8 +149,8 @@ impl Store {
         cap: u64,
     ) -> Result<Option<SessionRecord>, StoreError> {
         let mut tx = self.begin_write().await?;
-        if self.dialect() == crate::Dialect::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1)::bigint)")
+        if let Some(lock) = self.dialect.key_lock() {
+            crate::engine::query(lock)
                 .bind(format!("rtc-sessions/{}", s.workspace_id))
                 .execute(&mut *tx)
                 .await?;
@@ -192,11 +191,11 @@ fn created_record(s: &NewSession<'_>, at: i64) -> SessionRecord {
 
 /// Active sessions of `workspace`, counted up to `cap`.
 async fn count_active<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    executor: impl crate::engine::Exec<'e>,
     workspace: &str,
     cap: u64,
 ) -> Result<u64, StoreError> {
-    let row = sqlx::query(
+    let row = crate::engine::query(
         "SELECT COUNT(*) AS n FROM (SELECT 1 FROM sessions WHERE workspace_id = $1 AND status <> 'ended' LIMIT $2) AS active",
     )
     .bind(workspace)
@@ -223,7 +222,7 @@ impl Store {
     /// A session by id alone (runtime use).
     pub async fn session_by_id(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM sessions WHERE id = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -236,14 +235,14 @@ impl Store {
         id: &str,
         token: &str,
     ) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT workspace_id FROM sessions WHERE id = $1 AND client_token_hash = $2",
         )
         .bind(id)
         .bind(hash_token(token))
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(|r| r.try_get("workspace_id")).transpose()?)
+        row.map(|r| r.try_get("workspace_id")).transpose()
     }
 
     /// The newest sessions of a workspace.
@@ -255,7 +254,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM sessions WHERE workspace_id = $1 ORDER BY created_at DESC, id LIMIT $2"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(workspace)
             .bind(limit)
             .fetch_all(&self.pool)
@@ -270,7 +269,7 @@ impl Store {
         end_reason: Option<&str>,
         ended_by: Option<&str>,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET status = $1, end_reason = COALESCE($2, end_reason), ended_by = COALESCE($3, ended_by), updated_at = $4 WHERE id = $5")
+        crate::engine::query("UPDATE sessions SET status = $1, end_reason = COALESCE($2, end_reason), ended_by = COALESCE($3, ended_by), updated_at = $4 WHERE id = $5")
             .bind(status.as_str())
             .bind(end_reason)
             .bind(ended_by)
@@ -284,7 +283,7 @@ impl Store {
     /// Mark a turn running or not. For tests (what a crash leaves behind):
     /// the runtime sets `turn_running` with its turn's records.
     pub async fn set_turn_running(&self, id: &str, running: bool) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET turn_running = $1 WHERE id = $2")
+        crate::engine::query("UPDATE sessions SET turn_running = $1 WHERE id = $2")
             .bind(i32::from(running))
             .bind(id)
             .execute(&self.writer)
@@ -294,21 +293,21 @@ impl Store {
 
     /// Sessions whose turn was running when the process stopped.
     pub async fn sessions_with_running_turn(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query("SELECT id FROM sessions WHERE turn_running = 1")
+        let rows = crate::engine::query("SELECT id FROM sessions WHERE turn_running = 1")
             .fetch_all(&self.pool)
             .await?;
-        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+        rows.iter().map(|r| r.try_get("id")).collect()
     }
 
     /// Workflow sessions, not ended, whose position marks an action as
     /// running: the server stopped during it (it is not run again).
     pub async fn sessions_with_running_action(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT id FROM sessions WHERE status <> 'ended' AND workflow LIKE '%\"runningAction\"%'",
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+        rows.iter().map(|r| r.try_get("id")).collect()
     }
 
     /// Append a message to a session's history; returns its position.
@@ -327,7 +326,7 @@ impl Store {
     /// The characters of a session's stored messages (their JSON), for
     /// the bound on a session's history.
     pub async fn message_bytes(&self, session: &str) -> Result<u64, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT CAST(COALESCE(SUM(LENGTH(body)), 0) AS BIGINT) AS n FROM messages WHERE session_id = $1",
         )
         .bind(session)
@@ -337,11 +336,11 @@ impl Store {
     }
 
     pub async fn message_count(&self, session: &str) -> Result<i64, StoreError> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1")
+        let row = crate::engine::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1")
             .bind(session)
             .fetch_one(&self.pool)
             .await?;
-        Ok(row.try_get("n")?)
+        row.try_get("n")
     }
 
     /// Replace a stored message (found by its id) with `message`, keeping
@@ -354,21 +353,23 @@ impl Store {
         let body =
             serde_json::to_string(message).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let mut conn = self.writer.acquire().await?;
-        let done = sqlx::query("UPDATE messages SET body = $1 WHERE session_id = $2 AND id = $3")
-            .bind(body)
-            .bind(session)
-            .bind(&message.id)
-            .execute(&mut *conn)
-            .await?;
+        let done =
+            crate::engine::query("UPDATE messages SET body = $1 WHERE session_id = $2 AND id = $3")
+                .bind(body)
+                .bind(session)
+                .bind(&message.id)
+                .execute(&mut conn)
+                .await?;
         Ok(done.rows_affected() > 0)
     }
 
     /// A session's history, oldest first.
     pub async fn messages(&self, session: &str) -> Result<Vec<Message>, StoreError> {
-        let rows = sqlx::query("SELECT body FROM messages WHERE session_id = $1 ORDER BY seq")
-            .bind(session)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            crate::engine::query("SELECT body FROM messages WHERE session_id = $1 ORDER BY seq")
+                .bind(session)
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter().map(|r| json_text(r, "body")).collect()
     }
 
@@ -378,7 +379,7 @@ impl Store {
         session: &str,
         limit: i64,
     ) -> Result<Vec<Message>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT body FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2",
         )
         .bind(session)
@@ -407,7 +408,7 @@ impl Store {
         after: i64,
         limit: i64,
     ) -> Result<Vec<SessionEvent>, StoreError> {
-        let rows = sqlx::query("SELECT seq, kind, payload, created_at FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
+        let rows = crate::engine::query("SELECT seq, kind, payload, created_at FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
             .bind(session)
             .bind(after)
             .bind(limit)
@@ -434,11 +435,12 @@ impl Store {
 
     /// The highest event number of a session (0 when none).
     pub async fn last_event_seq(&self, session: &str) -> Result<i64, StoreError> {
-        let row =
-            sqlx::query("SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = $1")
-                .bind(session)
-                .fetch_one(&self.pool)
-                .await?;
-        Ok(row.try_get("seq")?)
+        let row = crate::engine::query(
+            "SELECT COALESCE(MAX(seq), 0) AS seq FROM events WHERE session_id = $1",
+        )
+        .bind(session)
+        .fetch_one(&self.pool)
+        .await?;
+        row.try_get("seq")
     }
 }

@@ -4,8 +4,6 @@
 //! its next turn boundary (a child's report, a parent's message); an item
 //! is consumed exactly when the message it becomes is in the history.
 
-use sqlx::Row;
-
 use crate::sessions::{COLUMNS as SESSION_COLUMNS, NewSession, SessionRecord, insert_session};
 use crate::{Store, StoreError, now_millis};
 
@@ -103,7 +101,7 @@ const AGENT_COLUMNS: &str =
 const INBOX_COLUMNS: &str =
     "id, session_id, kind, from_session_id, call_id, content, message_id, created_at";
 
-fn agent(row: &sqlx::any::AnyRow) -> Result<SubAgentRecord, StoreError> {
+fn agent(row: &crate::engine::Row) -> Result<SubAgentRecord, StoreError> {
     let running: i32 = row.try_get("running")?;
     Ok(SubAgentRecord {
         session_id: row.try_get("session_id")?,
@@ -118,7 +116,7 @@ fn agent(row: &sqlx::any::AnyRow) -> Result<SubAgentRecord, StoreError> {
     })
 }
 
-fn inbox_item(row: &sqlx::any::AnyRow) -> Result<InboxItem, StoreError> {
+fn inbox_item(row: &crate::engine::Row) -> Result<InboxItem, StoreError> {
     let kind: String = row.try_get("kind")?;
     Ok(InboxItem {
         id: row.try_get("id")?,
@@ -134,13 +132,13 @@ fn inbox_item(row: &sqlx::any::AnyRow) -> Result<InboxItem, StoreError> {
 }
 
 pub(crate) async fn insert_inbox<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    executor: impl crate::engine::Exec<'e>,
     item: &InboxItem,
 ) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO session_inbox ({INBOX_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
     );
-    sqlx::query(sqlx::AssertSqlSafe(sql))
+    crate::engine::query(sql)
         .bind(&item.id)
         .bind(&item.session_id)
         .bind(item.kind.as_str())
@@ -168,7 +166,7 @@ impl Store {
         let sql = format!(
             "INSERT INTO sub_agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
         );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
+        crate::engine::query(sql)
             .bind(&agent.session_id)
             .bind(&agent.parent_id)
             .bind(&agent.root_id)
@@ -188,7 +186,7 @@ impl Store {
     /// The sub-agent row of a session (`None` for a root session).
     pub async fn sub_agent(&self, session: &str) -> Result<Option<SubAgentRecord>, StoreError> {
         let sql = format!("SELECT {AGENT_COLUMNS} FROM sub_agents WHERE session_id = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(session)
             .fetch_optional(&self.pool)
             .await?;
@@ -204,12 +202,12 @@ impl Store {
         let sql = format!(
             "SELECT {SESSION_COLUMNS} FROM sessions WHERE root_id = $1 ORDER BY created_at, id"
         );
-        let sessions = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let sessions = crate::engine::query(sql)
             .bind(root)
             .fetch_all(&self.pool)
             .await?;
         let sql = format!("SELECT {AGENT_COLUMNS} FROM sub_agents WHERE root_id = $1");
-        let agents = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let agents = crate::engine::query(sql)
             .bind(root)
             .fetch_all(&self.pool)
             .await?
@@ -228,11 +226,13 @@ impl Store {
 
     /// A sub-agent starts working again (a message reached it).
     pub async fn set_sub_agent_running(&self, session: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sub_agents SET running = 1, updated_at = $1 WHERE session_id = $2")
-            .bind(now_millis())
-            .bind(session)
-            .execute(&self.writer)
-            .await?;
+        crate::engine::query(
+            "UPDATE sub_agents SET running = 1, updated_at = $1 WHERE session_id = $2",
+        )
+        .bind(now_millis())
+        .bind(session)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
@@ -245,7 +245,7 @@ impl Store {
         report: &InboxItem,
     ) -> Result<(), StoreError> {
         let mut tx = self.begin_write().await?;
-        sqlx::query("UPDATE sub_agents SET running = 0, call_id = NULL, updated_at = $1 WHERE session_id = $2")
+        crate::engine::query("UPDATE sub_agents SET running = 0, call_id = NULL, updated_at = $1 WHERE session_id = $2")
             .bind(now_millis())
             .bind(session)
             .execute(&mut *tx)
@@ -258,17 +258,19 @@ impl Store {
     /// The parent stopped waiting for a sync sub-agent (the user spoke):
     /// its report will come as a notification.
     pub async fn detach_sub_agent_call(&self, session: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sub_agents SET call_id = NULL, updated_at = $1 WHERE session_id = $2")
-            .bind(now_millis())
-            .bind(session)
-            .execute(&self.writer)
-            .await?;
+        crate::engine::query(
+            "UPDATE sub_agents SET call_id = NULL, updated_at = $1 WHERE session_id = $2",
+        )
+        .bind(now_millis())
+        .bind(session)
+        .execute(&self.writer)
+        .await?;
         Ok(())
     }
 
     /// Stopped sub-agents are no longer working.
     pub async fn stop_sub_agent(&self, session: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sub_agents SET running = 0, call_id = NULL, updated_at = $1 WHERE session_id = $2")
+        crate::engine::query("UPDATE sub_agents SET running = 0, call_id = NULL, updated_at = $1 WHERE session_id = $2")
             .bind(now_millis())
             .bind(session)
             .execute(&self.writer)
@@ -284,7 +286,7 @@ impl Store {
         let sql = format!(
             "SELECT {AGENT_COLUMNS} FROM sub_agents WHERE parent_id = $1 AND call_id IS NOT NULL ORDER BY created_at"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(parent)
             .fetch_all(&self.pool)
             .await?;
@@ -293,25 +295,25 @@ impl Store {
 
     /// How many sub-agents of `parent` are still working.
     pub async fn working_children(&self, parent: &str) -> Result<i64, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT COUNT(*) AS n FROM sub_agents a JOIN sessions s ON s.id = a.session_id \
              WHERE a.parent_id = $1 AND a.running = 1 AND s.status <> 'ended'",
         )
         .bind(parent)
         .fetch_one(&self.pool)
         .await?;
-        Ok(row.try_get("n")?)
+        row.try_get("n")
     }
 
     /// Active sub-agents still working on their task (restart recovery).
     pub async fn working_sub_agents(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT a.session_id FROM sub_agents a JOIN sessions s ON s.id = a.session_id \
              WHERE a.running = 1 AND s.status = 'active' ORDER BY a.depth DESC, a.created_at",
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("session_id")?)).collect()
+        rows.iter().map(|r| r.try_get("session_id")).collect()
     }
 
     /// Put an item in a session's inbox.
@@ -326,7 +328,7 @@ impl Store {
              AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = i.session_id AND m.id = i.message_id) \
              ORDER BY CASE WHEN kind = 'call_result' THEN 0 ELSE 1 END, created_at, id"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(session)
             .fetch_all(&self.pool)
             .await?;
@@ -335,13 +337,13 @@ impl Store {
 
     /// Active sessions with unconsumed inbox items (redelivery at start).
     pub async fn sessions_with_pending_inbox(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
+        let rows = crate::engine::query(
             "SELECT DISTINCT i.session_id FROM session_inbox i JOIN sessions s ON s.id = i.session_id \
              WHERE s.status = 'active' \
              AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = i.session_id AND m.id = i.message_id)",
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(|r| Ok(r.try_get("session_id")?)).collect()
+        rows.iter().map(|r| r.try_get("session_id")).collect()
     }
 }

@@ -3,8 +3,6 @@
 //! session, rewritten by each later compaction; stored so that a restart
 //! or another instance goes on from it instead of summarizing again.
 
-use sqlx::Row;
-
 use crate::{Store, StoreError};
 
 /// A session's latest context summary.
@@ -23,7 +21,7 @@ pub struct ContextSummary {
 impl Store {
     /// Write `s` as its session's summary (replacing an earlier one).
     pub async fn save_context_summary(&self, s: &ContextSummary) -> Result<(), StoreError> {
-        sqlx::query(
+        crate::engine::query(
             "INSERT INTO context_summaries (session_id, from_message_id, summary, summarized_messages, tokens_before, tokens_after, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (session_id) DO UPDATE SET from_message_id = $2, summary = $3, summarized_messages = $4, \
@@ -46,7 +44,7 @@ impl Store {
         &self,
         session_id: &str,
     ) -> Result<Option<ContextSummary>, StoreError> {
-        let row = sqlx::query(
+        let row = crate::engine::query(
             "SELECT session_id, from_message_id, summary, summarized_messages, tokens_before, tokens_after, created_at \
              FROM context_summaries WHERE session_id = $1",
         )

@@ -8,8 +8,6 @@
 //! its report goes to the session's inbox in the same transaction, so the
 //! conversation hears of it exactly once.
 
-use sqlx::Row;
-
 use crate::subagents::insert_inbox;
 use crate::{InboxItem, Store, StoreError, now_millis};
 
@@ -64,7 +62,7 @@ const COLUMNS: &str = "id, workspace_id, session_id, backend_id, backend_type, c
     instruction, status, result, error, detail, external_id, transcript, steps, lease_owner, \
     lease_until, deadline_at, created_at, updated_at, finished_at";
 
-fn record(row: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
+fn record(row: &crate::engine::Row) -> Result<TaskRecord, StoreError> {
     Ok(TaskRecord {
         id: row.try_get("id")?,
         workspace_id: row.try_get("workspace_id")?,
@@ -91,14 +89,14 @@ fn record(row: &sqlx::any::AnyRow) -> Result<TaskRecord, StoreError> {
 }
 
 async fn insert<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    executor: impl crate::engine::Exec<'e>,
     t: &TaskRecord,
 ) -> Result<(), StoreError> {
     let sql = format!(
         "INSERT INTO tasks ({COLUMNS}) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
     );
-    sqlx::query(sqlx::AssertSqlSafe(sql))
+    crate::engine::query(sql)
         .bind(&t.id)
         .bind(&t.workspace_id)
         .bind(&t.session_id)
@@ -127,18 +125,18 @@ async fn insert<'e>(
 
 /// How many tasks of `backend` are running in `workspace`.
 async fn count_running<'e>(
-    executor: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    executor: impl crate::engine::Exec<'e>,
     workspace: &str,
     backend: &str,
 ) -> Result<i64, StoreError> {
-    let row = sqlx::query(
+    let row = crate::engine::query(
         "SELECT COUNT(*) AS n FROM tasks WHERE workspace_id = $1 AND backend_id = $2 AND status = 'running'",
     )
     .bind(workspace)
     .bind(backend)
     .fetch_one(executor)
     .await?;
-    Ok(row.try_get("n")?)
+    row.try_get("n")
 }
 
 impl Store {
@@ -153,8 +151,8 @@ impl Store {
     /// so tasks delegated at once cannot pass the limit together.
     pub async fn insert_task_within(&self, t: &TaskRecord, limit: i64) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
-        if self.dialect() == crate::Dialect::Postgres {
-            sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1)::bigint)")
+        if let Some(lock) = self.dialect.key_lock() {
+            crate::engine::query(lock)
                 .bind(format!(
                     "rtc-task-backend/{}/{}",
                     t.workspace_id, t.backend_id
@@ -180,7 +178,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM tasks WHERE id = $1 AND session_id = $2 AND workspace_id = $3"
         );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(id)
             .bind(session)
             .bind(workspace)
@@ -192,7 +190,7 @@ impl Store {
     /// A task by id alone (its driver reloading it).
     pub async fn task_by_id(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM tasks WHERE id = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -208,7 +206,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM tasks WHERE session_id = $1 AND workspace_id = $2 ORDER BY created_at, id"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(session)
             .bind(workspace)
             .fetch_all(&self.pool)
@@ -233,7 +231,7 @@ impl Store {
         let sql = format!(
             "SELECT {COLUMNS} FROM tasks WHERE session_id = $1 AND status = 'running' ORDER BY created_at"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(session)
             .fetch_all(&self.pool)
             .await?;
@@ -247,7 +245,7 @@ impl Store {
         owner: &str,
         external_id: &str,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = crate::engine::query(
             "UPDATE tasks SET external_id = $1, updated_at = $2 \
              WHERE id = $3 AND lease_owner = $4 AND status = 'running'",
         )
@@ -270,7 +268,7 @@ impl Store {
         steps: i64,
         detail: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = crate::engine::query(
             "UPDATE tasks SET transcript = $1, steps = $2, detail = $3, updated_at = $4 \
              WHERE id = $5 AND lease_owner = $6 AND status = 'running'",
         )
@@ -301,7 +299,7 @@ impl Store {
         detail: Option<&str>,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query(
+        let done = crate::engine::query(
             "UPDATE tasks SET steps = $1, detail = $2, updated_at = $3 \
              WHERE id = $4 AND lease_owner = $5 AND status = 'running'",
         )
@@ -317,20 +315,24 @@ impl Store {
             return Ok(false);
         }
         for (seq, body) in appended {
-            sqlx::query("INSERT INTO task_messages (task_id, seq, body) VALUES ($1, $2, $3)")
-                .bind(id)
-                .bind(*seq)
-                .bind(body)
-                .execute(&mut *tx)
-                .await?;
+            crate::engine::query(
+                "INSERT INTO task_messages (task_id, seq, body) VALUES ($1, $2, $3)",
+            )
+            .bind(id)
+            .bind(*seq)
+            .bind(body)
+            .execute(&mut *tx)
+            .await?;
         }
         for (seq, body) in rewritten {
-            sqlx::query("UPDATE task_messages SET body = $1 WHERE task_id = $2 AND seq = $3")
-                .bind(body)
-                .bind(id)
-                .bind(*seq)
-                .execute(&mut *tx)
-                .await?;
+            crate::engine::query(
+                "UPDATE task_messages SET body = $1 WHERE task_id = $2 AND seq = $3",
+            )
+            .bind(body)
+            .bind(id)
+            .bind(*seq)
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(true)
@@ -340,12 +342,13 @@ impl Store {
     /// for a task saved before they were stored a row each (its transcript
     /// is then in [`TaskRecord::transcript`]).
     pub async fn task_transcript(&self, id: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query("SELECT body FROM task_messages WHERE task_id = $1 ORDER BY seq")
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            crate::engine::query("SELECT body FROM task_messages WHERE task_id = $1 ORDER BY seq")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter()
-            .map(|r| Ok(r.try_get::<String, _>("body")?))
+            .map(|r| r.try_get::<String, _>("body"))
             .collect()
     }
 
@@ -355,7 +358,7 @@ impl Store {
     pub async fn finish_task(&self, id: &str, ending: &TaskEnding<'_>) -> Result<bool, StoreError> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
-        let done = sqlx::query(
+        let done = crate::engine::query(
             "UPDATE tasks SET status = $1, result = $2, error = $3, updated_at = $4, finished_at = $4, \
              lease_owner = NULL, lease_until = NULL WHERE id = $5 AND status = 'running' \
              AND ($6 = '' OR lease_owner = $6)",
@@ -389,7 +392,7 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let mut renewed = 0;
         for id in ids {
-            renewed += sqlx::query(
+            renewed += crate::engine::query(
                 "UPDATE tasks SET lease_until = $1 WHERE id = $2 AND lease_owner = $3 AND status = 'running'",
             )
             .bind(until)
@@ -412,7 +415,7 @@ impl Store {
     ) -> Result<Vec<(String, Option<String>)>, StoreError> {
         let mut lost = Vec::new();
         for id in ids {
-            let row = sqlx::query("SELECT status, lease_owner FROM tasks WHERE id = $1")
+            let row = crate::engine::query("SELECT status, lease_owner FROM tasks WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
@@ -450,7 +453,7 @@ impl Store {
              AND (lease_until IS NULL OR lease_until < $1 OR (lease_owner = $3 AND created_at < $2)) \
              ORDER BY created_at LIMIT $4"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(now)
             .bind(own_before.unwrap_or(i64::MIN))
             .bind(owner)
@@ -460,7 +463,7 @@ impl Store {
         let mut claimed = Vec::new();
         for row in &rows {
             let mut task = record(row)?;
-            let won = sqlx::query(
+            let won = crate::engine::query(
                 "UPDATE tasks SET lease_owner = $1, lease_until = $2 \
                  WHERE id = $3 AND status = 'running' \
                  AND lease_owner IS NOT DISTINCT FROM $4 AND lease_until IS NOT DISTINCT FROM $5",

@@ -5,7 +5,6 @@
 //! runs of a target are kept; they go with the target.
 
 use rtc_protocol::{TestSuiteRun, TestSuiteStatus};
-use sqlx::Row;
 
 use crate::{ResourceKind, Store, StoreError, TestTarget, now_millis};
 
@@ -17,7 +16,7 @@ fn body_of(run: &TestSuiteRun) -> Result<String, StoreError> {
     serde_json::to_string(run).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
-fn decode(row: &sqlx::any::AnyRow) -> Result<TestSuiteRun, StoreError> {
+fn decode(row: &crate::engine::Row) -> Result<TestSuiteRun, StoreError> {
     let body: String = row.try_get("body")?;
     let mut run: TestSuiteRun = serde_json::from_str(&body)
         .map_err(|e| StoreError::Corrupt(format!("test suite run: {e}")))?;
@@ -39,7 +38,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let now = now_millis();
         let mut tx = self.begin_write().await?;
-        sqlx::query("INSERT INTO test_suite_runs (workspace_id, id, target_kind, target_id, status, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)")
+        crate::engine::query("INSERT INTO test_suite_runs (workspace_id, id, target_kind, target_id, status, body, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)")
             .bind(workspace)
             .bind(&run.id)
             .bind(target.kind.as_str())
@@ -49,7 +48,7 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id NOT IN (SELECT id FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY created_at DESC, id DESC LIMIT $4)")
+        crate::engine::query("DELETE FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id NOT IN (SELECT id FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY created_at DESC, id DESC LIMIT $4)")
             .bind(workspace)
             .bind(target.kind.as_str())
             .bind(target.id)
@@ -66,7 +65,7 @@ impl Store {
         workspace: &str,
         run: &TestSuiteRun,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE test_suite_runs SET status = $3, body = $4, updated_at = $5 WHERE workspace_id = $1 AND id = $2")
+        crate::engine::query("UPDATE test_suite_runs SET status = $3, body = $4, updated_at = $5 WHERE workspace_id = $1 AND id = $2")
             .bind(workspace)
             .bind(&run.id)
             .bind(run.status.as_str())
@@ -79,7 +78,7 @@ impl Store {
 
     /// The runner is alive: a running run is not abandoned.
     pub async fn beat_suite_run(&self, workspace: &str, run_id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE test_suite_runs SET updated_at = $3 WHERE workspace_id = $1 AND id = $2 AND status = 'running'")
+        crate::engine::query("UPDATE test_suite_runs SET updated_at = $3 WHERE workspace_id = $1 AND id = $2 AND status = 'running'")
             .bind(workspace)
             .bind(run_id)
             .bind(now_millis())
@@ -95,7 +94,7 @@ impl Store {
         target: TestTarget<'_>,
         run_id: &str,
     ) -> Result<Option<TestSuiteRun>, StoreError> {
-        let row = sqlx::query("SELECT body, updated_at FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id = $4")
+        let row = crate::engine::query("SELECT body, updated_at FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 AND id = $4")
             .bind(workspace)
             .bind(target.kind.as_str())
             .bind(target.id)
@@ -112,7 +111,7 @@ impl Store {
         target: TestTarget<'_>,
         limit: i64,
     ) -> Result<Vec<TestSuiteRun>, StoreError> {
-        let rows = sqlx::query("SELECT body, updated_at FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY created_at DESC, id DESC LIMIT $4")
+        let rows = crate::engine::query("SELECT body, updated_at FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3 ORDER BY created_at DESC, id DESC LIMIT $4")
             .bind(workspace)
             .bind(target.kind.as_str())
             .bind(target.id)
@@ -125,12 +124,12 @@ impl Store {
 
 /// Inside a target's delete: its runs of tests go too.
 pub(crate) async fn delete_suite_runs_of(
-    conn: &mut sqlx::AnyConnection,
+    conn: &mut crate::engine::Conn,
     workspace: &str,
     kind: ResourceKind,
     target_id: &str,
 ) -> Result<(), StoreError> {
-    sqlx::query(
+    crate::engine::query(
         "DELETE FROM test_suite_runs WHERE workspace_id = $1 AND target_kind = $2 AND target_id = $3",
     )
     .bind(workspace)

@@ -3,8 +3,6 @@
 //! memory and writes them about once a second), summed per session and
 //! per workspace by assistant and by day.
 
-use sqlx::Row;
-
 use crate::{Store, StoreError};
 
 /// What the calls of one key cost, to be added to the stored row.
@@ -57,7 +55,7 @@ const SUMS: &str = "CAST(COALESCE(SUM(calls), 0) AS BIGINT) AS calls, \
      CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT) AS output_tokens, \
      CAST(COALESCE(SUM(cached_tokens), 0) AS BIGINT) AS cached_tokens";
 
-fn counts(row: &sqlx::any::AnyRow) -> Result<UsageCounts, StoreError> {
+fn counts(row: &crate::engine::Row) -> Result<UsageCounts, StoreError> {
     Ok(UsageCounts {
         calls: row.try_get("calls")?,
         input_tokens: row.try_get("input_tokens")?,
@@ -74,7 +72,7 @@ impl Store {
         }
         let mut tx = self.begin_write().await?;
         for (k, c) in rows {
-            sqlx::query(
+            crate::engine::query(
                 "INSERT INTO model_usage (workspace_id, session_id, root_session_id, assistant_id, task_id, day, provider, model, kind, \
                  calls, input_tokens, output_tokens, cached_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
                  ON CONFLICT (session_id, task_id, day, provider, model, kind) DO UPDATE SET \
@@ -105,7 +103,7 @@ impl Store {
     /// session's).
     pub async fn session_usage(&self, session_id: &str) -> Result<UsageCounts, StoreError> {
         let sql = format!("SELECT {SUMS} FROM model_usage WHERE session_id = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(session_id)
             .fetch_one(&self.pool)
             .await?;
@@ -124,7 +122,7 @@ impl Store {
             "SELECT assistant_id, day, {SUMS} FROM model_usage WHERE workspace_id = $1 AND day >= $2 AND day <= $3 \
              GROUP BY assistant_id, day ORDER BY day, assistant_id"
         );
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let rows = crate::engine::query(sql)
             .bind(workspace_id)
             .bind(from)
             .bind(to)
@@ -148,7 +146,7 @@ impl Store {
         from: &str,
     ) -> Result<i64, StoreError> {
         let sql = format!("SELECT {SUMS} FROM model_usage WHERE workspace_id = $1 AND day >= $2");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let row = crate::engine::query(sql)
             .bind(workspace_id)
             .bind(from)
             .fetch_one(&self.pool)

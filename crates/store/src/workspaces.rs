@@ -1,7 +1,6 @@
 //! Workspaces, their hashed API keys, and instance settings.
 
 use rtc_core::time::rfc3339_from_millis;
-use sqlx::Row;
 
 use crate::{Store, StoreError, hash_token, now_millis};
 
@@ -12,7 +11,7 @@ pub struct WorkspaceRecord {
     pub created_at: String,
 }
 
-fn record(row: &sqlx::any::AnyRow) -> Result<WorkspaceRecord, StoreError> {
+fn record(row: &crate::engine::Row) -> Result<WorkspaceRecord, StoreError> {
     Ok(WorkspaceRecord {
         id: row.try_get("id")?,
         name: row.try_get("name")?,
@@ -29,7 +28,7 @@ impl Store {
         api_key: &str,
     ) -> Result<WorkspaceRecord, StoreError> {
         let now = now_millis();
-        sqlx::query(
+        crate::engine::query(
             "INSERT INTO workspaces (id, name, api_key_hash, created_at) VALUES ($1, $2, $3, $4)",
         )
         .bind(id)
@@ -54,11 +53,12 @@ impl Store {
         if let Some(known) = self.keys.get(&hash) {
             return Ok(Some(known));
         }
-        let row =
-            sqlx::query("SELECT id, name, created_at FROM workspaces WHERE api_key_hash = $1")
-                .bind(&hash)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row = crate::engine::query(
+            "SELECT id, name, created_at FROM workspaces WHERE api_key_hash = $1",
+        )
+        .bind(&hash)
+        .fetch_optional(&self.pool)
+        .await?;
         let found = row.as_ref().map(record).transpose()?;
         if let Some(ws) = &found {
             self.keys.put(hash, ws.clone());
@@ -67,7 +67,7 @@ impl Store {
     }
 
     pub async fn workspace(&self, id: &str) -> Result<Option<WorkspaceRecord>, StoreError> {
-        let row = sqlx::query("SELECT id, name, created_at FROM workspaces WHERE id = $1")
+        let row = crate::engine::query("SELECT id, name, created_at FROM workspaces WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -75,16 +75,17 @@ impl Store {
     }
 
     pub async fn list_workspaces(&self) -> Result<Vec<WorkspaceRecord>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id, name, created_at FROM workspaces ORDER BY created_at, id")
-                .fetch_all(&self.pool)
-                .await?;
+        let rows = crate::engine::query(
+            "SELECT id, name, created_at FROM workspaces ORDER BY created_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
         rows.iter().map(record).collect()
     }
 
     /// Replace a workspace's key; `false` if it does not exist.
     pub async fn rotate_workspace_key(&self, id: &str, api_key: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE workspaces SET api_key_hash = $1 WHERE id = $2")
+        let done = crate::engine::query("UPDATE workspaces SET api_key_hash = $1 WHERE id = $2")
             .bind(hash_token(api_key))
             .bind(id)
             .execute(&self.writer)
@@ -94,17 +95,17 @@ impl Store {
     }
 
     pub async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let row = sqlx::query("SELECT value FROM settings WHERE key = $1")
+        let row = crate::engine::query("SELECT value FROM settings WHERE key = $1")
             .bind(key)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(row.map(|r| r.try_get("value")).transpose()?)
+        row.map(|r| r.try_get("value")).transpose()
     }
 
     /// Store `value` under `key` unless a value is already there; returns
     /// the value in force afterwards (safe when instances race).
     pub async fn setting_or_insert(&self, key: &str, value: &str) -> Result<String, StoreError> {
-        sqlx::query(
+        crate::engine::query(
             "INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
         )
         .bind(key)
@@ -119,7 +120,7 @@ impl Store {
     /// Overwrite a setting. For tests: the server only ever inserts
     /// settings once (`setting_or_insert`).
     pub async fn set_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+        crate::engine::query("INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
             .bind(key)
             .bind(value)
             .execute(&self.writer)
