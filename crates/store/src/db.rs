@@ -503,4 +503,24 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
+
+    /// A database file others could read (made by an older version, or
+    /// by hand) is made private when the server opens it.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn an_existing_readable_sqlite_database_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rtc.db");
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let url = format!("sqlite://{}", path.display());
+        let store = Store::connect(&url, SecretBox::new(&crate::MasterKey::generate()))
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        store.close().await;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
 }
