@@ -324,7 +324,21 @@ impl TaskService<'_> {
                 Some(&detail),
             )
             .await?;
-        if held && let Ok(ctx) = self.session(&task.session_id).await {
+        if held {
+            self.tell_progress(task, detail, steps).await?;
+        }
+        Ok(held)
+    }
+
+    /// Tell the task's conversation (if it is still there) how far the
+    /// task got: `task.updated`.
+    pub(crate) async fn tell_progress(
+        self,
+        task: &TaskRecord,
+        detail: String,
+        steps: u32,
+    ) -> Result<(), RuntimeError> {
+        if let Ok(ctx) = self.session(&task.session_id).await {
             let event = TaskUpdated {
                 task_id: task.id.clone(),
                 detail,
@@ -332,7 +346,7 @@ impl TaskService<'_> {
             };
             ctx.events.emit(event.into()).await?;
         }
-        Ok(held)
+        Ok(())
     }
 
     /// The running tasks of a session that ends stop with it (no report:

@@ -18,9 +18,7 @@
 use futures::StreamExt;
 use rtc_core::llm::{ChatMessage, ChatRequest, LlmEvent, OutputFormat, ToolCall};
 use rtc_core::model_tools::{ToolTarget, model_tools, model_view, render_variables};
-use rtc_protocol::{
-    Assistant, BuiltInTools, LlmConfig, ReasonerSettings, RunMode, TaskUpdated, ToolBinding,
-};
+use rtc_protocol::{Assistant, BuiltInTools, LlmConfig, ReasonerSettings, RunMode, ToolBinding};
 use rtc_session::usage::{CallKind, UsageTag};
 use rtc_store::{TaskRecord, now_millis};
 use tokio::time::Instant;
@@ -425,14 +423,7 @@ impl TaskService<'_> {
             return Ok(false);
         }
         stored.saved(transcript.len());
-        if let Ok(ctx) = self.session(&task.session_id).await {
-            let event = TaskUpdated {
-                task_id: task.id.clone(),
-                detail,
-                steps,
-            };
-            ctx.events.emit(event.into()).await?;
-        }
+        self.tell_progress(task, detail, steps).await?;
         Ok(true)
     }
 
