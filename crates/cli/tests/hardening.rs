@@ -246,6 +246,52 @@ async fn workflow_cycle(srv: &Server, ws: &Api) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Finding 3, the bytes: a cycle flipping a flag beside 45 KB of other
+/// variables records the whole snapshot at each change; the walk is cut
+/// by the bytes it recorded (`RTC_MAX_WALK_STATE_BYTES`, 2 MiB), after
+/// some twenty updates instead of the hundred its hops allow.
+async fn workflow_snapshots(srv: &Server, ws: &Api) -> anyhow::Result<()> {
+    let always_true =
+        json!({"type": "expression", "expression": {"type": "constant", "value": true}});
+    let big = "x".repeat(15_000);
+    let flag = |v: bool| json!([{"variable": "f", "expression": {"type": "constant", "value": v}}]);
+    let flip = ws
+        .create(
+            "/v1/workflows",
+            json!({"specVersion": 4, "name": "flip", "startNodeId": "a",
+                "limits": {"maxVisitsPerNode": 1000, "maxHopsPerTurn": 1000},
+                "dynamicVariables": [
+                    {"name": "b1", "type": "string", "default": big},
+                    {"name": "b2", "type": "string", "default": big},
+                    {"name": "b3", "type": "string", "default": big},
+                    {"name": "f", "type": "boolean", "default": false}],
+                "nodes": [
+                    {"id": "a", "type": "updateState", "rules": flag(true)},
+                    {"id": "b", "type": "updateState", "rules": flag(false)},
+                    {"id": "out", "type": "end", "reason": "never"}],
+                "edges": [
+                    {"id": "ab", "from": "a", "to": "b", "condition": always_true},
+                    {"id": "a_out", "from": "a", "to": "out", "condition": {"type": "always"}},
+                    {"id": "ba", "from": "b", "to": "a", "condition": always_true},
+                    {"id": "b_out", "from": "b", "to": "out", "condition": {"type": "always"}}]}),
+        )
+        .await?;
+    let (sid, token) = open(ws, json!({"workflowId": flip["id"]})).await?;
+    let events = events_to(srv, &token, &sid, |e| e["type"] == "session.ended").await?;
+    let updates = events
+        .iter()
+        .filter(|e| e["type"] == "state.updated")
+        .count();
+    let bytes: usize = events.iter().map(|e| e.to_string().len()).sum();
+    assert!(
+        events.iter().any(is_error("workflow_walk_limit")),
+        "cut by the walk bound"
+    );
+    assert!(updates < 40, "{updates} snapshots recorded");
+    eprintln!("campaign: the snapshot cycle recorded {updates} updates, {bytes} bytes of events");
+    Ok(())
+}
+
 /// Finding 6: a session's history has a budget.
 async fn history_budget(srv: &Server, ws: &Api, assistant: &str) -> anyhow::Result<()> {
     let (sid, token) = open(ws, json!({"assistantId": assistant})).await?;
@@ -494,6 +540,7 @@ async fn campaign(engine: Engine) -> anyhow::Result<()> {
     variable_bomb(&srv, &ws).await?;
     watch.check(&srv, "variable bomb", started).await?;
     workflow_cycle(&srv, &ws).await?;
+    workflow_snapshots(&srv, &ws).await?;
     watch.check(&srv, "workflow cycle", started).await?;
     history_budget(&srv, &ws, assistant).await?;
     watch.check(&srv, "history budget", started).await?;
