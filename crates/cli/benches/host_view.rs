@@ -37,7 +37,11 @@
 //! 1000; `CREATE`, default 10000; `ONLY` = `slope`, `throughput`,
 //! `memory` or `create` runs one phase; `SSE` = `1` or `0` runs one wave
 //! of the memory phase; `BUILT_INS` = `off` or `on` runs one
-//! configuration; `RTC_BENCH_DATABASE_URL` runs the
+//! configuration; `TLS` = `1` serves the model to the server over HTTPS
+//! with HTTP/2 offered (ALPN `h2`, a throwaway test CA the server trusts
+//! through `SSL_CERT_FILE`; the floor stays on plain HTTP) and prints the
+//! HTTP version of the server's model requests per memory wave
+//! ([`tls`]); `RTC_BENCH_DATABASE_URL` runs the
 //! server on that database (PostgreSQL, say) instead of a fresh SQLite
 //! file; `RTC_BENCH_BINARY` runs a wrapper such as a heap profiler;
 //! `RTC_BENCH_LOG` is the server's `RUST_LOG`, its log printed at the end).
@@ -62,6 +66,8 @@ use serde_json::{Value, json};
 mod floor;
 #[path = "host_view/measure.rs"]
 mod measure;
+#[path = "host_view/tls.rs"]
+mod tls;
 
 use measure::{cpu_time, fit, median, ms, percentile, rss_kib};
 
@@ -392,6 +398,8 @@ struct Bench {
     seconds: usize,
     sessions: usize,
     only: String,
+    /// The server's model is the TLS mock (`TLS=1`).
+    tls: bool,
     model: String,
     tools: String,
     dir: tempfile::TempDir,
@@ -505,6 +513,16 @@ async fn wave(b: &Bench, built_ins: bool, subscribe: bool) -> anyhow::Result<()>
         u8::from(subscribe)
     );
     let (server, host, pid) = start(b, built_ins, &tag).await?;
+    let versions_before = tls::versions();
+    if b.tls {
+        tokio::time::timeout(Duration::from_secs(15), host.run(1))
+            .await
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "no answer from the TLS model in 15 s: does the server trust SSL_CERT_FILE?"
+                )
+            })??;
+    }
     // Warm up with as many runs, 16 at a time (caches, pools and threads
     // grown; at most 16 sessions' memory left to reuse).
     let warm = futures::stream::iter((0..b.sessions).map(|_| host.run(1)))
@@ -521,8 +539,28 @@ async fn wave(b: &Bench, built_ins: bool, subscribe: bool) -> anyhow::Result<()>
     } else {
         ("without subscribers", 32)
     };
+    let over = if b.tls {
+        let (h1, h2) = tls::versions();
+        let (h1, h2) = (h1 - versions_before.0, h2 - versions_before.1);
+        println!(
+            "  the server's model requests in this wave (warm-up included): {h2} over HTTP/2, {h1} over HTTP/1.1"
+        );
+        anyhow::ensure!(
+            h1 + h2 >= 2 * b.sessions,
+            "the TLS mock answered {} model requests, expected at least {}: does the server trust SSL_CERT_FILE?",
+            h1 + h2,
+            2 * b.sessions
+        );
+        if h1 == 0 {
+            " over TLS + HTTP/2"
+        } else {
+            " over TLS"
+        }
+    } else {
+        ""
+    };
     println!(
-        "  {} sessions waiting on the model, {with}: {per_session:.1} KiB per session (target ≤ {target} KiB); resident memory {base_rss} KiB after the warm-up, {after} KiB after they ended",
+        "  {} sessions waiting on the model{over}, {with}: {per_session:.1} KiB per session (target ≤ {target} KiB); resident memory {base_rss} KiB after the warm-up, {after} KiB after they ended",
         b.sessions
     );
     print_log(&server);
@@ -533,7 +571,8 @@ async fn wave(b: &Bench, built_ins: bool, subscribe: bool) -> anyhow::Result<()>
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mock = MockLlm::with_responder(model).await?;
-    let env = HashMap::from([
+    let dir = tempfile::tempdir()?;
+    let mut env = HashMap::from([
         ("RTC_LLM_BASE_URL".to_owned(), mock.base_url.clone()),
         ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
         // K = 20 takes 21 model calls (the default stops a turn at 16).
@@ -547,15 +586,25 @@ async fn main() -> anyhow::Result<()> {
             std::env::var("RTC_BENCH_LOG").unwrap_or_else(|_| "warn".to_owned()),
         ),
     ]);
+    // `TLS=1`: the server's model over HTTPS (HTTP/2 offered), its test
+    // CA trusted through SSL_CERT_FILE.
+    let tls = std::env::var("TLS").as_deref() == Ok("1");
+    if tls {
+        let (url, ca) = tls::serve(MockLlm::responder_app(model), dir.path()).await?;
+        println!("the server's model: {url} (a test CA in SSL_CERT_FILE)");
+        env.insert("RTC_LLM_BASE_URL".to_owned(), url);
+        env.insert("SSL_CERT_FILE".to_owned(), ca.display().to_string());
+    }
     let bench = Bench {
         runs: env_or("RUNS", 60),
         seconds: env_or("SECONDS", 10),
         sessions: env_or("SESSIONS", 1000),
         // `ONLY=slope|throughput|memory|create` runs one phase.
         only: std::env::var("ONLY").unwrap_or_default(),
+        tls,
         model: mock.base_url.clone(),
         tools: tool_server().await?,
-        dir: tempfile::tempdir()?,
+        dir,
         env,
         // A wrapper (a heap profiler, say) may stand in for the binary.
         binary: std::env::var_os("RTC_BENCH_BINARY").map_or_else(

@@ -133,12 +133,23 @@ impl MockLlm {
         .await
     }
 
+    /// The app of [`MockLlm::with_responder`] (no recording), for a caller
+    /// that serves it itself (over TLS and HTTP/2, say); its base URL is
+    /// the server's with `/v1`.
+    pub fn responder_app(f: impl Fn(&Value) -> MockReply + Send + Sync + 'static) -> Router {
+        app(Shared {
+            inner: Arc::default(),
+            responder: Some(Arc::new(f)),
+            record: false,
+            whole: Arc::default(),
+            window: Arc::default(),
+        })
+    }
+
     async fn spawn(shared: Shared) -> anyhow::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let app = Router::new()
-            .route("/v1/chat/completions", post(complete))
-            .with_state(shared.clone());
+        let app = app(shared.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -188,6 +199,12 @@ impl MockLlm {
             .map(|i| i.calls_made)
             .unwrap_or_default()
     }
+}
+
+fn app(shared: Shared) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(complete))
+        .with_state(shared)
 }
 
 async fn complete(State(shared): State<Shared>, body: axum::Json<Value>) -> Response {
