@@ -168,7 +168,12 @@ async fn serve_socket(
     // message that came during it is taken.
     let (messages, mut refused) = spawn_message_sender(&s, &access);
     loop {
+        // Biased: audio a bridge or speaker queued goes out before an
+        // event that became ready meanwhile, so a host gets an answer's
+        // audio before its `turn.completed` (the bridge queues the audio
+        // before it records the event).
         tokio::select! {
+            biased;
             Some(r) = refused.recv() => {
                 if tx.send(r).await.is_err() {
                     break;
@@ -178,12 +183,6 @@ async fn serve_socket(
                 let close = CloseFrame { code: close_code::AWAY, reason: "the server is shutting down".into() };
                 let _ = tx.send(WsMessage::Close(Some(close))).await;
                 break;
-            }
-            ev = events.next() => {
-                let Some(ev) = ev else { break };
-                if tx.send(frame(&ev)).await.is_err() {
-                    break;
-                }
             }
             audio = next_audio(&mut realtime) => {
                 let Some(audio) = audio else {
@@ -200,6 +199,12 @@ async fn serve_socket(
             Some(audio) = next_voice_audio(&mut voice) => {
                 let text = serde_json::to_string(&audio).unwrap_or_default();
                 if tx.send(WsMessage::Text(text.into())).await.is_err() {
+                    break;
+                }
+            }
+            ev = events.next() => {
+                let Some(ev) = ev else { break };
+                if tx.send(frame(&ev)).await.is_err() {
                     break;
                 }
             }
