@@ -482,18 +482,23 @@ mod tests {
         assert!(!err.contains("pw"), "{err}");
     }
 
-    #[cfg(unix)]
-    #[tokio::test]
-    async fn a_new_sqlite_database_is_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("rtc.db");
+    /// Open the SQLite database at `path`, migrate it and close it.
+    async fn open_and_close(path: &std::path::Path) {
         let url = format!("sqlite://{}", path.display());
         let store = Store::connect(&url, SecretBox::new(&crate::MasterKey::generate()))
             .await
             .unwrap();
         store.migrate().await.unwrap();
         store.close().await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_new_sqlite_database_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rtc.db");
+        open_and_close(&path).await;
         for file in ["rtc.db", "rtc.db-wal"] {
             let path = dir.path().join(file);
             if let Ok(meta) = std::fs::metadata(&path) {
@@ -514,12 +519,7 @@ mod tests {
         let path = dir.path().join("rtc.db");
         std::fs::write(&path, b"").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let url = format!("sqlite://{}", path.display());
-        let store = Store::connect(&url, SecretBox::new(&crate::MasterKey::generate()))
-            .await
-            .unwrap();
-        store.migrate().await.unwrap();
-        store.close().await;
+        open_and_close(&path).await;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }

@@ -21,6 +21,25 @@ fn constant_true() -> Value {
     json!({"type": "expression", "expression": {"type": "constant", "value": true}})
 }
 
+/// Two updateState nodes `a` and `b` in a cycle of always-true expression
+/// edges (not refused at save: only `always` cycles are) under the
+/// workflow's largest limits, with an `always` way out that is never
+/// taken first.
+fn update_cycle(variables: Value, a_rules: Value, b_rules: Value) -> Value {
+    json!({"specVersion": 4, "name": "cycle", "startNodeId": "a",
+        "limits": {"maxVisitsPerNode": 1000, "maxHopsPerTurn": 1000},
+        "dynamicVariables": variables,
+        "nodes": [
+            {"id": "a", "type": "updateState", "rules": a_rules},
+            {"id": "b", "type": "updateState", "rules": b_rules},
+            {"id": "out", "type": "end", "reason": "never"}],
+        "edges": [
+            {"id": "ab", "from": "a", "to": "b", "condition": constant_true()},
+            {"id": "a_out", "from": "a", "to": "out", "condition": {"type": "always"}},
+            {"id": "ba", "from": "b", "to": "a", "condition": constant_true()},
+            {"id": "b_out", "from": "b", "to": "out", "condition": {"type": "always"}}]})
+}
+
 async fn store_workflow(h: &Harness, workflow: Value) {
     let wf: Workflow = serde_json::from_value(workflow).unwrap();
     h.store.insert(WS, Some("wf".into()), wf).await.unwrap();
@@ -234,19 +253,12 @@ async fn an_always_true_cycle_is_cut_by_the_walk_bound() {
     let h = Harness::with(vec![], |c| c.feature_limits.max_walk_hops = 60).await;
     store_workflow(
         &h,
-        json!({"specVersion": 4, "name": "spin", "startNodeId": "a",
-            "limits": {"maxVisitsPerNode": 1000, "maxHopsPerTurn": 1000},
-            "dynamicVariables": [{"name": "n", "type": "number", "default": 0}],
-            "nodes": [
-                {"id": "a", "type": "updateState", "rules": [{"variable": "n", "expression":
-                    {"type": "add", "left": {"type": "variable", "name": "n"}, "right": {"type": "constant", "value": 1}}}]},
-                {"id": "b", "type": "updateState", "rules": []},
-                {"id": "out", "type": "end", "reason": "never"}],
-            "edges": [
-                {"id": "ab", "from": "a", "to": "b", "condition": constant_true()},
-                {"id": "a_out", "from": "a", "to": "out", "condition": {"type": "always"}},
-                {"id": "ba", "from": "b", "to": "a", "condition": constant_true()},
-                {"id": "b_out", "from": "b", "to": "out", "condition": {"type": "always"}}]}),
+        update_cycle(
+            json!([{"name": "n", "type": "number", "default": 0}]),
+            json!([{"variable": "n", "expression":
+                {"type": "add", "left": {"type": "variable", "name": "n"}, "right": {"type": "constant", "value": 1}}}]),
+            json!([]),
+        ),
     )
     .await;
     let s = start_workflow(&h).await.unwrap();
@@ -277,20 +289,13 @@ async fn a_cycle_of_large_snapshots_is_cut_by_the_walk_state_bound() {
     let big = "x".repeat(12 * 1024);
     store_workflow(
         &h,
-        json!({"specVersion": 4, "name": "flip", "startNodeId": "a",
-            "limits": {"maxVisitsPerNode": 1000, "maxHopsPerTurn": 1000},
-            "dynamicVariables": [
+        update_cycle(
+            json!([
                 {"name": "big", "type": "string", "default": big},
-                {"name": "f", "type": "boolean", "default": false}],
-            "nodes": [
-                {"id": "a", "type": "updateState", "rules": [{"variable": "f", "expression": {"type": "constant", "value": true}}]},
-                {"id": "b", "type": "updateState", "rules": [{"variable": "f", "expression": {"type": "constant", "value": false}}]},
-                {"id": "out", "type": "end", "reason": "never"}],
-            "edges": [
-                {"id": "ab", "from": "a", "to": "b", "condition": constant_true()},
-                {"id": "a_out", "from": "a", "to": "out", "condition": {"type": "always"}},
-                {"id": "ba", "from": "b", "to": "a", "condition": constant_true()},
-                {"id": "b_out", "from": "b", "to": "out", "condition": {"type": "always"}}]}),
+                {"name": "f", "type": "boolean", "default": false}]),
+            json!([{"variable": "f", "expression": {"type": "constant", "value": true}}]),
+            json!([{"variable": "f", "expression": {"type": "constant", "value": false}}]),
+        ),
     )
     .await;
     let s = start_workflow(&h).await.unwrap();

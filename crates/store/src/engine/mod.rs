@@ -155,23 +155,25 @@ pub(crate) struct Tx {
 
 impl Tx {
     /// Undo what the transaction did.
-    pub(crate) async fn rollback(mut self) -> Result<(), StoreError> {
-        self.open = false;
-        match std::mem::replace(&mut self.conn, Conn::Lite(lite::LiteConn::Closed)) {
-            Conn::PgTx(tx) => Ok(tx.rollback().await?),
-            Conn::Lite(conn) => conn.run_batch("ROLLBACK"),
-            Conn::Pg(_) => Ok(()),
-        }
+    pub(crate) async fn rollback(self) -> Result<(), StoreError> {
+        self.end(false).await
     }
 
-    pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
+    pub(crate) async fn commit(self) -> Result<(), StoreError> {
+        self.end(true).await
+    }
+
+    /// Commit or roll back; an SQLite commit that fails is rolled back, so
+    /// its connection never stays inside the transaction.
+    async fn end(mut self, commit: bool) -> Result<(), StoreError> {
         self.open = false;
         match std::mem::replace(&mut self.conn, Conn::Lite(lite::LiteConn::Closed)) {
-            Conn::PgTx(tx) => Ok(tx.commit().await?),
-            Conn::Lite(conn) => conn.run_batch("COMMIT").inspect_err(|_| {
-                // Not committed: the connection must not stay in it.
+            Conn::PgTx(tx) if commit => Ok(tx.commit().await?),
+            Conn::PgTx(tx) => Ok(tx.rollback().await?),
+            Conn::Lite(conn) if commit => conn.run_batch("COMMIT").inspect_err(|_| {
                 let _ = conn.run_batch("ROLLBACK");
             }),
+            Conn::Lite(conn) => conn.run_batch("ROLLBACK"),
             Conn::Pg(_) => Ok(()),
         }
     }
