@@ -336,18 +336,6 @@ impl<'q, T: Bind<'q>> Bind<'q> for Option<T> {
     }
 }
 
-impl<'q, T: Bind<'q> + Copy> Bind<'q> for &'q T
-where
-    T: NotText,
-{
-    fn arg(self) -> Arg<'q> {
-        (*self).arg()
-    }
-    fn kind() -> Kind {
-        T::kind()
-    }
-}
-
 impl<'q> Bind<'q> for &'q Option<String> {
     fn arg(self) -> Arg<'q> {
         self.as_deref().arg()
@@ -356,15 +344,6 @@ impl<'q> Bind<'q> for &'q Option<String> {
         Kind::Text
     }
 }
-
-/// Copy values bound by reference (`&i64`); text and bytes have their
-/// own borrowed forms.
-pub(crate) trait NotText {}
-impl NotText for i64 {}
-impl NotText for i32 {}
-impl NotText for u32 {}
-impl NotText for f64 {}
-impl<T: NotText> NotText for Option<T> {}
 
 /// A statement and its arguments.
 pub(crate) struct Query<'q> {
