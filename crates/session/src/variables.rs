@@ -82,19 +82,30 @@ pub fn initial_variables(
     Ok(vars)
 }
 
+/// What an update did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The changes made, by variable.
+    pub changes: Map<String, Value>,
+    /// What could not be set, and why.
+    pub problems: Vec<String>,
+    /// Bytes of the snapshot of every variable the update recorded (in its
+    /// `state.updated` and in the session row); 0 when nothing changed.
+    pub snapshot_bytes: usize,
+}
+
 /// Apply changes to declared variables, record them with one
 /// `state.updated`. Values of the wrong type, or past the size bounds
 /// (`value_too_large`, `variables_too_large`), are skipped and reported.
-/// Returns the applied changes and the problems.
 pub async fn apply(
     ctx: &SessionCtx,
     limits: &SessionLimits,
     changes: Vec<(String, Value)>,
     source: &str,
-) -> Result<(Map<String, Value>, Vec<String>), RuntimeError> {
+) -> Result<Applied, RuntimeError> {
     let mut applied = Map::new();
     let mut problems = Vec::new();
-    let snapshot = {
+    let (snapshot, total) = {
         let mut state = ctx.state.lock().await;
         let mut total = variables_size(&state.variables);
         for (name, value) in changes {
@@ -131,34 +142,42 @@ pub async fn apply(
                 None => problems.push(format!("`{name}` is not a declared variable")),
             }
         }
-        state.variables.clone()
+        (state.variables.clone(), total)
     };
-    if !applied.is_empty() {
-        let event = StateUpdated {
-            changes: applied.clone(),
-            variables: snapshot.clone(),
-            source: source.to_owned(),
-        };
-        let update = SessionUpdate {
-            variables: Some(snapshot),
-            ..SessionUpdate::default()
-        };
-        ctx.events.emit_with(vec![event.into()], update).await?;
+    if applied.is_empty() {
+        return Ok(Applied {
+            problems,
+            ..Applied::default()
+        });
     }
-    Ok((applied, problems))
+    let event = StateUpdated {
+        changes: applied.clone(),
+        variables: snapshot.clone(),
+        source: source.to_owned(),
+    };
+    let update = SessionUpdate {
+        variables: Some(snapshot),
+        ..SessionUpdate::default()
+    };
+    ctx.events.emit_with(vec![event.into()], update).await?;
+    Ok(Applied {
+        changes: applied,
+        problems,
+        snapshot_bytes: total,
+    })
 }
 
 /// Evaluate update rules in order (each sees the values the earlier ones
 /// set), apply the results with one `state.updated`, and report what could
-/// not be set as one `update_state_failed` error event. Returns the applied
-/// changes and the problems.
+/// not be set as one `update_state_failed` error event; the problems are
+/// the rules' and the update's.
 pub async fn apply_rules<L: LlmLeafEvaluator>(
     ctx: &SessionCtx,
     limits: &SessionLimits,
     rules: &[UpdateStateRule],
     leaf: &L,
     source: &str,
-) -> Result<(Map<String, Value>, Vec<String>), RuntimeError> {
+) -> Result<Applied, RuntimeError> {
     let mut vars: BTreeMap<String, Value> = ctx
         .state
         .lock()
@@ -184,14 +203,15 @@ pub async fn apply_rules<L: LlmLeafEvaluator>(
             Err(e) => errors.push(format!("`{}` unchanged: {e}", rule.variable)),
         }
     }
-    let (applied, problems) = apply(ctx, limits, changes, source).await?;
-    errors.extend(problems);
+    let mut applied = apply(ctx, limits, changes, source).await?;
+    errors.append(&mut applied.problems);
     if !errors.is_empty() {
         ctx.events
             .emit(EventBody::error("update_state_failed", errors.join("; ")))
             .await?;
     }
-    Ok((applied, errors))
+    applied.problems = errors;
+    Ok(applied)
 }
 
 /// Update the platform's own variables at the start of a turn; returns

@@ -200,13 +200,14 @@ impl<H: Host> Kernel<H> {
         let output = self.execute_bound(call, mode).await?;
         let changes = result_assignments(binding, &output.value);
         if !changes.is_empty() {
-            let (_, problems) = variables::apply(
+            let problems = variables::apply(
                 ctx,
                 &self.settings.limits,
                 changes,
                 &format!("tool:{}", tool.name),
             )
-            .await?;
+            .await?
+            .problems;
             if !problems.is_empty() {
                 ctx.events
                     .emit(EventBody::error(

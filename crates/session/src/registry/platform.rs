@@ -116,11 +116,11 @@ impl PlatformTool {
         let leaf = SmallModel::for_assistant(&k.settings, assistant)
             .metered(&k.usage, tag)
             .leaves(k.transcript(ctx).await?);
-        let (applied, errors) =
+        let applied =
             variables::apply_rules(ctx, &k.settings.limits, &cfg.rules, &leaf, "updateState")
                 .await?;
         Ok(CallOutcome::ok(
-            json!({"updated": applied, "errors": errors}),
+            json!({"updated": applied.changes, "errors": applied.problems}),
         ))
     }
 }

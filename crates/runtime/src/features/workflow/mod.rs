@@ -501,17 +501,17 @@ impl WorkflowService<'_> {
         node: &UpdateStateNode,
     ) -> Result<(), RuntimeError> {
         let source = format!("workflow:{}", node.id);
-        let (applied, _) =
+        let applied =
             variables::apply_rules(ctx, &self.settings.limits, &node.rules, &NoLlm, &source)
                 .await?;
-        if !applied.is_empty() {
-            // What the update recorded: the whole snapshot, in its event
-            // and in the session row.
-            let snapshot = rtc_session::limits::variables_size(&ctx.state.lock().await.variables);
-            let mut extensions = ctx.extensions.lock();
-            let state = extensions.get_or_default::<WorkflowState>();
-            state.walk.state_bytes = state.walk.state_bytes.saturating_add(2 * snapshot);
-        }
+        // What the update recorded: the whole snapshot, in its event and
+        // in the session row.
+        let mut extensions = ctx.extensions.lock();
+        let state = extensions.get_or_default::<WorkflowState>();
+        state.walk.state_bytes = state
+            .walk
+            .state_bytes
+            .saturating_add(2 * applied.snapshot_bytes);
         Ok(())
     }
 
