@@ -4,15 +4,43 @@
 //! graceful shutdown: once `signal` completes no connection is accepted,
 //! each open one finishes its request in flight and closes, and `serve`
 //! returns when all are gone. WebSocket upgrades are served.
+//!
+//! hyper starts the header-read timer whenever a connection waits for a
+//! request, so the same timeout also closes an idle keep-alive connection.
+//! Every response says so (`Keep-Alive: timeout=N`), and a client that
+//! reuses a connection must let it go sooner: a request sent just as the
+//! server closes fails with "connection closed before message completed".
+//! [`api_client`] is such a client, for the CLI's own commands.
 
 use std::future::Future;
 use std::pin::pin;
 use std::time::Duration;
 
+use axum::http::{HeaderName, HeaderValue};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+/// How long the CLI's clients keep an idle connection: below the server's
+/// default header-read timeout (10 s) and its smallest sensible setting.
+const CLIENT_IDLE: Duration = Duration::from_secs(4);
+
+/// An HTTP client for talking to a server: it drops an idle connection
+/// before the server would close it (see the module doc).
+pub fn api_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(CLIENT_IDLE)
+        .build()
+        .unwrap_or_default()
+}
+
+/// `timeout=N`: the whole seconds an idle connection stays open.
+fn keep_alive_value(idle: Duration) -> HeaderValue {
+    HeaderValue::from_str(&format!("timeout={}", idle.as_secs()))
+        .unwrap_or(HeaderValue::from_static("timeout=1"))
+}
 
 /// Serve `router` on `listener` until `signal`, then drain.
 pub async fn serve(
@@ -29,6 +57,10 @@ pub async fn serve(
         drop(stop_rx);
     });
     let (done_tx, done_rx) = watch::channel(());
+    let router = router.layer(SetResponseHeaderLayer::if_not_present(
+        HeaderName::from_static("keep-alive"),
+        keep_alive_value(header_read_timeout),
+    ));
     loop {
         let (stream, _peer) = tokio::select! {
             accepted = listener.accept() => match accepted {

@@ -178,7 +178,7 @@ fn line(p: &Planned, run: &Value) -> String {
 /// Run the tests; exit 1 when any did not pass.
 pub async fn run(args: TestArgs) -> anyhow::Result<Exit> {
     let client = Client {
-        http: reqwest::Client::new(),
+        http: crate::http::api_client(),
         base: args.url.trim_end_matches('/').to_owned(),
         key: args.key.clone(),
     };

@@ -1,5 +1,7 @@
 //! Connections: one that sends its headers too slowly is closed after
-//! `RTC_HEADER_READ_TIMEOUT_SECS`, while complete requests are served.
+//! `RTC_HEADER_READ_TIMEOUT_SECS`, while complete requests are served; an
+//! idle keep-alive connection is closed after the same time, which every
+//! answer advertises in `Keep-Alive: timeout=N`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -48,5 +50,52 @@ async fn partial_headers_are_cut_off_after_the_header_read_timeout() -> anyhow::
         .send()
         .await?;
     assert!(health.status().is_success(), "{}", health.status());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_advertised_keep_alive() -> anyhow::Result<()> {
+    let env = HashMap::from([("RTC_HEADER_READ_TIMEOUT_SECS".to_owned(), "2".to_owned())]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let addr = srv
+        .process
+        .base_url
+        .trim_start_matches("http://")
+        .to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await?;
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await?;
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).await?;
+        assert!(n > 0, "closed before the answer");
+        head.extend_from_slice(&buf[..n]);
+    }
+    // The answer tells a client how long the idle connection stays open.
+    let text = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(text.contains("keep-alive: timeout=2"), "{text}");
+    // Left idle, it is closed after that time (not before 1 s).
+    let idle = Instant::now();
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the idle connection is still open after 10 s"
+    );
+    assert!(
+        idle.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        idle.elapsed()
+    );
     Ok(())
 }

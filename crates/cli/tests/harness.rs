@@ -76,7 +76,7 @@ pub async fn start(engine: Engine, env: HashMap<String, String>) -> anyhow::Resu
         process,
         db,
         data_dir,
-        client: reqwest::Client::new(),
+        client: rtc_testkit::api_client(),
     }))
 }
 

@@ -117,7 +117,7 @@ fn admin(server: &ServerProcess, workspace: Option<&str>) -> Api {
         base: server.base_url.clone(),
         token: Some(server.admin_token.clone()),
         workspace_header: workspace.map(str::to_owned),
-        client: reqwest::Client::new(),
+        client: rtc_testkit::api_client(),
     }
 }
 

@@ -75,7 +75,7 @@ async fn restart(engine: Engine) -> anyhow::Result<()> {
         "the first start prints the console URL: {}",
         first.output()
     );
-    let client = reqwest::Client::new();
+    let client = rtc_testkit::api_client();
     let ws: serde_json::Value = client
         .post(format!("{}/v1/workspaces", first.base_url))
         .bearer_auth(&token)

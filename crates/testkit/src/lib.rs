@@ -44,7 +44,7 @@ pub use realtime_mock::{
     ClientFrame, MockConnection, RealtimeFlavor, RealtimeMock, RealtimeScript, SPEECH_RMS,
     ScriptedResponse, Step, pcm16_rms,
 };
-pub use server::{ClosedPort, ServerProcess, TEST_ADMIN_TOKEN, free_port};
+pub use server::{ClosedPort, ServerProcess, TEST_ADMIN_TOKEN, api_client, free_port};
 pub use speech_audio::{
     PILOT_AMPLITUDE, PILOTS, PilotMap, TTS_MS_PER_CHAR, TTS_TONE_HZ, Wav, espeak_program,
     espeak_speech, mix_pilot, parse_wav, pcm_ms, pilot_map, pilot_of, resample, rms as speech_rms,

@@ -192,7 +192,7 @@ impl ServerProcess {
             stdout_lines,
             stderr_lines,
         };
-        let client = reqwest::Client::new();
+        let client = api_client();
         for _ in 0..600 {
             // The "listening" line comes after the printed admin token, if any.
             if let Some(url) = server.listening_url() {
@@ -240,4 +240,16 @@ impl ServerProcess {
     pub async fn kill(mut self) {
         let _ = self.child.kill().await;
     }
+}
+
+/// A client for a test server's API. It lets an idle connection go before
+/// the server's header-read timeout closes it (the server advertises it in
+/// `Keep-Alive: timeout=N`), as a well-behaved client does: a request sent
+/// just as the server closes an idle connection fails with "connection
+/// closed before message completed".
+pub fn api_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(std::time::Duration::from_secs(4))
+        .build()
+        .unwrap_or_default()
 }

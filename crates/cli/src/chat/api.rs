@@ -49,7 +49,7 @@ fn message(body: &Value, fallback: &str) -> String {
 impl Api {
     pub fn new(url: &str, key: &str) -> Self {
         Self {
-            http: reqwest::Client::new(),
+            http: crate::http::api_client(),
             base: url.trim_end_matches('/').to_owned(),
             key: key.to_owned(),
         }
