@@ -304,6 +304,7 @@ async fn in_flight(
     subscribe: bool,
 ) -> anyhow::Result<(f64, u64)> {
     tokio::time::sleep(Duration::from_millis(500)).await;
+    tls::reset_peak();
     let before = rss_kib(pid);
     let mut open = Vec::with_capacity(sessions);
     for _ in 0..sessions {
@@ -333,6 +334,7 @@ async fn in_flight(
         during = during.max(rss_kib(pid));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let model_connections = tls::open_connections();
     let waits = futures::stream::iter(open.into_iter().map(|(sid, events)| {
         let host = host.clone();
         async move {
@@ -352,6 +354,13 @@ async fn in_flight(
         w?;
     }
     let per_session = (during.saturating_sub(before)) as f64 / sessions as f64;
+    if model_connections > 0 {
+        println!(
+            "  TLS model connections open while the sessions waited: {model_connections} (at most {} at once during the burst; the mock allows {} streams per connection)",
+            tls::peak_connections(),
+            tls::STREAMS
+        );
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     Ok((per_session, rss_kib(pid)))
 }

@@ -52,6 +52,7 @@ struct FileConfig {
     llm_vision: Option<bool>,
     llm_context_window: Option<u32>,
     llm_max_tools: Option<u64>,
+    llm_streams_per_connection: Option<u32>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
@@ -110,6 +111,11 @@ pub struct ProviderSettings {
     /// Most functions one request may offer (default 128).
     #[serde(default)]
     pub max_tools: Option<u64>,
+    /// Model requests in flight on one connection before another is
+    /// opened (default 100; keep it at or below the provider's HTTP/2
+    /// stream limit).
+    #[serde(default)]
+    pub streams_per_connection: Option<u32>,
 }
 
 impl ProviderSettings {
@@ -397,6 +403,12 @@ impl Settings {
                     file.llm_max_tools,
                     rtc_runtime::DEFAULT_MAX_TOOLS as u64,
                 )?),
+                streams_per_connection: match env("RTC_LLM_STREAMS_PER_CONNECTION") {
+                    Some(v) => Some(v.parse().ok().filter(|n| *n >= 1).context(
+                        "RTC_LLM_STREAMS_PER_CONNECTION must be a number of requests, at least 1",
+                    )?),
+                    None => file.llm_streams_per_connection,
+                },
             },
             max_steps_per_turn: match env("RTC_MAX_STEPS_PER_TURN") {
                 Some(v) => v

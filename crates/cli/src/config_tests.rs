@@ -25,6 +25,7 @@ fn debug_hides_the_admin_token_master_key_and_database_password() {
             context_window: None,
             models: Default::default(),
             max_tools: None,
+            streams_per_connection: None,
         },
         small_model: "m".into(),
         max_steps_per_turn: 1,

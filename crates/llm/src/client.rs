@@ -8,6 +8,7 @@
 //! as the official SDKs do; a 429 for an exhausted quota is not retried.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::Eventsource;
@@ -17,6 +18,7 @@ use rtc_core::model_caps::{CapsOverride, ModelCaps, model_caps};
 use serde_json::Value;
 
 use crate::accumulate::Accumulator;
+use crate::lanes::{Lanes, Lease, MakeClient};
 use crate::wire::request_body;
 
 /// One OpenAI-compatible endpoint.
@@ -35,6 +37,9 @@ pub struct ProviderConfig {
     /// (`rtc_core::model_caps`): for all of them, then per model name.
     pub caps: CapsOverride,
     pub model_caps: BTreeMap<String, CapsOverride>,
+    /// Requests in flight on one connection lane before another is opened
+    /// ([`crate::lanes`]): below the provider's HTTP/2 stream limit.
+    pub streams_per_connection: usize,
 }
 
 impl std::fmt::Debug for ProviderConfig {
@@ -56,20 +61,40 @@ impl ProviderConfig {
             backoff: Duration::from_millis(250),
             caps: CapsOverride::default(),
             model_caps: BTreeMap::new(),
+            streams_per_connection: DEFAULT_STREAMS_PER_CONNECTION,
         }
     }
 }
+
+/// Requests in flight per connection lane unless configured: at or below
+/// the HTTP/2 stream limits providers commonly set (100 to 256).
+pub const DEFAULT_STREAMS_PER_CONNECTION: usize = 100;
 
 /// The client; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct OpenAiClient {
     config: ProviderConfig,
-    http: reqwest::Client,
+    lanes: Arc<Lanes>,
 }
 
 impl OpenAiClient {
+    /// Every request on `http` (one connection over HTTP/2: see
+    /// [`OpenAiClient::with_lanes`]).
     pub fn new(config: ProviderConfig, http: reqwest::Client) -> Self {
-        Self { config, http }
+        Self {
+            config,
+            lanes: Arc::new(Lanes::single(http)),
+        }
+    }
+
+    /// Requests spread over clients `make` opens as needed, each carrying
+    /// up to [`ProviderConfig::streams_per_connection`] at once.
+    pub fn with_lanes(config: ProviderConfig, make: MakeClient) -> Self {
+        let lanes = Lanes::new(make, config.streams_per_connection);
+        Self {
+            config,
+            lanes: Arc::new(lanes),
+        }
     }
 
     /// What `model` accepts: the table, then this provider's overrides.
@@ -94,18 +119,21 @@ impl OpenAiClient {
     /// one-chunk stream, so the bytes are freed once written: a request
     /// waiting on its model holds the [`ChatRequest`] (shared tool specs),
     /// not a second copy of its JSON for reqwest's own redirects and retries.
+    ///
+    /// The answer comes with its place on a connection lane, to hold until
+    /// the answer has been read.
     async fn send(
         &self,
         request: &ChatRequest,
         attempt: &mut u32,
-    ) -> Result<reqwest::Response, LlmError> {
+    ) -> Result<(reqwest::Response, Lease), LlmError> {
         let caps = self.caps(&request.model);
         loop {
             let body = request_body(request, caps);
             let length = body.len();
             let once = futures::stream::once(std::future::ready(Ok::<_, std::io::Error>(body)));
-            let mut req = self
-                .http
+            let (http, lease) = self.lanes.take();
+            let mut req = http
                 .post(self.url())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
                 .header(reqwest::header::CONTENT_LENGTH, length)
@@ -116,11 +144,15 @@ impl OpenAiClient {
             let outcome = tokio::time::timeout(self.config.idle_timeout, req.send()).await;
             let (failure, retry_after) = match outcome {
                 Err(_) => (LlmError::Timeout, None),
-                Ok(Err(e)) if e.is_connect() || e.is_timeout() => {
-                    (LlmError::Connect(e.without_url().to_string()), None)
+                // A request that could not be built fails as it is; one
+                // that failed on the way (a refused connection, a reset, an
+                // HTTP/2 stream the provider refused past its limit) is
+                // sent again, as the official SDKs do.
+                Ok(Err(e)) if e.is_builder() => {
+                    return Err(LlmError::Connect(e.without_url().to_string()));
                 }
-                Ok(Err(e)) => return Err(LlmError::Connect(e.without_url().to_string())),
-                Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+                Ok(Err(e)) => (LlmError::Connect(e.without_url().to_string()), None),
+                Ok(Ok(resp)) if resp.status().is_success() => return Ok((resp, lease)),
                 Ok(Ok(resp)) => {
                     let status = resp.status().as_u16();
                     let retry_after = retry_after(resp.headers(), std::time::SystemTime::now());
@@ -304,10 +336,12 @@ enum Phase {
     /// (Re)send the request.
     Send,
     /// Reading a streamed body; `streamed`: text reached the caller.
+    /// The lease keeps the request's place on its lane while it streams.
     Reading {
         sse: Sse,
         acc: Accumulator,
         streamed: bool,
+        _lease: Lease,
     },
     Finished,
 }
@@ -329,19 +363,22 @@ impl Answer {
                 Phase::Finished => return None,
                 Phase::Send => match self.client.send(&self.request, &mut self.attempt).await {
                     Err(e) => return self.fail(e),
-                    Ok(resp) if is_json(&resp) => {
+                    Ok((resp, _lease)) if is_json(&resp) => {
                         self.phase = Phase::Finished;
                         return Some(whole(resp, idle).await);
                     }
-                    Ok(resp) => {
+                    Ok((resp, lease)) => {
                         self.phase = Phase::Reading {
                             sse: resp.bytes_stream().eventsource().boxed(),
                             acc: Accumulator::default(),
                             streamed: false,
+                            _lease: lease,
                         }
                     }
                 },
-                Phase::Reading { sse, acc, streamed } => {
+                Phase::Reading {
+                    sse, acc, streamed, ..
+                } => {
                     let next = match tokio::time::timeout(idle, sse.next()).await {
                         Err(_) => return self.fail(LlmError::Timeout),
                         Ok(next) => next,

@@ -8,8 +8,10 @@
 
 mod accumulate;
 mod client;
+pub mod lanes;
 mod tokenizer;
 mod wire;
 
 pub use accumulate::Accumulator;
-pub use client::{OpenAiClient, ProviderConfig, redacted_base_url};
+pub use client::{DEFAULT_STREAMS_PER_CONNECTION, OpenAiClient, ProviderConfig, redacted_base_url};
+pub use lanes::MakeClient;

@@ -308,3 +308,112 @@ async fn the_mock_refuses_parameters_as_openai_words_them() {
     }
     assert_eq!(answer.as_deref(), Some("fine"));
 }
+
+/// A provider over HTTP/2 that allows `streams` concurrent streams per
+/// connection, like a real one (hyper's own default is 200). Each answer
+/// waits until `expected` requests are being answered at once (or a
+/// second has passed); it reports the most it saw at once.
+struct StreamLimited {
+    base_url: String,
+    peak: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+async fn stream_limited(streams: u32, expected: usize) -> StreamLimited {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let now = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let changed = Arc::new(tokio::sync::Notify::new());
+    let answer = {
+        let (now, peak, changed) = (now.clone(), peak.clone(), changed.clone());
+        move || {
+            let (now, peak, changed) = (now.clone(), peak.clone(), changed.clone());
+            async move {
+                let here = now.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(here, Ordering::SeqCst);
+                changed.notify_waiters();
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    while now.load(Ordering::SeqCst) < expected {
+                        let notified = changed.notified();
+                        if now.load(Ordering::SeqCst) >= expected {
+                            break;
+                        }
+                        notified.await;
+                    }
+                })
+                .await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                (
+                    [("content-type", "text/event-stream")],
+                    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+                )
+            }
+        }
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((socket, _)) = listener.accept().await else {
+                return;
+            };
+            let app = app.clone();
+            tokio::spawn(async move {
+                let mut builder = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                );
+                builder.http2().max_concurrent_streams(streams);
+                let _ = builder
+                    .serve_connection(
+                        hyper_util::rt::TokioIo::new(socket),
+                        hyper_util::service::TowerToHyperService::new(app),
+                    )
+                    .await;
+            });
+        }
+    });
+    StreamLimited {
+        base_url: format!("http://{addr}/v1"),
+        peak,
+    }
+}
+
+/// Twelve answers at once from a provider allowing four streams per
+/// HTTP/2 connection.
+async fn twelve_at_once(client: OpenAiClient) {
+    let runs: Vec<_> = (0..12)
+        .map(|_| {
+            let c = client.clone();
+            tokio::spawn(async move { collect(&c).await.1 })
+        })
+        .collect();
+    for r in runs {
+        assert_eq!(r.await.unwrap().unwrap().content, "hi");
+    }
+}
+
+fn h2_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn past_a_connections_stream_limit_requests_go_out_on_another() {
+    use std::sync::atomic::Ordering;
+    rtc_testkit::init_tls();
+    // One client: the h2 connection queues all but four.
+    let provider = stream_limited(4, 12).await;
+    let config = ProviderConfig::new(&provider.base_url, None);
+    twelve_at_once(OpenAiClient::new(config, h2_client())).await;
+    assert_eq!(provider.peak.load(Ordering::SeqCst), 4);
+    // Lanes of four: all twelve are answered at once, on three connections.
+    let provider = stream_limited(4, 12).await;
+    let mut config = ProviderConfig::new(&provider.base_url, None);
+    config.streams_per_connection = 4;
+    let client = OpenAiClient::with_lanes(config, std::sync::Arc::new(h2_client));
+    twelve_at_once(client).await;
+    assert_eq!(provider.peak.load(Ordering::SeqCst), 12);
+}

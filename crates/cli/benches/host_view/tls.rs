@@ -18,13 +18,38 @@ use rcgen::{
 };
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-/// Requests the TLS mock answered over HTTP/1.1 and over HTTP/2.
+/// Requests the TLS mock answered over HTTP/1.1 and over HTTP/2; its
+/// connections open now and the most open at once since [`reset_peak`].
 static HTTP1: AtomicUsize = AtomicUsize::new(0);
 static HTTP2: AtomicUsize = AtomicUsize::new(0);
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// Streams the mock allows on one HTTP/2 connection, as a real provider
+/// caps them (nginx's default; hyper's own is 200): past it the server
+/// opens another connection lane (`rtc_llm::lanes`).
+pub const STREAMS: u32 = 128;
 
 /// The requests answered so far: (HTTP/1.1, HTTP/2).
 pub fn versions() -> (usize, usize) {
     (HTTP1.load(Ordering::Relaxed), HTTP2.load(Ordering::Relaxed))
+}
+
+/// The most connections open at once since [`reset_peak`]. (A burst to a
+/// new client opens a TLS connection per request until one of them has
+/// negotiated `h2`; reqwest drops the others right after their handshake.)
+pub fn peak_connections() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// The connections open now.
+pub fn open_connections() -> usize {
+    OPEN.load(Ordering::Relaxed)
+}
+
+/// Count the peak from the connections open now.
+pub fn reset_peak() {
+    PEAK.store(OPEN.load(Ordering::Relaxed), Ordering::Relaxed);
 }
 
 async fn count(
@@ -74,21 +99,21 @@ pub async fn serve(app: axum::Router, dir: &Path) -> anyhow::Result<(String, Pat
 
     let app = app.layer(axum::middleware::from_fn(count));
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    // Every waiting session's request in flight at once (hyper's default
-    // is 200 streams per connection, beyond which the client queues).
-    builder.http2().max_concurrent_streams(None);
+    builder.http2().max_concurrent_streams(STREAMS);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
+            let open = OPEN.fetch_add(1, Ordering::Relaxed) + 1;
+            PEAK.fetch_max(open, Ordering::Relaxed);
             let (acceptor, app, builder) = (acceptor.clone(), app.clone(), builder.clone());
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let _ = builder
-                    .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
-                    .await;
+                if let Ok(tls) = acceptor.accept(tcp).await {
+                    let _ = builder
+                        .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+                        .await;
+                }
+                OPEN.fetch_sub(1, Ordering::Relaxed);
             });
         }
     });
