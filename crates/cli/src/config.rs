@@ -52,7 +52,7 @@ struct FileConfig {
     llm_vision: Option<bool>,
     llm_context_window: Option<u32>,
     llm_max_tools: Option<u64>,
-    llm_streams_per_connection: Option<u32>,
+    llm_streams_per_connection: Option<std::num::NonZeroU32>,
     max_steps_per_turn: Option<usize>,
     idle_session_secs: Option<u64>,
     shutdown_grace_secs: Option<u64>,
@@ -115,7 +115,7 @@ pub struct ProviderSettings {
     /// opened (default 100; keep it at or below the provider's HTTP/2
     /// stream limit).
     #[serde(default)]
-    pub streams_per_connection: Option<u32>,
+    pub streams_per_connection: Option<std::num::NonZeroU32>,
 }
 
 impl ProviderSettings {
@@ -404,7 +404,7 @@ impl Settings {
                     rtc_runtime::DEFAULT_MAX_TOOLS as u64,
                 )?),
                 streams_per_connection: match env("RTC_LLM_STREAMS_PER_CONNECTION") {
-                    Some(v) => Some(v.parse().ok().filter(|n| *n >= 1).context(
+                    Some(v) => Some(v.parse().ok().context(
                         "RTC_LLM_STREAMS_PER_CONNECTION must be a number of requests, at least 1",
                     )?),
                     None => file.llm_streams_per_connection,

@@ -1,4 +1,4 @@
-//! Settings: what their `Debug` shows.
+//! Settings: what their `Debug` shows, and what loading refuses.
 
 use super::*;
 
@@ -82,4 +82,31 @@ fn cors_origins_are_origins() {
     for bad in ["a.example", "https://a.example/path", "ftp://a", "https://"] {
         assert!(super::cors_origins(Some(bad.into())).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn streams_per_connection_is_at_least_one_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = |text: &str| {
+        let path = dir.path().join("rtc.toml");
+        std::fs::write(&path, text).unwrap();
+        Settings::load(Some(&path), Overrides::default())
+    };
+    let named = "[providers.local]\nbase_url = \"https://gw.example/v1\"\nmodel = \"m\"\n";
+    let s = load(&format!(
+        "llm_streams_per_connection = 50\n{named}streams_per_connection = 20\n"
+    ))
+    .unwrap();
+    assert_eq!(s.llm.streams_per_connection.map(|n| n.get()), Some(50));
+    assert_eq!(
+        s.providers["local"].streams_per_connection.map(|n| n.get()),
+        Some(20)
+    );
+    let e = load("llm_streams_per_connection = 0\n").unwrap_err();
+    assert!(
+        format!("{e:#}").contains("llm_streams_per_connection"),
+        "{e:#}"
+    );
+    let e = load(&format!("{named}streams_per_connection = 0\n")).unwrap_err();
+    assert!(format!("{e:#}").contains("nonzero"), "{e:#}");
 }

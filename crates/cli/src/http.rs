@@ -10,7 +10,7 @@
 //! Every response says so (`Keep-Alive: timeout=N`), and a client that
 //! reuses a connection must let it go sooner: a request sent just as the
 //! server closes fails with "connection closed before message completed".
-//! [`api_client`] is such a client, for the CLI's own commands.
+//! [`api_client`], the CLI's own, keeps no idle connection at all.
 
 use std::future::Future;
 use std::pin::pin;
@@ -23,15 +23,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-/// How long the CLI's clients keep an idle connection: below the server's
-/// default header-read timeout (10 s) and its smallest sensible setting.
-const CLIENT_IDLE: Duration = Duration::from_secs(4);
-
-/// An HTTP client for talking to a server: it drops an idle connection
-/// before the server would close it (see the module doc).
+/// An HTTP client for talking to a server: it keeps no idle connection
+/// (see the module doc), whatever the server's timeout; the CLI's
+/// commands send a request now and then, not a stream of them.
 pub fn api_client() -> reqwest::Client {
     reqwest::Client::builder()
-        .pool_idle_timeout(CLIENT_IDLE)
+        .pool_max_idle_per_host(0)
         .build()
         .unwrap_or_default()
 }

@@ -158,30 +158,34 @@ pub(crate) fn provider(
     p: &ProviderSettings,
     small_model: Option<String>,
 ) -> anyhow::Result<Provider> {
-    // After a burst of model calls, at most 64 idle connections per lane
-    // stay open (a plain HTTP/1.1 one holds ~30 KiB in hyper); the rest
-    // close. A lane is a client of its own (`rtc_llm::lanes`).
-    let lane = || {
+    // After a burst of model calls, at most 64 idle connections stay open
+    // (a plain HTTP/1.1 one holds ~30 KiB in hyper); the rest close.
+    let client = || {
         reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
             .pool_max_idle_per_host(64)
             .pool_idle_timeout(std::time::Duration::from_secs(30))
             .build()
     };
-    // Fail at start, not at the first extra lane, if no client can be made.
-    drop(lane()?);
-    let make: rtc_llm::MakeClient = Arc::new(move || lane().unwrap_or_default());
+    let first = client()?;
     let mut config = ProviderConfig::new(&p.base_url, p.api_key.clone());
     config.caps = p.caps();
     config.model_caps = p.models.clone();
     if let Some(n) = p.streams_per_connection {
-        config.streams_per_connection = usize::try_from(n).unwrap_or(usize::MAX);
+        config.streams_per_connection = usize::try_from(n.get()).unwrap_or(usize::MAX);
     }
     let max_tools = p.max_tools.map_or(rtc_runtime::DEFAULT_MAX_TOOLS, |n| {
         usize::try_from(n).unwrap_or(usize::MAX)
     });
     Ok(Provider {
-        client: Arc::new(OpenAiClient::with_lanes(config, make)),
+        // An `https://` provider speaks HTTP/2 and caps the streams of a
+        // connection: its requests go out on lanes (`rtc_llm::lanes`).
+        client: Arc::new(if p.base_url.starts_with("https://") {
+            let make: rtc_llm::MakeClient = Arc::new(move || client().ok());
+            OpenAiClient::with_lanes(config, first, make)
+        } else {
+            OpenAiClient::new(config, first)
+        }),
         default_model: p.model.clone(),
         small_model,
         max_tools,

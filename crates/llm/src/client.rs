@@ -87,10 +87,13 @@ impl OpenAiClient {
         }
     }
 
-    /// Requests spread over clients `make` opens as needed, each carrying
-    /// up to [`ProviderConfig::streams_per_connection`] at once.
-    pub fn with_lanes(config: ProviderConfig, make: MakeClient) -> Self {
-        let lanes = Lanes::new(make, config.streams_per_connection);
+    /// Requests spread over `first` and clients `make` opens as needed,
+    /// each carrying up to [`ProviderConfig::streams_per_connection`] at
+    /// once (for HTTP/2 providers: over HTTP/1.1 every request has a
+    /// connection of its own anyway, and [`OpenAiClient::new`] keeps one
+    /// pool of idle ones).
+    pub fn with_lanes(config: ProviderConfig, first: reqwest::Client, make: MakeClient) -> Self {
+        let lanes = Lanes::new(first, make, config.streams_per_connection);
         Self {
             config,
             lanes: Arc::new(lanes),
@@ -144,19 +147,27 @@ impl OpenAiClient {
             let outcome = tokio::time::timeout(self.config.idle_timeout, req.send()).await;
             let (failure, retry_after) = match outcome {
                 Err(_) => (LlmError::Timeout, None),
-                // A request that could not be built fails as it is; one
-                // that failed on the way (a refused connection, a reset, an
-                // HTTP/2 stream the provider refused past its limit) is
-                // sent again, as the official SDKs do.
-                Ok(Err(e)) if e.is_builder() => {
-                    return Err(LlmError::Connect(e.without_url().to_string()));
+                // A request that failed on the way (a refused connection,
+                // a reset, an HTTP/2 stream the provider refused past its
+                // limit) is sent again, as the official SDKs do; one that
+                // could not be built or was redirected away fails as it is.
+                Ok(Err(e))
+                    if (e.is_connect() || e.is_timeout() || e.is_request()) && !e.is_redirect() =>
+                {
+                    (LlmError::Connect(e.without_url().to_string()), None)
                 }
-                Ok(Err(e)) => (LlmError::Connect(e.without_url().to_string()), None),
+                Ok(Err(e)) => return Err(LlmError::Connect(e.without_url().to_string())),
                 Ok(Ok(resp)) if resp.status().is_success() => return Ok((resp, lease)),
                 Ok(Ok(resp)) => {
                     let status = resp.status().as_u16();
                     let retry_after = retry_after(resp.headers(), std::time::SystemTime::now());
-                    let text = resp.text().await.unwrap_or_default();
+                    // A provider that sends an error's headers, then stalls,
+                    // holds neither the turn nor the connection lane.
+                    let text = tokio::time::timeout(self.config.idle_timeout, resp.text())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .unwrap_or_default();
                     if status == 429 && is_quota_error(&text) {
                         return Err(LlmError::Quota(error_message(&text)));
                     }
@@ -176,6 +187,8 @@ impl OpenAiClient {
             if *attempt >= self.config.max_retries {
                 return Err(failure);
             }
+            // Not in flight while it waits: its lane's place is free.
+            drop(lease);
             self.back_off(*attempt, retry_after).await;
             *attempt += 1;
         }
@@ -426,9 +439,10 @@ impl Answer {
                         return self.fail(LlmError::Cut);
                     }
                     tracing::warn!("the model's stream was cut before any output");
+                    // The cut body (and its lane's place) goes before the wait.
+                    self.phase = Phase::Send;
                     self.client.back_off(self.attempt, None).await;
                     self.attempt += 1;
-                    self.phase = Phase::Send;
                 }
             }
         }

@@ -6,9 +6,11 @@
 //! hundred to end, however long they stream. So requests go out on lanes,
 //! each a client with connections of its own: a lane carries up to
 //! `per_lane` requests at once, another is opened when every lane is full,
-//! up to [`MAX_LANES`]; past that the least loaded lane takes the request
-//! (and the provider's connection queues it). Over HTTP/1.1 a lane opens a
-//! connection per request in flight anyway, so lanes change nothing there.
+//! up to [`MAX_LANES`]; past that (or when a client cannot be made) the
+//! least loaded lane takes the request, and the provider's connection
+//! queues it. Lanes are for HTTP/2 providers: over HTTP/1.1 every request
+//! in flight has a connection of its own anyway, and separate lanes would
+//! only keep separate pools of idle connections.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,8 +20,8 @@ use parking_lot::Mutex;
 /// Most lanes (clients) per provider: 64 × 100 streams by default.
 pub const MAX_LANES: usize = 64;
 
-/// Makes the client of a new lane.
-pub type MakeClient = Arc<dyn Fn() -> reqwest::Client + Send + Sync>;
+/// Makes the client of a new lane (`None`: it could not be made).
+pub type MakeClient = Arc<dyn Fn() -> Option<reqwest::Client> + Send + Sync>;
 
 /// The lanes of one provider.
 pub struct Lanes {
@@ -48,10 +50,9 @@ impl Drop for Lease {
 }
 
 impl Lanes {
-    /// Lanes made by `make` as needed, each carrying up to `per_lane`
-    /// requests at once (at least 1).
-    pub fn new(make: MakeClient, per_lane: usize) -> Self {
-        let first = make();
+    /// `first`, then lanes made by `make` as needed, each carrying up to
+    /// `per_lane` requests at once (at least 1).
+    pub fn new(first: reqwest::Client, make: MakeClient, per_lane: usize) -> Self {
         Self {
             make: Some(make),
             per_lane: per_lane.max(1),
@@ -70,33 +71,43 @@ impl Lanes {
 
     /// The client to send a request with, and its place on that lane: the
     /// first lane with room, else a new lane, else the least loaded.
+    ///
+    /// A new lane's client is made outside the lock (making one reads the
+    /// platform's root certificates): requests meanwhile see the lanes as
+    /// they are, and two that both found them full may each open one.
     pub fn take(&self) -> (reqwest::Client, Lease) {
+        if let Some(taken) = self.take_with_room() {
+            return taken;
+        }
+        let made = match &self.make {
+            Some(make) if self.count() < MAX_LANES => make(),
+            _ => None,
+        };
         let mut lanes = self.lanes.lock();
-        let room = lanes
+        if let Some(client) = made
+            && lanes.len() < MAX_LANES
+        {
+            lanes.push(Lane::new(client));
+            tracing::debug!(
+                lanes = lanes.len(),
+                "model requests: another connection lane"
+            );
+            return lanes[lanes.len() - 1].lease();
+        }
+        let least = lanes
             .iter()
-            .position(|l| l.in_flight.load(Ordering::Relaxed) < self.per_lane);
-        let index = match (room, &self.make) {
-            (Some(i), _) => i,
-            (None, Some(make)) if lanes.len() < MAX_LANES => {
-                lanes.push(Lane::new(make()));
-                tracing::debug!(
-                    lanes = lanes.len(),
-                    "model requests: another connection lane"
-                );
-                lanes.len() - 1
-            }
-            (None, _) => lanes
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, l)| l.in_flight.load(Ordering::Relaxed))
-                .map_or(0, |(i, _)| i),
-        };
-        let lane = &lanes[index];
-        lane.in_flight.fetch_add(1, Ordering::Relaxed);
-        let lease = Lease {
-            in_flight: lane.in_flight.clone(),
-        };
-        (lane.client.clone(), lease)
+            .min_by_key(|l| l.in_flight.load(Ordering::Relaxed))
+            .unwrap_or(&lanes[0]);
+        least.lease()
+    }
+
+    /// The first lane with room, if any.
+    fn take_with_room(&self) -> Option<(reqwest::Client, Lease)> {
+        let lanes = self.lanes.lock();
+        lanes
+            .iter()
+            .find(|l| l.in_flight.load(Ordering::Relaxed) < self.per_lane)
+            .map(Lane::lease)
     }
 
     /// How many lanes are open.
@@ -111,6 +122,15 @@ impl Lane {
             client,
             in_flight: Arc::default(),
         }
+    }
+
+    /// A place on this lane (counted while the lanes are locked).
+    fn lease(&self) -> (reqwest::Client, Lease) {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        let lease = Lease {
+            in_flight: self.in_flight.clone(),
+        };
+        (self.client.clone(), lease)
     }
 }
 
@@ -127,13 +147,14 @@ impl std::fmt::Debug for Lanes {
 mod tests {
     use super::*;
 
+    /// A maker counting the clients made (the first lane's included).
     fn counting() -> (MakeClient, Arc<AtomicUsize>) {
         rtc_testkit::init_tls();
-        let made = Arc::new(AtomicUsize::new(0));
+        let made = Arc::new(AtomicUsize::new(1));
         let m = made.clone();
         let make: MakeClient = Arc::new(move || {
             m.fetch_add(1, Ordering::Relaxed);
-            reqwest::Client::new()
+            Some(reqwest::Client::new())
         });
         (make, made)
     }
@@ -141,7 +162,7 @@ mod tests {
     #[test]
     fn a_lane_is_opened_only_when_every_lane_is_full_and_reused_after() {
         let (make, made) = counting();
-        let lanes = Lanes::new(make, 2);
+        let lanes = Lanes::new(reqwest::Client::new(), make, 2);
         let a = lanes.take();
         let b = lanes.take();
         assert_eq!(lanes.count(), 1);
@@ -159,7 +180,7 @@ mod tests {
     #[test]
     fn past_the_last_lane_the_least_loaded_takes_the_request() {
         let (make, made) = counting();
-        let lanes = Lanes::new(make, 1);
+        let lanes = Lanes::new(reqwest::Client::new(), make, 1);
         let mut held: Vec<_> = (0..MAX_LANES).map(|_| lanes.take()).collect();
         assert_eq!(made.load(Ordering::Relaxed), MAX_LANES);
         drop(held.swap_remove(5));
@@ -172,6 +193,17 @@ mod tests {
         );
         // The lane whose place came back got the first of them.
         assert_eq!(more[0].1.in_flight.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_client_that_cannot_be_made_leaves_the_request_on_the_least_loaded_lane() {
+        rtc_testkit::init_tls();
+        let lanes = Lanes::new(reqwest::Client::new(), Arc::new(|| None), 1);
+        let a = lanes.take();
+        let b = lanes.take();
+        assert_eq!(lanes.count(), 1);
+        assert_eq!(b.1.in_flight.load(Ordering::Relaxed), 2);
+        drop((a, b));
     }
 
     #[test]

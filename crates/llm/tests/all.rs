@@ -413,7 +413,11 @@ async fn past_a_connections_stream_limit_requests_go_out_on_another() {
     let provider = stream_limited(4, 12).await;
     let mut config = ProviderConfig::new(&provider.base_url, None);
     config.streams_per_connection = 4;
-    let client = OpenAiClient::with_lanes(config, std::sync::Arc::new(h2_client));
+    let client = OpenAiClient::with_lanes(
+        config,
+        h2_client(),
+        std::sync::Arc::new(|| Some(h2_client())),
+    );
     twelve_at_once(client).await;
     assert_eq!(provider.peak.load(Ordering::SeqCst), 12);
 }
