@@ -610,6 +610,12 @@ async fn reattached_after_restart(engine: Engine) -> anyhow::Result<()> {
         ("RTC_LLM_MODEL".to_owned(), "mock-model".to_owned()),
         ("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned()),
         ("RTC_INSTANCE_ID".to_owned(), "inst-one".to_owned()),
+        // Shown if the report goes unanswered (seen once in CI, 1 of ~40
+        // runs, never here): what the restarted server did.
+        (
+            "RUST_LOG".to_owned(),
+            "info,rtc_session=debug,rtc_runtime=debug".to_owned(),
+        ),
     ]);
     let Some(srv) = crate::harness::start(engine, env.clone()).await? else {
         return Ok(());
@@ -638,7 +644,10 @@ async fn reattached_after_restart(engine: Engine) -> anyhow::Result<()> {
         base: srv.process.base_url.clone(),
         ..ws
     };
-    let (text, _) = report(&ws, &sid).await?;
+    let (text, _) = match report(&ws, &sid).await {
+        Ok(found) => found,
+        Err(e) => anyhow::bail!("{e}\nthe restarted server's log:\n{}", srv.process.log()),
+    };
     assert!(text.ends_with("completed:\ndone"), "{text}");
     let task = the_task(&ws, &sid).await?;
     assert_eq!(task["status"], "completed");
