@@ -11,3 +11,6 @@ pub(crate) use feature::Inbox;
 
 /// The inbox feature's operations on its host.
 pub(crate) type InboxService<'a> = crate::feature::Service<'a, feature::Inbox>;
+
+#[cfg(test)]
+mod service_tests;

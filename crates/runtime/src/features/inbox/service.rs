@@ -36,7 +36,23 @@ pub(crate) struct InboxHint(pub bool);
 impl InboxService<'_> {
     /// Deliver waiting inbox items unless a turn is running (it delivers
     /// them when it ends).
+    ///
+    /// It runs to its end on a task of its own even when the caller stops
+    /// waiting (a task driver dropped while it reports, a request whose
+    /// client went away): stopped between delivering an item and starting
+    /// the turn that answers it, it would leave the item delivered and
+    /// unanswered, or consumed and never delivered, with the session
+    /// marked as running.
     pub(crate) async fn kick(self, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
+        let (rt, ctx) = (self.rt.clone(), ctx.clone());
+        self.tasks
+            .spawn(async move { InboxService::of(&rt).kick_now(&ctx).await })
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("delivering the inbox stopped: {e}")))?
+    }
+
+    /// [`Self::kick`], in the caller's task.
+    async fn kick_now(self, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
         ctx.ext(|h: &mut InboxHint| h.0 = true);
         let mut slot = ctx.turn.lock().await;
         if slot.as_ref().is_some_and(|t| !t.handle.is_finished()) || self.tasks.is_closed() {

@@ -162,30 +162,31 @@ impl TaskService<'_> {
     /// Drive a task to its end and record it (while this instance still
     /// holds it).
     async fn drive(self, task: TaskRecord, cancel: CancellationToken) -> Result<(), RuntimeError> {
-        let config: TaskConfig = match serde_json::from_str(&task.config) {
-            Ok(c) => c,
-            Err(e) => {
-                let why = format!("the task's stored configuration is unreadable: {e}");
-                return self.end_task(&task, Ending::Failed(why)).await;
-            }
+        let ending = match serde_json::from_str::<TaskConfig>(&task.config) {
+            Err(e) => Some(Ending::Failed(format!(
+                "the task's stored configuration is unreadable: {e}"
+            ))),
+            Ok(config) => match self
+                .service::<TaskBackends>()
+                .driver(config.backend.backend_type)
+            {
+                None => Some(Ending::Failed(format!(
+                    "no driver runs `{}` task backends here",
+                    config.backend.backend_type.as_str()
+                ))),
+                Some(driver) => driver.run(self.rt, &task, &config, cancel).await?,
+            },
         };
-        let Some(driver) = self
-            .service::<TaskBackends>()
-            .driver(config.backend.backend_type)
-        else {
-            let why = format!(
-                "no driver runs `{}` task backends here",
-                config.backend.backend_type.as_str()
-            );
-            return self.end_task(&task, Ending::Failed(why)).await;
-        };
-        let ending = driver.run(self.rt, &task, &config, cancel).await?;
         // `None`: the task is no longer ours (taken over, or ended
         // elsewhere); a task ended elsewhere is not ended twice either.
-        match ending {
-            Some(ending) => self.end_task(&task, ending).await,
-            None => Ok(()),
-        }
+        let Some(ending) = ending else {
+            return Ok(());
+        };
+        // Its end and report are written to the end: no keeper round
+        // (which sees the task ended and no longer ours) or shutdown
+        // drops the driver halfway through.
+        self.service::<TaskDrivers>().finishing(&task.id);
+        self.end_task(&task, ending).await
     }
 
     /// Record the end of `task` (once) and tell its conversation: the

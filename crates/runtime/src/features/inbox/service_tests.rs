@@ -1,0 +1,107 @@
+//! Delivery runs to its end when its caller stops waiting: a driver
+//! dropped while it reports, or a request whose client went away, must
+//! not leave an item delivered with no turn to answer it (or consumed
+//! with nobody to deliver it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rtc_protocol::{CreateSessionParams, MessageRole};
+use rtc_store::{InboxItem, InboxKind, MasterKey, SecretBox, Store};
+use rtc_testkit::{MockLlm, MockReply};
+
+use super::InboxService;
+
+const WS: &str = "ws_1";
+
+async fn runtime(mock: &MockLlm) -> (crate::Runtime, tempfile::TempDir) {
+    rtc_testkit::init_tls();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("r.db").display());
+    let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    store.create_workspace(WS, "w", "key").await.unwrap();
+    let mut llm = rtc_llm::ProviderConfig::new(&mock.base_url, None);
+    llm.max_retries = 0;
+    let provider = crate::Provider {
+        client: Arc::new(rtc_llm::OpenAiClient::new(llm, reqwest::Client::new())),
+        default_model: "mock".into(),
+        small_model: None,
+        max_tools: crate::DEFAULT_MAX_TOOLS,
+    };
+    let config = crate::RuntimeConfig::with_defaults(
+        provider,
+        rtc_tools::net_guard::AddressPolicy::AllowPrivate,
+    )
+    .unwrap();
+    let rt = crate::Runtime::new(store, config);
+    rt.recover().await.unwrap();
+    (rt, dir)
+}
+
+#[tokio::test]
+async fn a_kick_whose_caller_stops_waiting_still_delivers_and_answers() {
+    let mock = MockLlm::start(vec![MockReply::text("Noted.")])
+        .await
+        .unwrap();
+    let (rt, _dir) = runtime(&mock).await;
+    let assistant: rtc_protocol::Assistant =
+        serde_json::from_value(serde_json::json!({"name": "Desk"})).unwrap();
+    rt.inner
+        .store
+        .insert(WS, Some("desk".into()), assistant)
+        .await
+        .unwrap();
+    let params = CreateSessionParams {
+        assistant_id: Some("desk".into()),
+        ..Default::default()
+    };
+    let sid = rt.create_session(WS, params).await.unwrap().id;
+    let ctx = rt.inner.session(&sid).await.unwrap();
+    let mut item = InboxItem::new(
+        &sid,
+        InboxKind::TaskReport,
+        "task_1",
+        None,
+        "[Task report] \"Job\" (task_1) completed:\ndone".into(),
+    );
+    item.from_session_id = None;
+    rt.inner.store.post_inbox(&item).await.unwrap();
+
+    // The caller waits once, then goes away (its future is dropped).
+    let mut kick = Box::pin(InboxService::of(&rt.inner).kick(&ctx));
+    assert!(
+        futures::poll!(&mut kick).is_pending(),
+        "it waits on the store"
+    );
+    drop(kick);
+
+    let mut history = Vec::new();
+    for _ in 0..250 {
+        history = rt.inner.store.messages(&sid).await.unwrap();
+        if history
+            .last()
+            .is_some_and(|m| m.role == MessageRole::Assistant)
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let roles: Vec<(MessageRole, &str)> = history
+        .iter()
+        .map(|m| (m.role, m.content.as_str()))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            (
+                MessageRole::User,
+                "[Task report] \"Job\" (task_1) completed:\ndone"
+            ),
+            (MessageRole::Assistant, "Noted.")
+        ],
+        "the report was delivered and answered"
+    );
+}
