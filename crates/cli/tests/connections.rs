@@ -1,12 +1,14 @@
 //! Connections: one that sends its headers too slowly is closed after
 //! `RTC_HEADER_READ_TIMEOUT_SECS`, while complete requests are served; an
 //! idle keep-alive connection is closed after the same time, which every
-//! answer advertises in `Keep-Alive: timeout=N`.
+//! answer advertises in `Keep-Alive: timeout=N`; a request that changes a
+//! session runs to its end when its client goes away.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rtc_testkit::Engine;
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -89,4 +91,70 @@ async fn an_idle_connection_is_closed_after_the_advertised_keep_alive() -> anyho
         "closed too early: {closed:?}"
     );
     Ok(())
+}
+
+/// A session created by a client that goes away while its startup action
+/// runs (a slow HTTP tool) is still created whole: the action's end and
+/// the first message follow (before, the server dropped the creation
+/// halfway with the connection).
+#[tokio::test]
+async fn a_session_whose_creator_goes_away_is_still_created_whole() -> anyhow::Result<()> {
+    let slow = axum::Router::new().route(
+        "/slow",
+        axum::routing::get(|| async {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            axum::Json(json!({"status": "ready"}))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let tool_base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, slow).await });
+    let env = HashMap::from([("RTC_ALLOW_PRIVATE_NETWORK".to_owned(), "1".to_owned())]);
+    let Some(srv) = start(Engine::Sqlite, env).await? else {
+        return Ok(());
+    };
+    let (_, ws) = srv.workspace("A").await?;
+    let tool = ws
+        .create(
+            "/v1/tools",
+            json!({"name": "warm_up", "type": "http",
+                   "parameters": {"type": "object", "properties": {}},
+                   "http": {"method": "GET", "url": format!("{tool_base}/slow")}}),
+        )
+        .await?;
+    let assistant = ws
+        .create(
+            "/v1/assistants",
+            json!({"name": "Desk", "firstMessage": "Welcome.",
+                   "startupActions": [{"toolId": tool["id"]}]}),
+        )
+        .await?;
+    let body = json!({"assistantId": assistant["id"]}).to_string();
+    let request = format!(
+        "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        ws.token.as_deref().unwrap_or_default(),
+        body.len()
+    );
+    let addr = srv.process.base_url.trim_start_matches("http://");
+    let mut conn = TcpStream::connect(addr).await?;
+    conn.write_all(request.as_bytes()).await?;
+    // Gone while the startup action runs.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    drop(conn);
+    let mut messages = serde_json::Value::Null;
+    for _ in 0..100 {
+        let sessions = ws.get("/v1/sessions").await?.body;
+        if let Some(id) = sessions["data"][0]["id"].as_str() {
+            messages = ws.get(&format!("/v1/sessions/{id}/messages")).await?.body;
+            if messages["data"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["content"] == "Welcome."))
+            {
+                return Ok(());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("the session was left half created: {messages}")
 }

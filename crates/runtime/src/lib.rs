@@ -184,6 +184,18 @@ impl Runtime {
         self.inner.settings.limits.update
     }
 
+    /// Run `work` to its end on the runtime's supervised tasks even when
+    /// the caller stops waiting: the server runs the requests that change
+    /// a session this way, so a client that goes away never leaves one
+    /// half done (see `rtc_session::Kernel::to_the_end`).
+    pub async fn to_the_end<T: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, RuntimeError> {
+        self.inner.to_the_end(what, work).await
+    }
+
     /// After a restart: turns that were running are marked interrupted
     /// (R-RN-4); their sessions stay usable. Sub-agents cut off go on
     /// working and undelivered inbox items are delivered (R-BX-3). Returns

@@ -163,7 +163,31 @@ impl Runtime {
 
     /// [`Self::send_user_message`] with the message's `source` (`audio`
     /// for a voice session's transcript).
+    ///
+    /// It runs to its end on a task of its own even when the caller stops
+    /// waiting (a client that went away): stopped between storing the
+    /// message and starting the turn, it would leave the message stored and
+    /// unanswered.
     pub(crate) async fn user_message_from(
+        &self,
+        workspace: &str,
+        id: &str,
+        text: &str,
+        source: Option<&str>,
+    ) -> Result<Message, RuntimeError> {
+        let rt = self.clone();
+        let (workspace, id, text) = (workspace.to_owned(), id.to_owned(), text.to_owned());
+        let source = source.map(str::to_owned);
+        self.inner
+            .to_the_end("storing the message", async move {
+                rt.user_message_now(&workspace, &id, &text, source.as_deref())
+                    .await
+            })
+            .await?
+    }
+
+    /// [`Self::user_message_from`], in the caller's task.
+    async fn user_message_now(
         &self,
         workspace: &str,
         id: &str,

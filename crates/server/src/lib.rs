@@ -5,6 +5,7 @@
 
 mod auth;
 mod body_schema;
+mod completion;
 mod console;
 mod error;
 mod extract;
@@ -96,6 +97,20 @@ fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
     )
 }
 
+/// The routes that change a session (create, message, answer, end,
+/// hand-off, cancel a task): each runs to its end even when its client
+/// goes away (`completion`).
+fn session_changes(state: &AppState) -> Router<AppState> {
+    Router::new()
+        .merge(routes::sessions::router())
+        .merge(routes::interaction::router())
+        .merge(routes::tasks::router())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            completion::to_the_end,
+        ))
+}
+
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
     body_schema::prepare();
@@ -116,9 +131,7 @@ pub fn router(state: AppState) -> Router {
         .merge(routes::providers::router())
         .merge(routes::conversation_tests::assistant_tests::router())
         .merge(routes::conversation_tests::workflow_tests::router())
-        .merge(routes::sessions::router())
-        .merge(routes::interaction::router())
-        .merge(routes::tasks::router())
+        .merge(session_changes(&state))
         .merge(routes::memories::router())
         .merge(routes::usage::router())
         .merge(routes::live::router())

@@ -24,6 +24,7 @@ use rtc_core::llm::LlmClient;
 use rtc_store::Store;
 use tokio_util::task::TaskTracker;
 
+use crate::RuntimeError;
 use crate::background::Background;
 use crate::cluster::ClusterSettings;
 use crate::config_cache::ConfigCache;
@@ -222,6 +223,22 @@ impl<H: Host> Kernel<H> {
         self.host
             .upgrade()
             .unwrap_or_else(|| unreachable!("a kernel's host outlives its calls"))
+    }
+
+    /// Run `work` to its end on a task of [`Self::tasks`], even when the
+    /// caller stops waiting (a request whose client went away, a task
+    /// driver being dropped): work stopped halfway, such as a message
+    /// stored or delivered with no turn started to answer it, leaves a
+    /// session stuck. `what` names the work in the error of a panic.
+    pub async fn to_the_end<T: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, RuntimeError> {
+        self.tasks
+            .spawn(work)
+            .await
+            .map_err(|e| RuntimeError::Internal(format!("{what} stopped: {e}")))
     }
 
     /// The cluster layer: who runs a session's turns (`ownership.rs`).

@@ -147,3 +147,37 @@ async fn recovery_closes_a_turn_cut_off_by_a_crash() {
     let history = restarted.messages(WS, &s).await.unwrap();
     assert_eq!(history.last().unwrap().content, "Back again.", "usable");
 }
+
+/// A user message whose caller stops waiting (a client that went away) is
+/// stored and answered all the same, not left stored and unanswered.
+#[tokio::test]
+async fn a_message_whose_sender_goes_away_is_still_answered() {
+    let h = Harness::start(vec![MockReply::text("Hello.")]).await;
+    let a = h.assistant("a", json!({"name": "A"})).await;
+    let s = h.session(&a).await;
+    let mut send = Box::pin(h.rt.send_user_message(WS, &s, "Hi"));
+    assert!(
+        futures::poll!(&mut send).is_pending(),
+        "it waits on the store"
+    );
+    drop(send);
+    let mut roles = Vec::new();
+    for _ in 0..250 {
+        roles =
+            h.rt.messages(WS, &s)
+                .await
+                .unwrap()
+                .iter()
+                .map(|m| (m.role, m.content.clone()))
+                .collect::<Vec<_>>();
+        if roles.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    use rtc_protocol::MessageRole::{Assistant, User};
+    assert_eq!(
+        roles,
+        [(User, "Hi".to_owned()), (Assistant, "Hello.".to_owned())]
+    );
+}

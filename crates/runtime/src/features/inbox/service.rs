@@ -45,10 +45,10 @@ impl InboxService<'_> {
     /// marked as running.
     pub(crate) async fn kick(self, ctx: &Arc<SessionCtx>) -> Result<(), RuntimeError> {
         let (rt, ctx) = (self.rt.clone(), ctx.clone());
-        self.tasks
-            .spawn(async move { InboxService::of(&rt).kick_now(&ctx).await })
-            .await
-            .map_err(|e| RuntimeError::Internal(format!("delivering the inbox stopped: {e}")))?
+        self.to_the_end("delivering the inbox", async move {
+            InboxService::of(&rt).kick_now(&ctx).await
+        })
+        .await?
     }
 
     /// [`Self::kick`], in the caller's task.
