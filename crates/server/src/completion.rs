@@ -11,7 +11,6 @@ use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tracing::Instrument;
 
 use crate::{ApiError, AppState};
 
@@ -21,8 +20,8 @@ pub async fn to_the_end(State(s): State<AppState>, req: Request, next: Next) -> 
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
-    let work = next.run(req).instrument(tracing::Span::current());
-    match s.runtime.to_the_end("the request", work).await {
+    // In the request's span (`to_the_end` keeps the caller's).
+    match s.runtime.to_the_end("the request", next.run(req)).await {
         Ok(response) => response,
         Err(e) => ApiError::from(e).into_response(),
     }

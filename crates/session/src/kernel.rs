@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use rtc_core::llm::LlmClient;
 use rtc_store::Store;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::RuntimeError;
 use crate::background::Background;
@@ -229,14 +230,15 @@ impl<H: Host> Kernel<H> {
     /// caller stops waiting (a request whose client went away, a task
     /// driver being dropped): work stopped halfway, such as a message
     /// stored or delivered with no turn started to answer it, leaves a
-    /// session stuck. `what` names the work in the error of a panic.
+    /// session stuck. It runs in the caller's span. `what` names the work
+    /// in the error of a panic.
     pub async fn to_the_end<T: Send + 'static>(
         &self,
         what: &str,
         work: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, RuntimeError> {
         self.tasks
-            .spawn(work)
+            .spawn(work.in_current_span())
             .await
             .map_err(|e| RuntimeError::Internal(format!("{what} stopped: {e}")))
     }

@@ -158,7 +158,7 @@ async fn a_message_whose_sender_goes_away_is_still_answered() {
     let mut send = Box::pin(h.rt.send_user_message(WS, &s, "Hi"));
     assert!(
         futures::poll!(&mut send).is_pending(),
-        "it waits on the store"
+        "it is under way when its caller leaves"
     );
     drop(send);
     let mut roles = Vec::new();

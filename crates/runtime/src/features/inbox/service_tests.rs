@@ -74,7 +74,7 @@ async fn a_kick_whose_caller_stops_waiting_still_delivers_and_answers() {
     let mut kick = Box::pin(InboxService::of(&rt.inner).kick(&ctx));
     assert!(
         futures::poll!(&mut kick).is_pending(),
-        "it waits on the store"
+        "it is under way when its caller leaves"
     );
     drop(kick);
 

@@ -103,15 +103,6 @@ impl TaskDrivers {
         })
     }
 
-    /// A driver about to write its task's end leaves the map: a keeper
-    /// round that then finds the task ended (no longer running under this
-    /// instance) would take it for lost and drop the driver halfway
-    /// through its report, and so would a shutdown. It is then held no
-    /// longer: the end it writes needs no lease renewed.
-    pub(super) fn finishing(&self, id: &str) {
-        self.map.lock().remove(id);
-    }
-
     pub(super) fn drop_driver(&self, id: &str) {
         let removed = self.map.lock().remove(id);
         if let Some(d) = removed
@@ -128,34 +119,5 @@ impl TaskDrivers {
         for h in drained.into_iter().filter_map(|d| d.handle) {
             h.abort();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A keeper round that finds the task ended, or a shutdown, does not
-    /// drop a driver writing that end.
-    #[tokio::test]
-    async fn a_finishing_driver_is_not_dropped() {
-        let drivers = TaskDrivers::default();
-        let (wrote, written) = tokio::sync::oneshot::channel();
-        let handle = tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            let _ = wrote.send(());
-        });
-        drivers.map.lock().insert(
-            "task_1".into(),
-            Driver {
-                cancel: CancellationToken::new(),
-                handle: Some(handle.abort_handle()),
-            },
-        );
-        drivers.finishing("task_1");
-        assert!(drivers.driven_ids().is_empty(), "no longer held");
-        drivers.drop_driver("task_1");
-        drivers.abort_all();
-        written.await.expect("the driver wrote its end");
     }
 }

@@ -182,11 +182,16 @@ impl TaskService<'_> {
         let Some(ending) = ending else {
             return Ok(());
         };
-        // Its end and report are written to the end: no keeper round
-        // (which sees the task ended and no longer ours) or shutdown
-        // drops the driver halfway through.
-        self.service::<TaskDrivers>().finishing(&task.id);
-        self.end_task(&task, ending).await
+        // The end and its report are written to the end even if the
+        // driver is dropped meanwhile (a keeper round sees the task ended,
+        // no longer running here, and drops its driver; so does
+        // shutdown): the driver stays in the map, its lease renewed, until
+        // the end is written.
+        let rt = self.rt.clone();
+        self.to_the_end("ending a task", async move {
+            TaskService::of(&rt).end_task(&task, ending).await
+        })
+        .await?
     }
 
     /// Record the end of `task` (once) and tell its conversation: the
