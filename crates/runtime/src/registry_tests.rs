@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 
 use rtc_core::llm::ToolSpec;
 use rtc_protocol::{Assistant, BuiltInToolName, Tool};
-use rtc_store::{MasterKey, SecretBox, Store};
 use serde_json::json;
 
 use crate::is_reserved_tool_name as is_reserved;
@@ -55,11 +54,7 @@ async fn a_binding_cannot_shadow_a_built_in() {
     .unwrap();
     let session_tools = BTreeMap::from([("t1".to_owned(), tool)]);
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("r.db").display());
-    let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
-        .await
-        .unwrap();
-    store.migrate().await.unwrap();
+    let store = crate::test_support::sqlite_store(dir.path()).await;
     let rt = crate::Runtime::new(store, crate::test_support::config());
     let tools = SessionTools::for_session(&rt.inner, &assistant, &session_tools, None);
     let names: Vec<String> = tools.specs().iter().map(|s| s.name.clone()).collect();

@@ -3,11 +3,10 @@
 //! not leave an item delivered with no turn to answer it (or consumed
 //! with nobody to deliver it).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rtc_protocol::{CreateSessionParams, MessageRole};
-use rtc_store::{InboxItem, InboxKind, MasterKey, SecretBox, Store};
+use rtc_store::{InboxItem, InboxKind};
 use rtc_testkit::{MockLlm, MockReply};
 
 use super::InboxService;
@@ -15,28 +14,10 @@ use super::InboxService;
 const WS: &str = "ws_1";
 
 async fn runtime(mock: &MockLlm) -> (crate::Runtime, tempfile::TempDir) {
-    rtc_testkit::init_tls();
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("r.db").display());
-    let store = Store::connect(&url, SecretBox::new(&MasterKey::generate()))
-        .await
-        .unwrap();
-    store.migrate().await.unwrap();
+    let store = crate::test_support::sqlite_store(dir.path()).await;
     store.create_workspace(WS, "w", "key").await.unwrap();
-    let mut llm = rtc_llm::ProviderConfig::new(&mock.base_url, None);
-    llm.max_retries = 0;
-    let provider = crate::Provider {
-        client: Arc::new(rtc_llm::OpenAiClient::new(llm, reqwest::Client::new())),
-        default_model: "mock".into(),
-        small_model: None,
-        max_tools: crate::DEFAULT_MAX_TOOLS,
-    };
-    let config = crate::RuntimeConfig::with_defaults(
-        provider,
-        rtc_tools::net_guard::AddressPolicy::AllowPrivate,
-    )
-    .unwrap();
-    let rt = crate::Runtime::new(store, config);
+    let rt = crate::Runtime::new(store, crate::test_support::config_at(&mock.base_url));
     rt.recover().await.unwrap();
     (rt, dir)
 }
