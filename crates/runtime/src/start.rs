@@ -214,7 +214,7 @@ impl Runtime {
             (s.status, keep)
         };
         if status == SessionStatus::Ended {
-            return Err(session_ended());
+            return Err(RuntimeError::session_ended());
         }
         for feature in &inner.features {
             if let Some(taken) = feature.take_user_message(inner, &ctx, text).await {
@@ -237,7 +237,7 @@ impl Runtime {
             // Ended meanwhile (a request that went on after its caller
             // left may come late): nothing is stored on an ended session.
             if ctx.state.lock().await.status == SessionStatus::Ended {
-                return Err(session_ended());
+                return Err(RuntimeError::session_ended());
             }
             inner
                 .append(&ctx, m.clone(), vec![event], Durability::Committed)
@@ -407,13 +407,5 @@ impl Drop for UserTurnPending<'_> {
         self.0
             .user_turns_pending
             .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// A message for a session that has ended.
-fn session_ended() -> RuntimeError {
-    RuntimeError::Conflict {
-        code: "session_ended",
-        message: "the session has ended".into(),
     }
 }

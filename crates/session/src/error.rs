@@ -34,4 +34,12 @@ impl RuntimeError {
             id: id.to_owned(),
         }
     }
+
+    /// 409 `session_ended`: the session takes nothing more.
+    pub fn session_ended() -> Self {
+        Self::Conflict {
+            code: "session_ended",
+            message: "the session has ended".into(),
+        }
+    }
 }

@@ -206,10 +206,7 @@ impl InteractionService<'_> {
         // The question may have been asked by a turn on another instance.
         inner.cluster().reload_shared(ctx).await?;
         if ctx.state.lock().await.status == SessionStatus::Ended {
-            return Err(RuntimeError::Conflict {
-                code: "session_ended",
-                message: "the session has ended".into(),
-            });
+            return Err(RuntimeError::session_ended());
         }
         // The turn that asked ends first, idle work included: a sub-agent
         // must not take the answered question for "nothing left to do" and

@@ -387,10 +387,7 @@ impl Bridge {
     async fn text(&mut self, text: &str) -> Result<Message, RuntimeError> {
         let status = self.ctx.state.lock().await.status;
         if status == SessionStatus::Ended {
-            return Err(RuntimeError::Conflict {
-                code: "session_ended",
-                message: "the session has ended".into(),
-            });
+            return Err(RuntimeError::session_ended());
         }
         let m = message(MessageRole::User, text);
         let (rt, ctx) = (self.rt.clone(), self.ctx.clone());

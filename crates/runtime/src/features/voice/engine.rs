@@ -51,10 +51,7 @@ pub(super) async fn start(
     frames: mpsc::Sender<rtc_protocol::EphemeralFrame>,
 ) -> Result<EngineHandle, RuntimeError> {
     if !ctx.state.lock().await.is_open() {
-        return Err(RuntimeError::Conflict {
-            code: "session_ended",
-            message: "the session has ended".into(),
-        });
+        return Err(RuntimeError::session_ended());
     }
     let setup = setup::of(&inner, &ctx, audio.output_rate).await?;
     let cancel = CancellationToken::new();
